@@ -1,0 +1,72 @@
+import path from 'node:path';
+
+export interface ToolLimits {
+  maxReadBytes: number;
+  maxWriteBytes: number;
+  maxEntries: number;
+  maxMatches: number;
+}
+
+export interface LlmConfig {
+  apiKey?: string;
+  baseURL?: string;
+  model: string;
+  /** True when a key or a base URL is set; chat answers 503 otherwise. */
+  configured: boolean;
+}
+
+export interface Config {
+  /** Absolute paths. */
+  bundlesRoot: string;
+  coreRoot: string;
+  projectRoot: string;
+  outputPath: string;
+  dataDir: string;
+  maxIterations: number;
+  turnTimeoutMs: number;
+  store: 'sqlite' | 'memory';
+  llm: LlmConfig;
+  limits: ToolLimits;
+}
+
+export const DEFAULT_LIMITS: ToolLimits = {
+  maxReadBytes: 50_000,
+  maxWriteBytes: 100_000,
+  maxEntries: 200,
+  maxMatches: 50,
+};
+
+function int(value: string | undefined, fallback: number, min = 1): number {
+  if (value === undefined || value.trim() === '') return fallback;
+  const n = Number(value);
+  return Number.isFinite(n) && n >= min ? Math.floor(n) : fallback;
+}
+
+function nonEmpty(value: string | undefined): string | undefined {
+  const v = value?.trim();
+  return v ? v : undefined;
+}
+
+/** Reads the environment once; every path comes out absolute. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Config {
+  const abs = (value: string | undefined, fallback: string) => path.resolve(cwd, nonEmpty(value) ?? fallback);
+  const apiKey = nonEmpty(env.OPENAI_API_KEY);
+  const baseURL = nonEmpty(env.OPENAI_BASE_URL);
+  return {
+    bundlesRoot: abs(env.BUNDLES_ROOT, 'bmad/custom/bundles'),
+    coreRoot: abs(env.CORE_ROOT, 'bmad/core'),
+    projectRoot: path.resolve(cwd),
+    outputPath: abs(env.OUTPUT_PATH, 'output'),
+    dataDir: abs(env.DATA_DIR, 'data'),
+    maxIterations: int(env.MAX_ITERATIONS, 25),
+    turnTimeoutMs: int(env.TURN_TIMEOUT_MS, 120_000),
+    store: env.CONVERSATION_STORE === 'memory' ? 'memory' : 'sqlite',
+    llm: {
+      apiKey,
+      baseURL,
+      model: nonEmpty(env.OPENAI_MODEL) ?? 'gpt-4o-mini',
+      configured: Boolean(apiKey || baseURL),
+    },
+    limits: { ...DEFAULT_LIMITS },
+  };
+}

@@ -1,0 +1,52 @@
+/** Error codes of the REST API (`{ success: false, error, code }`). */
+export type ApiErrorCode =
+  | 'E_VALIDATION'
+  | 'E_AGENT_NOT_FOUND'
+  | 'E_CONVERSATION_NOT_FOUND'
+  | 'E_FILE_NOT_FOUND'
+  | 'E_CONVERSATION_BUSY'
+  | 'E_TOO_LARGE'
+  | 'E_SANDBOX_VIOLATION'
+  | 'E_CRITICAL_ACTION'
+  | 'E_LLM_UPSTREAM'
+  | 'E_LLM_NOT_CONFIGURED'
+  | 'E_LLM_TIMEOUT'
+  | 'E_INTERNAL';
+
+const STATUS: Record<ApiErrorCode, number> = {
+  E_VALIDATION: 400,
+  E_SANDBOX_VIOLATION: 400,
+  E_AGENT_NOT_FOUND: 404,
+  E_CONVERSATION_NOT_FOUND: 404,
+  E_FILE_NOT_FOUND: 404,
+  E_CONVERSATION_BUSY: 409,
+  E_TOO_LARGE: 413,
+  E_CRITICAL_ACTION: 422,
+  E_LLM_UPSTREAM: 502,
+  E_LLM_NOT_CONFIGURED: 503,
+  E_LLM_TIMEOUT: 504,
+  E_INTERNAL: 500,
+};
+
+/** A failure that reaches the edge of the app; its message is safe to show (no absolute paths). */
+export class AppError extends Error {
+  readonly code: ApiErrorCode;
+  readonly status: number;
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ApiErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'AppError';
+    this.code = code;
+    this.status = STATUS[code];
+    this.details = details;
+  }
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}
+
+export function statusOf(code: ApiErrorCode): number {
+  return STATUS[code];
+}

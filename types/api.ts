@@ -1,0 +1,84 @@
+/**
+ * Shapes of the REST API, shared by the server and the browser. Every JSON response is
+ * `{ success: true, data }` or `{ success: false, error, code }`.
+ */
+export type ApiResponse<T> = { success: true; data: T } | { success: false; error: string; code: string };
+
+export interface CommandSummary {
+  cmd: string;
+  description: string;
+  kind?: string;
+  target?: string;
+}
+
+export interface AgentSummary {
+  id: string;
+  name: string;
+  title: string;
+  icon?: string;
+  description?: string;
+  bundleName: string;
+  commands: CommandSummary[];
+  greeting?: string;
+}
+
+export interface HealthData {
+  status: 'ok';
+  llm: { configured: boolean; model: string };
+}
+
+export interface FunctionCallView {
+  id: string;
+  name: string;
+  arguments: unknown;
+  result: unknown;
+}
+
+export interface ChatMessageView {
+  id: string;
+  role: 'user' | 'assistant';
+  content: string;
+  timestamp: string;
+  functionCalls?: FunctionCallView[];
+}
+
+export interface ChatResponseData {
+  conversationId: string;
+  message: ChatMessageView & { role: 'assistant'; functionCalls: FunctionCallView[] };
+  usage: { promptTokens: number; completionTokens: number };
+  iterations: number;
+  stopReason: 'stop' | 'max_iterations' | 'aborted';
+}
+
+export interface ConversationSummaryView {
+  id: string;
+  agentId: string;
+  bundleName: string;
+  title: string;
+  createdAt: string;
+  updatedAt: string;
+  status: 'idle' | 'running' | 'interrupted';
+  messageCount: number;
+  lastMessagePreview?: string;
+}
+
+export interface ConversationListData {
+  items: ConversationSummaryView[];
+  nextCursor?: string;
+}
+
+/** A conversation with its visible messages; tool calls are folded into the assistant message that made them. */
+export interface ConversationDetail extends ConversationSummaryView {
+  messages: ChatMessageView[];
+  usage: { promptTokens: number; completionTokens: number };
+}
+
+export interface OutputFileEntry {
+  /** Path relative to the conversation's output folder, with `/` separators. */
+  path: string;
+  name: string;
+  type: 'file' | 'directory';
+  size?: number;
+  modifiedAt: string;
+  children?: OutputFileEntry[];
+}
