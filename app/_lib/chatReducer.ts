@@ -1,0 +1,314 @@
+import type {
+  ChatError,
+  ChatState,
+  MessagePart,
+  StopReason,
+  StreamChunk,
+  TokenUsage,
+  ToolPart,
+  UIMessage,
+} from './types';
+
+export const initialChatState: ChatState = {
+  conversationId: null,
+  messages: [],
+  status: 'idle',
+  activeMessageId: null,
+  stopReason: null,
+  error: null,
+  lastUserText: null,
+  usage: null,
+  sawFinish: false,
+};
+
+export type ChatAction =
+  | { type: 'load'; conversationId: string | null; messages: UIMessage[] }
+  | { type: 'submit'; text: string; userMessageId: string; assistantMessageId: string; createdAt?: string }
+  | { type: 'chunk'; chunk: StreamChunk }
+  | { type: 'request-failed'; error: ChatError }
+  /** The reader stopped: the body ended, the person stopped it, or the network failed. */
+  | { type: 'end'; reason: 'complete' | 'aborted' | 'network'; message?: string }
+  /** Drops the failed turn's empty answer (and its question) before a retry sends it again. */
+  | { type: 'discard-failed-turn' }
+  | { type: 'dismiss-error' };
+
+/** Tools whose result changes the conversation's output files. */
+export const WRITING_TOOLS = new Set(['save_output', 'edit_file', 'apply_patch']);
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** A tool result in our API may report failure inside a successful output (`ok: false`). */
+export function toolFailureText(output: unknown): string | undefined {
+  if (!output || typeof output !== 'object') return undefined;
+  const o = output as { ok?: unknown; error?: unknown };
+  if (o.ok !== false) return undefined;
+  const err = o.error;
+  if (err && typeof err === 'object') {
+    const e = err as { code?: unknown; message?: unknown };
+    const msg = str(e.message) ?? 'Tool failed';
+    return str(e.code) ? `${e.code}: ${msg}` : msg;
+  }
+  return str(err) ?? 'Tool failed';
+}
+
+function updateActive(state: ChatState, fn: (m: UIMessage) => UIMessage): ChatState {
+  const id = state.activeMessageId;
+  if (!id) return state;
+  let changed = false;
+  const messages = state.messages.map((m) => {
+    if (m.id !== id) return m;
+    changed = true;
+    return fn(m);
+  });
+  return changed ? { ...state, messages } : state;
+}
+
+function withParts(m: UIMessage, parts: MessagePart[]): UIMessage {
+  return { ...m, parts };
+}
+
+function upsertTool(m: UIMessage, toolCallId: string, patch: Partial<ToolPart> & { toolName?: string }): UIMessage {
+  const idx = m.parts.findIndex((p) => p.type === 'tool' && p.toolCallId === toolCallId);
+  if (idx === -1) {
+    const part: ToolPart = { type: 'tool', toolCallId, toolName: patch.toolName ?? 'tool', state: 'running', ...patch };
+    return withParts(m, [...m.parts, part]);
+  }
+  const parts = m.parts.slice();
+  const prev = parts[idx] as ToolPart;
+  parts[idx] = { ...prev, ...patch, toolName: patch.toolName ?? prev.toolName };
+  return withParts(m, parts);
+}
+
+function appendText(m: UIMessage, kind: 'text' | 'reasoning', id: string | undefined, delta: string): UIMessage {
+  // Deltas normally name their part; fall back to the last open part of that kind so a server
+  // that omits ids still renders in order.
+  let idx = -1;
+  for (let i = m.parts.length - 1; i >= 0; i--) {
+    const p = m.parts[i];
+    if (p.type !== kind) continue;
+    if (id !== undefined ? p.id === id : p.state === 'streaming') {
+      idx = i;
+      break;
+    }
+  }
+  // A tool call after the part started means new text belongs after the tool, not above it.
+  if (idx !== -1 && idx !== m.parts.length - 1 && m.parts[idx].state === 'done') idx = -1;
+  if (idx === -1) {
+    return withParts(m, [...m.parts, { type: kind, id: id ?? `${kind}-${m.parts.length}`, text: delta, state: 'streaming' }]);
+  }
+  const parts = m.parts.slice();
+  const p = parts[idx] as Extract<MessagePart, { type: 'text' | 'reasoning' }>;
+  parts[idx] = { ...p, text: p.text + delta };
+  return withParts(m, parts);
+}
+
+function closeText(m: UIMessage, kind: 'text' | 'reasoning', id: string | undefined): UIMessage {
+  let changed = false;
+  const parts = m.parts.map((p) => {
+    if (p.type === kind && p.state === 'streaming' && (id === undefined || p.id === id)) {
+      changed = true;
+      return { ...p, state: 'done' as const };
+    }
+    return p;
+  });
+  return changed ? withParts(m, parts) : m;
+}
+
+/** Whatever is still open when a turn ends is settled, so no spinner spins forever. */
+function settle(m: UIMessage, toolErrorText: string): UIMessage {
+  let changed = false;
+  const parts = m.parts.map((p): MessagePart => {
+    if ((p.type === 'text' || p.type === 'reasoning') && p.state === 'streaming') {
+      changed = true;
+      return { ...p, state: 'done' };
+    }
+    if (p.type === 'tool' && p.state === 'running') {
+      changed = true;
+      return { ...p, state: 'failed', errorText: p.errorText ?? toolErrorText };
+    }
+    return p;
+  });
+  return changed ? withParts(m, parts) : m;
+}
+
+function isStopReason(v: unknown): v is StopReason {
+  return v === 'stop' || v === 'max_iterations' || v === 'aborted';
+}
+
+function readUsage(v: unknown): TokenUsage | null {
+  if (!v || typeof v !== 'object') return null;
+  const o = v as Record<string, unknown>;
+  const p = o.promptTokens ?? o.inputTokens;
+  const c = o.completionTokens ?? o.outputTokens;
+  if (typeof p !== 'number' && typeof c !== 'number') return null;
+  return { promptTokens: typeof p === 'number' ? p : 0, completionTokens: typeof c === 'number' ? c : 0 };
+}
+
+export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
+  // Chunks that arrive after the turn was settled (e.g. after Stop) must not reopen it.
+  if (!state.activeMessageId) return state;
+  const s: ChatState = state.status === 'submitted' ? { ...state, status: 'streaming' } : state;
+  const data = chunk.data as Record<string, unknown> | undefined;
+
+  switch (chunk.type) {
+    case 'data-conversation': {
+      const id = str(data?.conversationId) ?? str(chunk.conversationId);
+      return id ? { ...s, conversationId: id } : s;
+    }
+    case 'text-start':
+      return updateActive(s, (m) => {
+        const last = m.parts[m.parts.length - 1];
+        // Servers may reuse part ids across steps; a new start after anything else is a new part.
+        if (last && last.type === 'text' && last.state === 'streaming' && last.id === chunk.id) return m;
+        return withParts(m, [...m.parts, { type: 'text', id: str(chunk.id) ?? `text-${m.parts.length}`, text: '', state: 'streaming' }]);
+      });
+    case 'text-delta':
+      return updateActive(s, (m) => appendText(m, 'text', str(chunk.id), str(chunk.delta) ?? ''));
+    case 'text-end':
+      return updateActive(s, (m) => closeText(m, 'text', str(chunk.id)));
+    case 'reasoning-start':
+      return updateActive(s, (m) =>
+        withParts(m, [...m.parts, { type: 'reasoning', id: str(chunk.id) ?? `reasoning-${m.parts.length}`, text: '', state: 'streaming' }]),
+      );
+    case 'reasoning-delta':
+      return updateActive(s, (m) => appendText(m, 'reasoning', str(chunk.id), str(chunk.delta) ?? ''));
+    case 'reasoning-end':
+      return updateActive(s, (m) => closeText(m, 'reasoning', str(chunk.id)));
+    case 'tool-input-start': {
+      const id = str(chunk.toolCallId);
+      if (!id) return s;
+      return updateActive(s, (m) => upsertTool(closeText(m, 'text', undefined), id, { toolName: str(chunk.toolName) }));
+    }
+    case 'tool-input-available': {
+      const id = str(chunk.toolCallId);
+      if (!id) return s;
+      return updateActive(s, (m) =>
+        upsertTool(closeText(m, 'text', undefined), id, { toolName: str(chunk.toolName), input: chunk.input }),
+      );
+    }
+    case 'tool-input-error': {
+      const id = str(chunk.toolCallId);
+      if (!id) return s;
+      return updateActive(s, (m) =>
+        upsertTool(m, id, { toolName: str(chunk.toolName), input: chunk.input, state: 'failed', errorText: str(chunk.errorText) ?? 'Invalid tool input' }),
+      );
+    }
+    case 'tool-output-available': {
+      const id = str(chunk.toolCallId);
+      if (!id) return s;
+      if (chunk.preliminary === true) return updateActive(s, (m) => upsertTool(m, id, { output: chunk.output }));
+      const failure = toolFailureText(chunk.output);
+      return updateActive(s, (m) =>
+        upsertTool(m, id, { output: chunk.output, state: failure ? 'failed' : 'done', errorText: failure }),
+      );
+    }
+    case 'tool-output-error': {
+      const id = str(chunk.toolCallId);
+      if (!id) return s;
+      return updateActive(s, (m) => upsertTool(m, id, { state: 'failed', errorText: str(chunk.errorText) ?? 'Tool failed' }));
+    }
+    case 'data-usage': {
+      const usage = readUsage(data);
+      return usage ? { ...s, usage } : s;
+    }
+    case 'data-stop': {
+      const reason = data?.stopReason;
+      return isStopReason(reason) ? { ...s, stopReason: reason } : s;
+    }
+    case 'abort':
+      return { ...s, stopReason: 'aborted' };
+    case 'error':
+      return { ...s, error: { kind: 'stream', message: str(chunk.errorText) ?? 'The server reported an error.' } };
+    case 'finish': {
+      const settled = updateActive(s, (m) => settle(m, 'No result was reported.'));
+      return { ...settled, sawFinish: true, status: 'idle', activeMessageId: null };
+    }
+    default:
+      // start, start-step, finish-step, message-metadata, unknown data-*: nothing to show.
+      return s;
+  }
+}
+
+function dropEmptyActive(state: ChatState): UIMessage[] {
+  return state.messages.filter((m) => !(m.id === state.activeMessageId && m.parts.length === 0));
+}
+
+export function chatReducer(state: ChatState, action: ChatAction): ChatState {
+  switch (action.type) {
+    case 'load':
+      return { ...initialChatState, conversationId: action.conversationId, messages: action.messages };
+    case 'submit':
+      return {
+        ...state,
+        status: 'submitted',
+        activeMessageId: action.assistantMessageId,
+        stopReason: null,
+        error: null,
+        sawFinish: false,
+        lastUserText: action.text,
+        messages: [
+          ...state.messages,
+          { id: action.userMessageId, role: 'user', parts: [{ type: 'text', id: `${action.userMessageId}-t`, text: action.text, state: 'done' }], createdAt: action.createdAt },
+          { id: action.assistantMessageId, role: 'assistant', parts: [], createdAt: action.createdAt },
+        ],
+      };
+    case 'chunk':
+      return applyChunk(state, action.chunk);
+    case 'request-failed':
+      return { ...state, status: 'idle', error: action.error, messages: dropEmptyActive(state), activeMessageId: null };
+    case 'end': {
+      // Already settled by `finish` or a failed request: nothing left to close.
+      if (state.activeMessageId === null) return state.status === 'idle' ? state : { ...state, status: 'idle' };
+      let error = state.error;
+      let stopReason = state.stopReason;
+      let toolText = 'No result was reported.';
+      if (action.reason === 'aborted') {
+        stopReason = stopReason ?? 'aborted';
+        toolText = 'Stopped.';
+      } else if (action.reason === 'network') {
+        error = error ?? { kind: 'network', message: action.message ?? 'The connection to the server failed.' };
+        toolText = 'Connection lost.';
+      } else if (!state.sawFinish && !error) {
+        error = { kind: 'dropped', message: 'The connection closed before the answer finished.' };
+        toolText = 'Connection lost.';
+      }
+      const settled = updateActive(state, (m) => settle(m, toolText));
+      return {
+        ...settled,
+        status: 'idle',
+        error,
+        stopReason,
+        messages: dropEmptyActive(settled),
+        activeMessageId: null,
+      };
+    }
+    case 'discard-failed-turn': {
+      const msgs = state.messages;
+      const last = msgs[msgs.length - 1];
+      let messages = msgs;
+      if (last && last.role === 'user') messages = msgs.slice(0, -1);
+      else if (last && last.role === 'assistant' && last.parts.length === 0 && msgs[msgs.length - 2]?.role === 'user') messages = msgs.slice(0, -2);
+      return { ...state, messages, error: null };
+    }
+    case 'dismiss-error':
+      return { ...state, error: null };
+    default:
+      return state;
+  }
+}
+
+/** Folds a whole recorded stream into state, as the live reader would. */
+export function reduceChunks(state: ChatState, chunks: StreamChunk[]): ChatState {
+  return chunks.reduce(applyChunk, state);
+}
+
+/** The tool that is running right now, for the status line. */
+export function runningTool(state: ChatState): ToolPart | undefined {
+  const m = state.messages.find((x) => x.id === state.activeMessageId);
+  if (!m) return undefined;
+  for (let i = m.parts.length - 1; i >= 0; i--) {
+    const p = m.parts[i];
+    if (p.type === 'tool' && p.state === 'running') return p;
+  }
+  return undefined;
+}

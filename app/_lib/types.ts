@@ -1,0 +1,71 @@
+/** UI-only types: the browser's view of a conversation while it streams. */
+
+export type StopReason = 'stop' | 'max_iterations' | 'aborted';
+
+export interface TextPart {
+  type: 'text';
+  id: string;
+  text: string;
+  state: 'streaming' | 'done';
+}
+
+export interface ReasoningPart {
+  type: 'reasoning';
+  id: string;
+  text: string;
+  state: 'streaming' | 'done';
+}
+
+export type ToolState = 'running' | 'done' | 'failed';
+
+export interface ToolPart {
+  type: 'tool';
+  toolCallId: string;
+  toolName: string;
+  input?: unknown;
+  state: ToolState;
+  output?: unknown;
+  errorText?: string;
+}
+
+export type MessagePart = TextPart | ReasoningPart | ToolPart;
+
+export interface UIMessage {
+  id: string;
+  role: 'user' | 'assistant';
+  parts: MessagePart[];
+  createdAt?: string;
+}
+
+export interface ChatError {
+  kind: 'http' | 'stream' | 'network' | 'dropped';
+  message: string;
+  code?: string;
+  status?: number;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface ChatState {
+  conversationId: string | null;
+  messages: UIMessage[];
+  /** submitted: request sent, nothing received yet; streaming: chunks are arriving. */
+  status: 'idle' | 'submitted' | 'streaming';
+  /** The assistant message the current turn writes into. */
+  activeMessageId: string | null;
+  stopReason: StopReason | null;
+  error: ChatError | null;
+  /** What the person last sent, so Retry can send it again. */
+  lastUserText: string | null;
+  usage: TokenUsage | null;
+  sawFinish: boolean;
+}
+
+/** A UI message stream chunk. Kept loose: unknown chunk types must never break the reader. */
+export interface StreamChunk {
+  type: string;
+  [key: string]: unknown;
+}

@@ -1,0 +1,14 @@
+import { getRuntime } from '@/lib/runtime';
+import { isValidConversationId } from '@/lib/conversations';
+import { AppError } from '@/lib/errors';
+
+export function notFound(id: string): AppError {
+  return new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${id.slice(0, 80)}".`);
+}
+
+export function conversationOr404(id: string) {
+  const conversation = isValidConversationId(id) ? getRuntime().store.get(id) : null;
+  if (!conversation) throw notFound(id);
+  return conversation;
+}
+

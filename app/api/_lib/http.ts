@@ -1,0 +1,61 @@
+import { NextResponse } from 'next/server';
+import type { z } from 'zod';
+import { AppError, isAppError } from '@/lib/errors';
+import { log } from '@/lib/log';
+
+export function ok<T>(data: T, init?: ResponseInit): NextResponse {
+  return NextResponse.json({ success: true, data }, init);
+}
+
+export function fail(error: AppError): NextResponse {
+  return NextResponse.json({ success: false, error: error.message, code: error.code }, { status: error.status });
+}
+
+/** Maps anything thrown in a handler to the API's error shape; unknown errors never leak their text. */
+export function toResponse(e: unknown, route: string): NextResponse {
+  if (isAppError(e)) return fail(e);
+  log.error('request.crash', { route, error: (e as Error)?.name ?? 'unknown' });
+  return fail(new AppError('E_INTERNAL', 'Internal server error.'));
+}
+
+export const MAX_BODY_BYTES = 256 * 1024;
+
+/** Reads and validates a JSON body: 413 when too large, 400 naming the field otherwise. */
+export async function readJson<S extends z.ZodType>(request: Request, schema: S): Promise<z.infer<S>> {
+  const declared = Number(request.headers.get('content-length') ?? '0');
+  if (declared > MAX_BODY_BYTES) throw new AppError('E_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+  const text = await request.text();
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new AppError('E_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    throw new AppError('E_VALIDATION', 'The request body is not valid JSON.', { field: 'body' });
+  }
+  return parseWith(schema, body);
+}
+
+export function parseWith<S extends z.ZodType>(schema: S, value: unknown): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue?.path.length ? issue.path.join('.') : 'body';
+  throw new AppError('E_VALIDATION', `Invalid ${field}: ${issue?.message ?? 'invalid value'}.`, { field });
+}
+
+/** Logs one line per request: route, status, duration. */
+export async function handle(route: string, request: Request, fn: () => Promise<Response>): Promise<Response> {
+  const started = performance.now();
+  let status = 500;
+  try {
+    const res = await fn();
+    status = res.status;
+    return res;
+  } catch (e) {
+    const res = toResponse(e, route);
+    status = res.status;
+    return res;
+  } finally {
+    log.info('http.request', { route, method: request.method, status, durationMs: Math.round((performance.now() - started) * 100) / 100 });
+  }
+}

@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import { getRuntime } from '@/lib/runtime';
+import { startTurn, collectTurn } from '@/lib/chat';
+import { UiStreamEncoder, UI_STREAM_HEADERS, sse } from '@/lib/stream';
+import { isValidConversationId } from '@/lib/conversations';
+import { AppError } from '@/lib/errors';
+import { handle, ok, readJson } from '../_lib/http';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+const ChatBody = z.object({
+  agentId: z.string().trim().min(1, 'agentId is required').max(200),
+  message: z.string().min(1, 'message must not be empty').max(20_000, 'message must be at most 20,000 characters'),
+  conversationId: z.string().min(1).max(200).optional(),
+  stream: z.boolean().optional(),
+});
+
+export async function POST(request: Request) {
+  return handle('POST /api/chat', request, async () => {
+    const body = await readJson(request, ChatBody);
+    const rt = getRuntime();
+    if (body.conversationId && !isValidConversationId(body.conversationId)) {
+      throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${body.conversationId.slice(0, 80)}".`);
+    }
+    const wantsStream = body.stream ?? (request.headers.get('accept') ?? '').includes('text/event-stream');
+
+    // One controller for the whole turn: the client going away or the stream being cancelled stops it.
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    request.signal?.addEventListener('abort', abort, { once: true });
+
+    const turn = await startTurn(rt, { agentId: body.agentId, message: body.message, conversationId: body.conversationId }, controller.signal);
+
+    if (!wantsStream) {
+      const summary = await collectTurn(turn.events);
+      request.signal?.removeEventListener('abort', abort);
+      if (summary.error) {
+        return Response.json(
+          { success: false, error: summary.error.message, code: summary.error.code, conversationId: turn.conversationId },
+          { status: summary.error.status },
+        );
+      }
+      return ok({
+        conversationId: turn.conversationId,
+        message: {
+          id: turn.messageId,
+          role: 'assistant',
+          content: summary.content,
+          timestamp: new Date().toISOString(),
+          functionCalls: summary.functionCalls,
+        },
+        usage: summary.usage,
+        iterations: summary.iterations,
+        stopReason: summary.stopReason,
+      });
+    }
+
+    const encoder = new TextEncoder();
+    const ui = new UiStreamEncoder(turn.messageId);
+    const iterator = turn.events[Symbol.asyncIterator]();
+    let started = false;
+    const stream = new ReadableStream<Uint8Array>({
+      async pull(ctrl) {
+        if (!started) {
+          started = true;
+          for (const chunk of ui.begin(turn.conversationId)) ctrl.enqueue(encoder.encode(sse(chunk)));
+        }
+        const next = await iterator.next();
+        if (next.done) {
+          ctrl.enqueue(encoder.encode(sse('[DONE]')));
+          ctrl.close();
+          request.signal?.removeEventListener('abort', abort);
+          return;
+        }
+        const text = ui.encode(next.value).map(sse).join('');
+        if (text) ctrl.enqueue(encoder.encode(text));
+      },
+      async cancel() {
+        controller.abort();
+        // Let the generator run its cleanup (persist, release the turn lock).
+        await iterator.return?.(undefined);
+      },
+    });
+    return new Response(stream, { status: 200, headers: { ...UI_STREAM_HEADERS } });
+  });
+}

@@ -1,0 +1,15 @@
+import { getRuntime } from '@/lib/runtime';
+import { readAudit } from '@/lib/audit';
+import { handle, ok } from '../../../_lib/http';
+import { conversationOr404 } from '../../../_lib/conversations';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
+  return handle('GET /api/conversations/:id/audit', request, async () => {
+    const { id } = await params;
+    conversationOr404(id);
+    return ok(await readAudit(getRuntime().auditDir, id));
+  });
+}

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { getRuntime } from '@/lib/runtime';
+import { toSummaryView } from '@/lib/chat/views';
+import { handle, ok, parseWith } from '../_lib/http';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+const Query = z.object({
+  agentId: z.string().min(1).max(200).optional(),
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+  cursor: z.string().min(1).max(500).optional(),
+});
+
+export async function GET(request: Request) {
+  return handle('GET /api/conversations', request, async () => {
+    const params = Object.fromEntries(new URL(request.url).searchParams);
+    const query = parseWith(Query, params);
+    const page = getRuntime().store.list({ agentId: query.agentId, limit: query.limit ?? 20, cursor: query.cursor });
+    return ok({ items: page.items.map(toSummaryView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+  });
+}

@@ -1,0 +1,181 @@
+import { AppError } from '../errors';
+import type { ListOptions, StoredMessage, Usage } from './types';
+import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf } from './title';
+import { isValidConversationId } from './ids';
+
+export const DEFAULT_PAGE = 20;
+export const MAX_PAGE = 100;
+
+let lastStamp = 0;
+
+/**
+ * ISO timestamps that never repeat or go back within this process, so "newest first" is exactly
+ * creation/activity order even when several conversations change within one millisecond.
+ */
+export function monotonicNow(): string {
+  const now = Date.now();
+  lastStamp = now > lastStamp ? now : lastStamp + 1;
+  return new Date(lastStamp).toISOString();
+}
+
+export function pageSize(options?: ListOptions): number {
+  const n = options?.limit;
+  if (n === undefined || !Number.isFinite(n)) return DEFAULT_PAGE;
+  return Math.min(MAX_PAGE, Math.max(1, Math.floor(n)));
+}
+
+export interface CursorKey {
+  updatedAt: string;
+  id: string;
+}
+
+export function encodeCursor(key: CursorKey): string {
+  return Buffer.from(JSON.stringify([key.updatedAt, key.id]), 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string): CursorKey {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && typeof value[1] === 'string') {
+      return { updatedAt: value[0], id: value[1] };
+    }
+  } catch {
+    // falls through to the validation error
+  }
+  throw new AppError('E_VALIDATION', 'The cursor is not one this server issued; start again without it.', { field: 'cursor' });
+}
+
+export function notFound(id: string): AppError {
+  return new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${id}".`);
+}
+
+function isStr(v: unknown): v is string {
+  return typeof v === 'string';
+}
+
+/**
+ * Rejects messages that could not be replayed to the model later; a bad row written now would
+ * break every following turn of that conversation, so it fails here, at the caller's bug.
+ */
+export function assertMessage(m: StoredMessage): void {
+  const bad = (why: string) => new TypeError(`Cannot store message: ${why}.`);
+  if (!m || typeof m !== 'object') throw bad('not an object');
+  if (!isStr(m.id) || !m.id) throw bad('id must be a non-empty string');
+  if (!isStr(m.timestamp)) throw bad('timestamp must be a string');
+  switch (m.role) {
+    case 'user':
+    case 'system':
+      if (!isStr(m.content)) throw bad('content must be a string');
+      return;
+    case 'assistant':
+      if (!isStr(m.content)) throw bad('content must be a string');
+      if (m.toolCalls !== undefined) {
+        if (!Array.isArray(m.toolCalls)) throw bad('toolCalls must be an array');
+        for (const c of m.toolCalls) {
+          if (!c || !isStr(c.id) || !isStr(c.name) || !isStr(c.arguments)) throw bad('each tool call needs string id, name and arguments');
+        }
+      }
+      if (m.usage !== undefined && !isUsage(m.usage)) throw bad('usage needs numeric promptTokens and completionTokens');
+      return;
+    case 'tool':
+      if (!isStr(m.toolCallId) || !isStr(m.name)) throw bad('tool messages need toolCallId and name');
+      if (!m.result || typeof m.result !== 'object' || typeof m.result.ok !== 'boolean') throw bad('tool messages need a result with ok');
+      return;
+    default:
+      throw bad(`unknown role "${(m as { role?: unknown }).role}"`);
+  }
+}
+
+function isUsage(u: Usage): boolean {
+  return !!u && Number.isFinite(u.promptTokens) && Number.isFinite(u.completionTokens);
+}
+
+/** Token counts as added to a conversation's total; junk from a quirky server counts as zero. */
+export function cleanUsage(u: Usage): Usage {
+  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.round(v) : 0);
+  return { promptTokens: n(u?.promptTokens), completionTokens: n(u?.completionTokens) };
+}
+
+export function assertVariables(variables: Record<string, string>): void {
+  if (!variables || typeof variables !== 'object' || Array.isArray(variables)) throw new TypeError('variables must be an object');
+  for (const [k, v] of Object.entries(variables)) {
+    if (typeof v !== 'string') throw new TypeError(`variable "${k}" must be a string`);
+  }
+}
+
+/**
+ * How a conversation's title is kept:
+ * - FIXED: given at create() or by rename(); never changed by the store.
+ * - DEFAULT: still "New conversation"; the first user message names it.
+ * - FROM_COMMAND: named after a `*command`; the workflow it ran (the execute_workflow result that
+ *   follows) gives a better name, once.
+ */
+export const TitleState = { FIXED: 0, DEFAULT: 1, FROM_COMMAND: 2 } as const;
+export type TitleState = (typeof TitleState)[keyof typeof TitleState];
+
+export interface TitleCandidates {
+  /** Title from a user message, and the state it leads to. */
+  userTitle: string | null;
+  userState: TitleState;
+  /** Title from a workflow that ran. */
+  workflowTitle: string | null;
+}
+
+export function titleCandidates(m: StoredMessage): TitleCandidates {
+  let userTitle: string | null = null;
+  let userState: TitleState = TitleState.FIXED;
+  let workflowTitle: string | null = null;
+  if (m.role === 'user' && m.content.trim()) {
+    userTitle = defaultTitle(m.content);
+    userState = isCommandMessage(m.content) ? TitleState.FROM_COMMAND : TitleState.FIXED;
+  } else if (m.role === 'tool' && m.name === 'execute_workflow' && m.result.ok) {
+    const wf = (m.result as { workflow?: { name?: unknown } }).workflow;
+    if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle('*', wf.name);
+  }
+  return { userTitle, userState, workflowTitle };
+}
+
+/** The same rule as the SQL in the SQLite store, for the memory store. */
+export function nextTitle(state: TitleState, title: string, c: TitleCandidates): { title: string; state: TitleState } {
+  if (state === TitleState.DEFAULT && c.userTitle !== null) return { title: c.userTitle, state: c.userState };
+  if (state === TitleState.FROM_COMMAND) {
+    if (c.workflowTitle !== null) return { title: c.workflowTitle, state: TitleState.FIXED };
+    if (c.userTitle !== null) return { title, state: TitleState.FIXED };
+  }
+  return { title, state };
+}
+
+/** Preview text of a message for list(); null keeps the previous preview (tool traffic is not shown). */
+export function messagePreview(m: StoredMessage): string | null {
+  return m.role === 'user' || m.role === 'assistant' ? previewOf(m.content) : null;
+}
+
+export interface NewConversation {
+  id: string;
+  agentId: string;
+  bundleName: string;
+  title: string;
+  titleState: TitleState;
+}
+
+export function prepareCreate(input: { id?: string; agentId: string; bundleName: string; title?: string }, newId: () => string): NewConversation {
+  const id = input.id ?? newId();
+  if (!isValidConversationId(id)) throw new AppError('E_VALIDATION', 'A conversation id may hold only letters, digits, "-" and "_" (at most 64).', { field: 'id' });
+  if (!isStr(input.agentId) || !input.agentId) throw new TypeError('agentId must be a non-empty string');
+  if (!isStr(input.bundleName)) throw new TypeError('bundleName must be a string');
+  const given = input.title === undefined ? '' : input.title.replace(/\s+/g, ' ').trim();
+  if (!given) return { id, agentId: input.agentId, bundleName: input.bundleName, title: DEFAULT_TITLE, titleState: TitleState.DEFAULT };
+  // A long generated title is clipped rather than refused: create() runs inside a chat request.
+  const title = normaliseTitle(given) ?? `${given.slice(0, TITLE_LIMIT - 1)}…`;
+  return { id, agentId: input.agentId, bundleName: input.bundleName, title, titleState: TitleState.FIXED };
+}
+
+export function prepareRename(title: string): string {
+  const t = typeof title === 'string' ? normaliseTitle(title) : null;
+  if (t === null) throw new AppError('E_VALIDATION', `A title must be 1–${TITLE_LIMIT} characters.`, { field: 'title' });
+  return t;
+}
+
+export function duplicateId(id: string): AppError {
+  return new AppError('E_VALIDATION', `A conversation with id "${id}" already exists.`, { field: 'id' });
+}

@@ -1,0 +1,166 @@
+import { randomUUID } from 'node:crypto';
+import type {
+  Conversation,
+  ConversationStatus,
+  ConversationStore,
+  ConversationSummary,
+  ListOptions,
+  Page,
+  StoredMessage,
+  TurnLease,
+  Usage,
+} from './types';
+import { isValidConversationId, newConversationId } from './ids';
+import {
+  TitleState,
+  assertMessage,
+  assertVariables,
+  cleanUsage,
+  decodeCursor,
+  duplicateId,
+  encodeCursor,
+  messagePreview,
+  monotonicNow,
+  nextTitle,
+  notFound,
+  pageSize,
+  prepareCreate,
+  prepareRename,
+  titleCandidates,
+} from './internal';
+
+interface Entry {
+  conversation: Conversation;
+  titleState: TitleState;
+  messages: StoredMessage[];
+  preview: string | null;
+  turn: string | null;
+}
+
+/**
+ * Conversations in this process's memory, for tests and throwaway runs. Same contract as the
+ * SQLite store; everything handed in or out is a copy, so callers cannot change stored state
+ * behind the store's back (as they could not with a database).
+ */
+export class MemoryConversationStore implements ConversationStore {
+  private readonly entries = new Map<string, Entry>();
+
+  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Conversation {
+    const c = prepareCreate(input, newConversationId);
+    if (this.entries.has(c.id)) throw duplicateId(c.id);
+    const now = monotonicNow();
+    const conversation: Conversation = {
+      id: c.id,
+      agentId: c.agentId,
+      bundleName: c.bundleName,
+      title: c.title,
+      createdAt: now,
+      updatedAt: now,
+      status: 'idle',
+      variables: {},
+      usage: { promptTokens: 0, completionTokens: 0 },
+    };
+    this.entries.set(c.id, { conversation, titleState: c.titleState, messages: [], preview: null, turn: null });
+    return structuredClone(conversation);
+  }
+
+  get(id: string): Conversation | null {
+    const e = this.entry(id);
+    return e ? structuredClone(e.conversation) : null;
+  }
+
+  list(options?: ListOptions): Page<ConversationSummary> {
+    const limit = pageSize(options);
+    const after = options?.cursor ? decodeCursor(options.cursor) : null;
+    const rows = [...this.entries.values()]
+      .filter((e) => options?.agentId === undefined || e.conversation.agentId === options.agentId)
+      .filter((e) => !after || compareKey(e.conversation, after) < 0)
+      .sort((a, b) => compareKey(b.conversation, a.conversation));
+    const page = rows.slice(0, limit);
+    const items = page.map((e): ConversationSummary => {
+      const summary: ConversationSummary = { ...structuredClone(e.conversation), messageCount: e.messages.length };
+      if (e.preview !== null) summary.lastMessagePreview = e.preview;
+      return summary;
+    });
+    const last = page[page.length - 1];
+    return rows.length > limit && last ? { items, nextCursor: encodeCursor(last.conversation) } : { items };
+  }
+
+  rename(id: string, title: string): Conversation | null {
+    const t = prepareRename(title);
+    const e = this.entry(id);
+    if (!e) return null;
+    e.conversation.title = t;
+    e.titleState = TitleState.FIXED;
+    return structuredClone(e.conversation);
+  }
+
+  delete(id: string): boolean {
+    return isValidConversationId(id) && this.entries.delete(id);
+  }
+
+  messages(id: string): StoredMessage[] {
+    const e = this.entry(id);
+    return e ? structuredClone(e.messages) : [];
+  }
+
+  append(id: string, message: StoredMessage): void {
+    assertMessage(message);
+    const e = this.required(id);
+    // JSON round trip, not structuredClone: the SQLite store keeps JSON, so both stores hand
+    // back the same shapes (undefined keys dropped, no class instances).
+    e.messages.push(JSON.parse(JSON.stringify(message)) as StoredMessage);
+    const preview = messagePreview(message);
+    if (preview !== null) e.preview = preview;
+    const t = nextTitle(e.titleState, e.conversation.title, titleCandidates(message));
+    e.conversation.title = t.title;
+    e.titleState = t.state;
+    e.conversation.updatedAt = monotonicNow();
+  }
+
+  setVariables(id: string, variables: Record<string, string>): void {
+    assertVariables(variables);
+    this.required(id).conversation.variables = { ...variables };
+  }
+
+  addUsage(id: string, usage: Usage): void {
+    const u = cleanUsage(usage);
+    const total = this.required(id).conversation.usage;
+    total.promptTokens += u.promptTokens;
+    total.completionTokens += u.completionTokens;
+  }
+
+  beginTurn(id: string): TurnLease | null {
+    const e = this.required(id);
+    if (e.turn !== null) return null;
+    e.turn = randomUUID();
+    e.conversation.status = 'running';
+    return { conversationId: id, token: e.turn };
+  }
+
+  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
+    const e = this.entry(lease.conversationId);
+    if (!e || e.turn === null || e.turn !== lease.token) return;
+    e.turn = null;
+    e.conversation.status = (outcome === 'interrupted' ? 'interrupted' : 'idle') satisfies ConversationStatus;
+  }
+
+  close(): void {
+    // Nothing to flush; kept so callers can treat both stores alike.
+  }
+
+  private entry(id: string): Entry | undefined {
+    return isValidConversationId(id) ? this.entries.get(id) : undefined;
+  }
+
+  private required(id: string): Entry {
+    const e = this.entry(id);
+    if (!e) throw notFound(id);
+    return e;
+  }
+}
+
+function compareKey(a: { updatedAt: string; id: string }, b: { updatedAt: string; id: string }): number {
+  if (a.updatedAt !== b.updatedAt) return a.updatedAt < b.updatedAt ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}

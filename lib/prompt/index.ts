@@ -1,0 +1,176 @@
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { StoredMessage } from '../conversations/types';
+
+/** The parts of an agent definition the prompt needs; kept structural so this module stays small. */
+export interface PromptAgent {
+  id: string;
+  name: string;
+  title: string;
+  icon?: string;
+  persona: { role?: string; identity?: string; communication_style?: string; principles?: string };
+  commands: { cmd: string; description: string; kind?: string; target?: string }[];
+  raw: string;
+}
+
+export interface PromptInput {
+  agent: PromptAgent;
+  bundleName: string;
+  toolNames: string[];
+}
+
+const TOOL_RULES = `## How you work with files
+You run inside a server that gives you real tools. Use them; never pretend.
+- When your instructions say to load, read or open a file, call read_file (or execute_workflow for a workflow.yaml) and use what it returns. Never invent file contents, and never claim you loaded a file you did not read.
+- Paths are virtual: {bundle-root}/... is your bundle (read-only), {core-root}/... holds shared BMAD tasks (read-only), {output_folder}/... is this conversation's output folder (the only place you can write). {project-root}/... works only where it lands in one of those.
+- Write every document you produce with save_output into {output_folder}, e.g. {output_folder}/product-brief.md. Prefer edit_file for small changes to a file you already wrote.
+- When a command maps to a workflow, call execute_workflow with its workflow_path, then follow the returned instructions step by step, using the template when there is one and the engine rules when they are returned.
+- When the instructions tell you to ask the user something, ask and stop; wait for the answer before going on.
+- A tool error comes back as { ok: false, error: { code, message } }: read it, correct the call or tell the user what is missing. Do not retry the same failing call over and over.
+- Use list_files and search_files to find files instead of guessing names; read large files in windows (start_line, end_line).`;
+
+function personaSection(agent: PromptAgent): string {
+  const p = agent.persona;
+  const lines = [
+    p.role && `- Role: ${p.role}`,
+    p.identity && `- Identity: ${p.identity}`,
+    p.communication_style && `- Communication style: ${p.communication_style}`,
+    p.principles && `- Principles: ${p.principles}`,
+  ].filter(Boolean);
+  return lines.length ? `## Persona\n${lines.join('\n')}` : '';
+}
+
+function commandsSection(agent: PromptAgent): string {
+  if (!agent.commands.length) return '';
+  const lines = agent.commands.map((c) => {
+    const target = c.target && c.kind && c.kind !== 'none' ? ` (${c.kind}: ${c.target})` : '';
+    return `- ${c.cmd}: ${c.description}${target}`;
+  });
+  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *, or its number in the list) means: run it. For run-workflow / workflow targets call execute_workflow with that path; for exec / tmpl / data / validate-workflow targets read the file first.`;
+}
+
+/**
+ * The system prompt depends only on the agent definition, so it is byte-identical on every
+ * turn of a conversation: providers can cache the prefix.
+ */
+export function buildSystemPrompt({ agent, bundleName, toolNames }: PromptInput): string {
+  const head = `You are ${agent.name}${agent.title ? `, ${agent.title}` : ''}${agent.icon ? ` ${agent.icon}` : ''}, an agent of the "${bundleName}" bundle. Stay in this role for the whole conversation.`;
+  return [
+    head,
+    personaSection(agent),
+    commandsSection(agent),
+    `${TOOL_RULES}\nYour tools: ${toolNames.join(', ')}.`,
+    `## Your full agent definition\nFollow it as your operating instructions. Its activation steps about loading config files have already been done by the server: the results are in the next message.\n\n${agent.raw.trim()}`,
+  ]
+    .filter(Boolean)
+    .join('\n\n');
+}
+
+const LOAD_RE = /^\s*load\s+(?:into\s+memory\s+|and\s+read\s+)?(\S+)(?:\s+(?:and|&)\s+set\s+(?:the\s+)?(?:variables?|vars?)\s*:?\s*(.*))?$/i;
+
+export interface CriticalLoad {
+  /** The path as written in the agent file (variables unresolved). */
+  path: string;
+  /** Variable names the action asks to set; empty means every top-level key. */
+  variables: string[];
+}
+
+export type CriticalAction = { kind: 'load'; load: CriticalLoad; text: string } | { kind: 'instruction'; text: string };
+
+/** Sorts critical-action items into file loads the server performs and instructions for the model. */
+export function classifyCriticalActions(items: string[]): CriticalAction[] {
+  return items
+    .map((raw) => raw.replace(/\s+/g, ' ').trim())
+    .filter(Boolean)
+    .map((text): CriticalAction => {
+      const m = LOAD_RE.exec(text);
+      if (m && /[/{.]/.test(m[1])) {
+        const variables = (m[2] ?? '')
+          .replace(/\b(?:NOW|now)\b.*$/, '')
+          .split(/[,\s]+/)
+          .map((v) => v.replace(/[^A-Za-z0-9_-]/g, ''))
+          .filter((v) => v && !/^(and|the|variables?)$/i.test(v));
+        return { kind: 'load', load: { path: m[1].replace(/[.,;:]+$/, ''), variables }, text };
+      }
+      return { kind: 'instruction', text };
+    });
+}
+
+function toolResultText(result: unknown): string {
+  return JSON.stringify(result);
+}
+
+/**
+ * Rebuilds the model's messages from the stored history. Leading server context (critical
+ * actions) is merged into the one system message: several OpenAI-compatible servers reject a
+ * second system message or one that is not first.
+ */
+export function toModelMessages(systemPrompt: string, history: StoredMessage[]): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = [];
+  let system = systemPrompt;
+  let i = 0;
+  for (; i < history.length && history[i].role === 'system'; i++) {
+    system += `\n\n${(history[i] as { content: string }).content}`;
+  }
+  out.push({ role: 'system', content: system });
+  for (; i < history.length; i++) {
+    const m = history[i];
+    switch (m.role) {
+      case 'system':
+        // Server notes after the start (e.g. an interrupted turn) go in as user-visible context.
+        out.push({ role: 'user', content: `[server note] ${m.content}` });
+        break;
+      case 'user':
+        out.push({ role: 'user', content: m.content });
+        break;
+      case 'assistant':
+        if (m.toolCalls?.length) {
+          out.push({
+            role: 'assistant',
+            content: m.content || null,
+            tool_calls: m.toolCalls.map((c) => ({
+              id: c.id,
+              type: 'function' as const,
+              function: { name: c.name, arguments: c.arguments },
+            })),
+          });
+        } else {
+          out.push({ role: 'assistant', content: m.content });
+        }
+        break;
+      case 'tool':
+        out.push({ role: 'tool', tool_call_id: m.toolCallId, content: toolResultText(m.result) });
+        break;
+    }
+  }
+  return repairToolPairs(out);
+}
+
+/**
+ * A crash or abort can leave an assistant tool call without its result, which every
+ * OpenAI-compatible server rejects. Missing results are filled with an interruption error.
+ */
+function repairToolPairs(messages: ChatCompletionMessageParam[]): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i];
+    out.push(m);
+    if (m.role !== 'assistant' || !('tool_calls' in m) || !m.tool_calls?.length) continue;
+    const answered = new Set<string>();
+    let j = i + 1;
+    for (; j < messages.length && messages[j].role === 'tool'; j++) {
+      answered.add((messages[j] as { tool_call_id: string }).tool_call_id);
+      out.push(messages[j]);
+    }
+    for (const call of m.tool_calls) {
+      if (!answered.has(call.id)) {
+        out.push({
+          role: 'tool',
+          tool_call_id: call.id,
+          content: toolResultText({ ok: false, error: { code: 'E_INTERNAL', message: 'The turn was interrupted before this tool call finished.' } }),
+        });
+      }
+    }
+    i = j - 1;
+  }
+  return out;
+}

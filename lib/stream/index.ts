@@ -1,0 +1,124 @@
+import type { TurnEvent, StopReason } from '../loop/types';
+import type { ToolResult } from '../tools/types';
+
+/** Headers of the AI SDK UI message stream protocol v1, so `useChat` can consume it. */
+export const UI_STREAM_HEADERS: Record<string, string> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+  'x-vercel-ai-ui-message-stream': 'v1',
+};
+
+export type UiChunk = Record<string, unknown> & { type: string };
+
+export function sse(chunk: UiChunk | '[DONE]'): string {
+  return `data: ${chunk === '[DONE]' ? chunk : JSON.stringify(chunk)}\n\n`;
+}
+
+function errorText(result: ToolResult): string | null {
+  if (result.ok) return null;
+  return `${result.error.code}: ${result.error.message}`;
+}
+
+/**
+ * Turns the events of one turn into UI message stream chunks. Stateful: it opens and closes
+ * text parts around tool calls so text never runs into a tool part.
+ */
+export class UiStreamEncoder {
+  private textId: string | null = null;
+  private textCount = 0;
+  private stepOpen = false;
+
+  constructor(private readonly messageId: string) {}
+
+  begin(conversationId: string): UiChunk[] {
+    return [
+      { type: 'start', messageId: this.messageId },
+      { type: 'data-conversation', data: { conversationId } },
+    ];
+  }
+
+  private closeText(out: UiChunk[]) {
+    if (this.textId) {
+      out.push({ type: 'text-end', id: this.textId });
+      this.textId = null;
+    }
+  }
+
+  private openStep(out: UiChunk[]) {
+    if (!this.stepOpen) {
+      out.push({ type: 'start-step' });
+      this.stepOpen = true;
+    }
+  }
+
+  private closeStep(out: UiChunk[]) {
+    this.closeText(out);
+    if (this.stepOpen) {
+      out.push({ type: 'finish-step' });
+      this.stepOpen = false;
+    }
+  }
+
+  encode(event: TurnEvent): UiChunk[] {
+    const out: UiChunk[] = [];
+    switch (event.type) {
+      case 'step-start':
+        this.closeStep(out);
+        this.openStep(out);
+        break;
+      case 'text-delta':
+        if (!event.delta) break;
+        this.openStep(out);
+        if (!this.textId) {
+          this.textId = `${this.messageId}-t${this.textCount++}`;
+          out.push({ type: 'text-start', id: this.textId });
+        }
+        out.push({ type: 'text-delta', id: this.textId, delta: event.delta });
+        break;
+      case 'tool-call':
+        this.openStep(out);
+        this.closeText(out);
+        out.push({
+          type: 'tool-input-available',
+          toolCallId: event.call.id,
+          toolName: event.call.name,
+          input: event.input,
+          dynamic: true,
+        });
+        break;
+      case 'tool-result': {
+        const err = errorText(event.result);
+        out.push(
+          err === null
+            ? { type: 'tool-output-available', toolCallId: event.call.id, output: event.result, dynamic: true }
+            : { type: 'tool-output-error', toolCallId: event.call.id, errorText: err, dynamic: true },
+        );
+        break;
+      }
+      case 'step-finish':
+        this.closeStep(out);
+        break;
+      case 'assistant-message':
+        break;
+      case 'finish':
+        this.closeStep(out);
+        out.push({ type: 'data-usage', data: { ...event.usage, iterations: event.iterations } });
+        out.push({ type: 'data-stop', data: { stopReason: event.stopReason } });
+        out.push({ type: 'finish', finishReason: finishReason(event.stopReason) });
+        break;
+      case 'error':
+        this.closeStep(out);
+        out.push({ type: 'error', errorText: `${event.error.code}: ${event.error.message}` });
+        break;
+    }
+    return out;
+  }
+}
+
+function finishReason(stop: StopReason): string {
+  if (stop === 'max_iterations') return 'length';
+  if (stop === 'aborted') return 'other';
+  return 'stop';
+}

@@ -1,0 +1,176 @@
+import type {
+  ChatMessage,
+  ChatRequestBody,
+  ErrorReply,
+  HangReply,
+  MessageReply,
+  Reply,
+  ScriptFn,
+  ScriptedToolCall,
+} from './types';
+
+/** Builders so scripts read like the conversation they stage. */
+export const reply = {
+  text(text: string, extra: Partial<Omit<MessageReply, 'type' | 'text'>> = {}): MessageReply {
+    return { type: 'message', text, ...extra };
+  },
+  toolCalls(calls: ScriptedToolCall[], extra: Partial<Omit<MessageReply, 'type' | 'toolCalls'>> = {}): MessageReply {
+    return { type: 'message', toolCalls: calls, ...extra };
+  },
+  error(status: number, extra: Partial<Omit<ErrorReply, 'type' | 'status'>> = {}): ErrorReply {
+    return { type: 'error', status, ...extra };
+  },
+  hang(): HangReply {
+    return { type: 'hang' };
+  },
+};
+
+export const GREETING = 'Hello from the scripted model.';
+
+/** Messages after the last user message: what happened so far in the current turn. */
+export function currentTurn(body: ChatRequestBody): ChatMessage[] {
+  const messages = body.messages ?? [];
+  let i = messages.length - 1;
+  while (i >= 0 && messages[i].role !== 'user') i--;
+  return messages.slice(i + 1);
+}
+
+export function lastUserText(body: ChatRequestBody): string {
+  const messages = body.messages ?? [];
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i].role === 'user') return textOf(messages[i].content);
+  }
+  return '';
+}
+
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((p) => (p && typeof p === 'object' && 'text' in p ? String((p as { text: unknown }).text) : '')).join('');
+  }
+  return '';
+}
+
+export function toolNames(body: ChatRequestBody): string[] {
+  return (body.tools ?? []).map((t) => t.function?.name).filter((n): n is string => typeof n === 'string');
+}
+
+/**
+ * One line per tool result of the current turn, e.g. "list_files ok" or "read_file failed (ENOENT)".
+ * Results are JSON `{ ok, error?: { code } }` as the app's tools return them; anything else is "done".
+ */
+export function summariseToolResults(body: ChatRequestBody): string[] {
+  const turn = currentTurn(body);
+  const names = new Map<string, string>();
+  for (const m of turn) for (const c of m.tool_calls ?? []) if (c.id) names.set(c.id, c.function?.name ?? 'unknown');
+  return turn
+    .filter((m) => m.role === 'tool')
+    .map((m) => {
+      const name = names.get(m.tool_call_id ?? '') ?? m.name ?? 'unknown';
+      let outcome = 'done';
+      try {
+        const parsed = JSON.parse(textOf(m.content)) as { ok?: boolean; error?: { code?: string } };
+        if (parsed.ok === true) outcome = 'ok';
+        else if (parsed.ok === false) outcome = `failed (${parsed.error?.code ?? 'error'})`;
+      } catch {
+        // Non-JSON tool output is still a result; "done" says so without guessing.
+      }
+      return `${name} ${outcome}`;
+    });
+}
+
+function hasToolResults(body: ChatRequestBody): boolean {
+  return currentTurn(body).some((m) => m.role === 'tool');
+}
+
+function answerAfterTools(body: ChatRequestBody): MessageReply {
+  return reply.text(`Tool results: ${summariseToolResults(body).join(', ')}. Done.`);
+}
+
+/** Calls `calls` once per turn, then summarises; falls back to text when a tool is not offered. */
+function toolThenAnswer(calls: ScriptedToolCall[], extra: Partial<MessageReply> = {}): ScriptFn {
+  return ({ body }) => {
+    if (hasToolResults(body)) return answerAfterTools(body);
+    const offered = new Set(toolNames(body));
+    const missing = calls.filter((c) => !offered.has(c.name)).map((c) => c.name);
+    if (missing.length > 0) return reply.text(`The ${missing.join(', ')} tool is not available.`);
+    return { type: 'message', toolCalls: calls, ...extra };
+  };
+}
+
+const plain: ScriptFn = ({ body }) => {
+  if (hasToolResults(body)) return answerAfterTools(body);
+  const said = lastUserText(body).replace(/\s+/g, ' ').trim().slice(0, 80);
+  return reply.text(said ? `${GREETING} You said: "${said}"` : GREETING);
+};
+
+const LOREM =
+  'This is a long streamed answer from the scripted model. It arrives token by token so that ' +
+  'streaming, stopping and cancellation can be watched and tested. Each word is its own delta, ' +
+  'with a pause between them, the way a slow local model would answer on modest hardware. ';
+
+export const NOTE_PATH = 'scripted-note.md';
+export const NOTE_CONTENT = '# Scripted note\n\nWritten by the scripted model.\n\n- one\n- two\n';
+
+/**
+ * Named behaviours, selectable with the model name `scripted:<name>`, the `x-scripted-scenario`
+ * header, or the server's `scenario` option. `error-<status>` works for any status.
+ */
+export const SCENARIOS: Record<string, ScriptFn> = {
+  /** Greets (quoting the user); after tool results, summarises them. */
+  plain,
+  /** Repeats the last user message verbatim. */
+  echo: ({ body }) => reply.text(lastUserText(body) || GREETING),
+  /** list_files on the bundle root, then an answer naming the tool. */
+  'tool-then-answer': toolThenAnswer([{ name: 'list_files', arguments: { path: '{bundle-root}' } }]),
+  /** save_output of a small markdown file, then an answer. */
+  'write-file': toolThenAnswer([{ name: 'save_output', arguments: { file_path: NOTE_PATH, content: NOTE_CONTENT } }]),
+  /** Two tool calls in one message (list_files and read_file of bundle.yaml), then an answer. */
+  'parallel-tools': toolThenAnswer([
+    { name: 'list_files', arguments: { path: '{bundle-root}' } },
+    { name: 'read_file', arguments: { file_path: '{bundle-root}/bundle.yaml' } },
+  ]),
+  /** read_file with malformed JSON arguments, then an answer (shows the error reaching the model). */
+  'bad-args': toolThenAnswer([{ name: 'read_file', arguments: '{"file_path": ' }]),
+  /** A call to a tool that does not exist, then an answer. */
+  'unknown-tool': ({ body }) =>
+    hasToolResults(body) ? answerAfterTools(body) : reply.toolCalls([{ name: 'no_such_tool', arguments: {} }]),
+  /** tool-then-answer through every wire quirk: no ids, no index, finish_reason stop, "" arguments, no usage. */
+  quirky: ({ body }) =>
+    hasToolResults(body)
+      ? reply.text(`Tool results: ${summariseToolResults(body).join(', ')}. Done.`, { usage: false })
+      : reply.toolCalls([{ name: 'list_files', arguments: '' }], {
+          quirks: { omitIds: true, omitIndex: true },
+          finishReason: 'stop',
+          usage: false,
+        }),
+  /** Calls list_files forever: exercises the step limit. */
+  'loop-forever': ({ body }, ctx) => {
+    const name = toolNames(body).includes('list_files') ? 'list_files' : toolNames(body)[0];
+    if (!name) return reply.text('No tools were offered, so there is nothing to loop on.');
+    return reply.toolCalls([{ name, arguments: name === 'list_files' ? { path: '{bundle-root}' } : {} }], {
+      text: `Step ${ctx.callIndex + 1}. `,
+    });
+  },
+  /** A long answer, one word per delta, with a pause between words (40 ms unless the server sets one). */
+  slow: (_req, ctx) => reply.text(LOREM.repeat(3), { chunkSize: 0, tokenDelayMs: ctx.tokenDelayMs || 40 }),
+  /** Never answers. */
+  hang: () => reply.hang(),
+};
+
+/** Resolves a scenario name, including the `error-<status>` family. */
+export function scenarioFor(name: string): ScriptFn | undefined {
+  if (SCENARIOS[name]) return SCENARIOS[name];
+  const m = /^error-(\d{3})$/.exec(name);
+  if (m) {
+    const status = Number(m[1]);
+    return () => reply.error(status, status === 429 ? { headers: { 'retry-after-ms': '10' } } : {});
+  }
+  return undefined;
+}
+
+export function scenarioNames(): string[] {
+  return [...Object.keys(SCENARIOS), 'error-401', 'error-404', 'error-429', 'error-500'];
+}
+
+export type { Reply };
