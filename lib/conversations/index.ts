@@ -1,0 +1,21 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ConversationStore } from './types';
+import { MemoryConversationStore } from './memory-store';
+import { SqliteConversationStore } from './sqlite-store';
+
+export type * from './types';
+export { MemoryConversationStore } from './memory-store';
+export { SqliteConversationStore, type SqliteStoreOptions } from './sqlite-store';
+export { isValidConversationId, newConversationId } from './ids';
+export { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage } from './title';
+export { SCHEMA_VERSION } from './migrations';
+
+export const DATABASE_FILE = 'conversations.db';
+
+/** The configured store; SQLite lives in `<dataDir>/conversations.db` (the folder is created). */
+export function openConversationStore(config: { store: 'sqlite' | 'memory'; dataDir: string }): ConversationStore {
+  if (config.store === 'memory') return new MemoryConversationStore();
+  fs.mkdirSync(config.dataDir, { recursive: true });
+  return new SqliteConversationStore(path.join(config.dataDir, DATABASE_FILE));
+}

@@ -1,0 +1,456 @@
+import { randomUUID } from 'node:crypto';
+import os from 'node:os';
+import Database from 'better-sqlite3';
+import type {
+  Conversation,
+  ConversationStatus,
+  ConversationStore,
+  ConversationSummary,
+  ListOptions,
+  Page,
+  StoredMessage,
+  TurnLease,
+  Usage,
+} from './types';
+import { isValidConversationId, newConversationId } from './ids';
+import {
+  assertMessage,
+  assertVariables,
+  cleanUsage,
+  decodeCursor,
+  duplicateId,
+  encodeCursor,
+  messagePreview,
+  monotonicNow,
+  notFound,
+  pageSize,
+  prepareCreate,
+  prepareRename,
+  titleCandidates,
+} from './internal';
+import { migrate } from './migrations';
+
+const CONVERSATION_COLUMNS =
+  'id, agent_id, bundle_name, title, created_at, updated_at, status, variables, prompt_tokens, completion_tokens';
+const SUMMARY_COLUMNS = `${CONVERSATION_COLUMNS}, message_count, last_preview`;
+
+interface ConversationRow {
+  id: string;
+  agent_id: string;
+  bundle_name: string;
+  title: string;
+  created_at: string;
+  updated_at: string;
+  status: ConversationStatus;
+  variables: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+interface SummaryRow extends ConversationRow {
+  message_count: number;
+  last_preview: string | null;
+}
+
+interface MessageRow {
+  id: string;
+  role: StoredMessage['role'];
+  content: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+  result: string | null;
+  prompt_tokens: number | null;
+  completion_tokens: number | null;
+  timestamp: string;
+}
+
+interface TurnRow {
+  id: string;
+  active_turn: string | null;
+  turn_owner: string | null;
+}
+
+const LIST_SQL = {
+  first: `SELECT ${SUMMARY_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC LIMIT @limit`,
+  after: `SELECT ${SUMMARY_COLUMNS} FROM conversations WHERE (updated_at, id) < (@updatedAt, @id)
+          ORDER BY updated_at DESC, id DESC LIMIT @limit`,
+  agentFirst: `SELECT ${SUMMARY_COLUMNS} FROM conversations WHERE agent_id = @agentId
+               ORDER BY updated_at DESC, id DESC LIMIT @limit`,
+  agentAfter: `SELECT ${SUMMARY_COLUMNS} FROM conversations WHERE agent_id = @agentId AND (updated_at, id) < (@updatedAt, @id)
+               ORDER BY updated_at DESC, id DESC LIMIT @limit`,
+} as const;
+type ListKind = keyof typeof LIST_SQL;
+
+const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, timestamp
+  FROM messages WHERE conversation_id = ? ORDER BY seq`;
+
+// Store instances alive in this process, by owner nonce. Kept on globalThis so that a dev-mode
+// module reload, which builds a fresh copy of this module, still sees the leases of the old one.
+const LIVE_KEY = Symbol.for('bmad-orchestrator.conversations.liveStores');
+const liveStores: Set<string> = ((globalThis as Record<symbol, unknown>)[LIVE_KEY] ??= new Set<string>()) as Set<string>;
+
+/**
+ * Who holds a turn: host, pid and store instance. A lock is only honoured while its holder could
+ * still be running, so a `kill -9` never leaves a conversation busy forever.
+ */
+function ownerTag(nonce: string): string {
+  return JSON.stringify([os.hostname(), process.pid, nonce]);
+}
+
+function ownerAlive(owner: string | null): boolean {
+  let parsed: unknown;
+  try {
+    parsed = owner ? JSON.parse(owner) : null;
+  } catch {
+    return false;
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 3) return false;
+  const [host, pid, nonce] = parsed as [unknown, unknown, unknown];
+  // SQLite's WAL mode only works between processes on one host (shared memory), so a holder on
+  // another host is a previous incarnation of this machine or container: gone.
+  if (host !== os.hostname() || typeof pid !== 'number') return false;
+  // Same pid: either us, or a process before a restart that reused our pid (common as pid 1 in
+  // containers); only our own open stores count.
+  if (pid === process.pid) return typeof nonce === 'string' && liveStores.has(nonce);
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export interface SqliteStoreOptions {
+  /** How long a writer waits for another process's write lock before failing (ms). */
+  busyTimeoutMs?: number;
+}
+
+/**
+ * Conversations in one SQLite file (better-sqlite3, WAL). Every call is one short transaction,
+ * so a crash at any point leaves either the whole change or none of it; WAL with
+ * synchronous=NORMAL survives a killed process (a lost power supply may drop the last commits,
+ * never corrupt the file).
+ */
+export class SqliteConversationStore implements ConversationStore {
+  readonly file: string;
+  private readonly db: Database.Database;
+  private readonly nonce = randomUUID();
+  private readonly owner: string;
+  /** Leases this instance holds, so close() can end them. */
+  private readonly held = new Map<string, string>();
+  private closed = false;
+
+  private readonly stmt: {
+    insert: Database.Statement;
+    get: Database.Statement<[string], ConversationRow>;
+    list: Record<ListKind, Database.Statement<[Record<string, unknown>], SummaryRow>>;
+    rename: Database.Statement<[string, string], ConversationRow>;
+    delete: Database.Statement<[string]>;
+    messages: Database.Statement<[string], MessageRow>;
+    touch: Database.Statement<[Record<string, unknown>], { message_count: number }>;
+    insertMessage: Database.Statement<[Record<string, unknown>]>;
+    setVariables: Database.Statement<[string, string]>;
+    addUsage: Database.Statement<[number, number, string]>;
+    begin: Database.Statement<[Record<string, unknown>]>;
+    takeOver: Database.Statement<[Record<string, unknown>]>;
+    turnOf: Database.Statement<[string], TurnRow>;
+    held: Database.Statement<[], TurnRow>;
+    end: Database.Statement<[Record<string, unknown>]>;
+  };
+  private readonly appendTx: (id: string, message: StoredMessage) => void;
+
+  constructor(file: string, options: SqliteStoreOptions = {}) {
+    this.file = file;
+    const busy = options.busyTimeoutMs ?? 5000;
+    this.db = new Database(file, { timeout: busy });
+    try {
+      this.db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busy))}`);
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma('foreign_keys = ON');
+      // Bounds the -wal file after a checkpoint, so a burst of big tool results does not leave it huge.
+      this.db.pragma('journal_size_limit = 67108864');
+      migrate(this.db);
+    } catch (e) {
+      this.db.close();
+      throw e;
+    }
+    this.owner = ownerTag(this.nonce);
+    liveStores.add(this.nonce);
+
+    const db = this.db;
+    const endSql = (status: string) =>
+      `UPDATE conversations SET active_turn = NULL, turn_owner = NULL, turn_started_at = NULL, status = ${status}
+       WHERE id = @id AND active_turn = @token`;
+    this.stmt = {
+      insert: db.prepare(
+        `INSERT INTO conversations (id, agent_id, bundle_name, title, title_state, created_at, updated_at)
+         VALUES (@id, @agentId, @bundleName, @title, @titleState, @now, @now)`,
+      ),
+      get: db.prepare(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
+      list: {
+        first: db.prepare(LIST_SQL.first),
+        after: db.prepare(LIST_SQL.after),
+        agentFirst: db.prepare(LIST_SQL.agentFirst),
+        agentAfter: db.prepare(LIST_SQL.agentAfter),
+      },
+      rename: db.prepare(`UPDATE conversations SET title = ?, title_state = 0 WHERE id = ? RETURNING ${CONVERSATION_COLUMNS}`),
+      delete: db.prepare('DELETE FROM conversations WHERE id = ?'),
+      messages: db.prepare(MESSAGES_SQL),
+      // One statement keeps the denormalised count, preview and automatic title in step with the
+      // message insert (same transaction), so list() never has to look at messages. SET
+      // expressions all see the row as it was, hence the repeated title_state tests.
+      touch: db.prepare(
+        `UPDATE conversations SET
+           message_count = message_count + 1,
+           updated_at = @now,
+           last_preview = COALESCE(@preview, last_preview),
+           title = CASE
+             WHEN title_state = 1 AND @userTitle IS NOT NULL THEN @userTitle
+             WHEN title_state = 2 AND @workflowTitle IS NOT NULL THEN @workflowTitle
+             ELSE title END,
+           title_state = CASE
+             WHEN title_state = 1 AND @userTitle IS NOT NULL THEN @userState
+             WHEN title_state = 2 AND (@workflowTitle IS NOT NULL OR @userTitle IS NOT NULL) THEN 0
+             ELSE title_state END
+         WHERE id = @id
+         RETURNING message_count`,
+      ),
+      insertMessage: db.prepare(
+        `INSERT INTO messages (conversation_id, seq, id, role, content, tool_calls, tool_call_id, name, result,
+                               prompt_tokens, completion_tokens, timestamp)
+         VALUES (@conversationId, @seq, @id, @role, @content, @toolCalls, @toolCallId, @name, @result,
+                 @promptTokens, @completionTokens, @timestamp)`,
+      ),
+      setVariables: db.prepare('UPDATE conversations SET variables = ? WHERE id = ?'),
+      addUsage: db.prepare(
+        'UPDATE conversations SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?',
+      ),
+      // The lock itself: only one writer can turn a NULL active_turn into its token.
+      begin: db.prepare(
+        `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running'
+         WHERE id = @id AND active_turn IS NULL`,
+      ),
+      takeOver: db.prepare(
+        `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running'
+         WHERE id = @id AND active_turn = @stale`,
+      ),
+      turnOf: db.prepare('SELECT id, active_turn, turn_owner FROM conversations WHERE id = ?'),
+      held: db.prepare('SELECT id, active_turn, turn_owner FROM conversations WHERE active_turn IS NOT NULL'),
+      end: db.prepare(endSql(`CASE WHEN @interrupted THEN 'interrupted' ELSE 'idle' END`)),
+    };
+
+    this.appendTx = db.transaction((id: string, m: StoredMessage) => {
+      const titles = titleCandidates(m);
+      const row = this.stmt.touch.get({
+        id,
+        now: monotonicNow(),
+        preview: messagePreview(m),
+        userTitle: titles.userTitle,
+        userState: titles.userState,
+        workflowTitle: titles.workflowTitle,
+      });
+      if (!row) throw notFound(id);
+      this.stmt.insertMessage.run({
+        conversationId: id,
+        seq: row.message_count,
+        id: m.id,
+        role: m.role,
+        content: m.role === 'tool' ? null : m.content,
+        toolCalls: m.role === 'assistant' && m.toolCalls !== undefined ? JSON.stringify(m.toolCalls) : null,
+        toolCallId: m.role === 'tool' ? m.toolCallId : null,
+        name: m.role === 'tool' ? m.name : null,
+        result: m.role === 'tool' ? JSON.stringify(m.result) : null,
+        promptTokens: m.role === 'assistant' && m.usage ? m.usage.promptTokens : null,
+        completionTokens: m.role === 'assistant' && m.usage ? m.usage.completionTokens : null,
+        timestamp: m.timestamp,
+      });
+    });
+
+    this.interruptAbandonedTurns();
+  }
+
+  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Conversation {
+    const c = prepareCreate(input, newConversationId);
+    const now = monotonicNow();
+    try {
+      this.stmt.insert.run({ id: c.id, agentId: c.agentId, bundleName: c.bundleName, title: c.title, titleState: c.titleState, now });
+    } catch (e) {
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw duplicateId(c.id);
+      throw e;
+    }
+    return {
+      id: c.id,
+      agentId: c.agentId,
+      bundleName: c.bundleName,
+      title: c.title,
+      createdAt: now,
+      updatedAt: now,
+      status: 'idle',
+      variables: {},
+      usage: { promptTokens: 0, completionTokens: 0 },
+    };
+  }
+
+  get(id: string): Conversation | null {
+    if (!isValidConversationId(id)) return null;
+    const row = this.stmt.get.get(id);
+    return row ? toConversation(row) : null;
+  }
+
+  list(options?: ListOptions): Page<ConversationSummary> {
+    const limit = pageSize(options);
+    const after = options?.cursor ? decodeCursor(options.cursor) : null;
+    const byAgent = options?.agentId !== undefined;
+    const kind: ListKind = byAgent ? (after ? 'agentAfter' : 'agentFirst') : after ? 'after' : 'first';
+    // One row more than the page says whether there is a next page without a COUNT.
+    const rows = this.stmt.list[kind].all({
+      limit: limit + 1,
+      ...(byAgent ? { agentId: options!.agentId } : {}),
+      ...(after ? { updatedAt: after.updatedAt, id: after.id } : {}),
+    });
+    const page = rows.slice(0, limit);
+    const items = page.map(toSummary);
+    const last = page[page.length - 1];
+    return rows.length > limit && last ? { items, nextCursor: encodeCursor({ updatedAt: last.updated_at, id: last.id }) } : { items };
+  }
+
+  rename(id: string, title: string): Conversation | null {
+    const t = prepareRename(title);
+    if (!isValidConversationId(id)) return null;
+    const row = this.stmt.rename.get(t, id);
+    return row ? toConversation(row) : null;
+  }
+
+  delete(id: string): boolean {
+    if (!isValidConversationId(id)) return false;
+    this.held.delete(id);
+    return this.stmt.delete.run(id).changes === 1;
+  }
+
+  messages(id: string): StoredMessage[] {
+    if (!isValidConversationId(id)) return [];
+    return this.stmt.messages.all(id).map(toMessage);
+  }
+
+  append(id: string, message: StoredMessage): void {
+    assertMessage(message);
+    if (!isValidConversationId(id)) throw notFound(id);
+    this.appendTx(id, message);
+  }
+
+  setVariables(id: string, variables: Record<string, string>): void {
+    assertVariables(variables);
+    if (!isValidConversationId(id) || this.stmt.setVariables.run(JSON.stringify(variables), id).changes !== 1) throw notFound(id);
+  }
+
+  addUsage(id: string, usage: Usage): void {
+    const u = cleanUsage(usage);
+    if (!isValidConversationId(id) || this.stmt.addUsage.run(u.promptTokens, u.completionTokens, id).changes !== 1) throw notFound(id);
+  }
+
+  beginTurn(id: string): TurnLease | null {
+    if (!isValidConversationId(id)) throw notFound(id);
+    const token = randomUUID();
+    const args = { id, token, owner: this.owner, now: new Date().toISOString() };
+    if (this.stmt.begin.run(args).changes !== 1) {
+      const row = this.stmt.turnOf.get(id);
+      if (!row) throw notFound(id);
+      // The holder died without releasing (another process was killed): take the lock over,
+      // conditional on its token so two takers cannot both win.
+      if (row.active_turn === null || ownerAlive(row.turn_owner)) return null;
+      if (this.stmt.takeOver.run({ ...args, stale: row.active_turn }).changes !== 1) return null;
+    }
+    this.held.set(id, token);
+    return { conversationId: id, token };
+  }
+
+  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
+    if (this.closed || !isValidConversationId(lease.conversationId)) return;
+    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, interrupted: outcome === 'interrupted' ? 1 : 0 });
+    if (changes === 1 || this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
+  }
+
+  /** Ends this instance's turns as interrupted and closes the file; later calls are no-ops. */
+  close(): void {
+    if (this.closed) return;
+    for (const [conversationId, token] of this.held) this.endTurn({ conversationId, token }, 'interrupted');
+    this.held.clear();
+    this.closed = true;
+    liveStores.delete(this.nonce);
+    this.db.close();
+  }
+
+  /** EXPLAIN QUERY PLAN details of the statement list(options) runs; for tests and diagnostics. */
+  explainList(options: Pick<ListOptions, 'agentId'> & { withCursor?: boolean } = {}): string[] {
+    const byAgent = options.agentId !== undefined;
+    const kind: ListKind = byAgent ? (options.withCursor ? 'agentAfter' : 'agentFirst') : options.withCursor ? 'after' : 'first';
+    const params: Record<string, unknown> = { limit: 21, agentId: options.agentId, updatedAt: '', id: '' };
+    const used = Object.fromEntries(Object.entries(params).filter(([k]) => LIST_SQL[kind].includes(`@${k}`)));
+    return this.explain(LIST_SQL[kind], used);
+  }
+
+  /** EXPLAIN QUERY PLAN details of messages(id). */
+  explainMessages(): string[] {
+    return this.explain(MESSAGES_SQL, 'x');
+  }
+
+  private explain(sql: string, params: unknown): string[] {
+    const rows = this.db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(params) as { detail: string }[];
+    return rows.map((r) => r.detail);
+  }
+
+  /** Turns whose holder is gone (the process was killed mid-turn) become interrupted, unlocked. */
+  private interruptAbandonedTurns(): void {
+    for (const row of this.stmt.held.all()) {
+      if (row.active_turn !== null && !ownerAlive(row.turn_owner)) {
+        this.stmt.end.run({ id: row.id, token: row.active_turn, interrupted: 1 });
+      }
+    }
+  }
+}
+
+function toConversation(row: ConversationRow): Conversation {
+  return {
+    id: row.id,
+    agentId: row.agent_id,
+    bundleName: row.bundle_name,
+    title: row.title,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    status: row.status,
+    variables: JSON.parse(row.variables) as Record<string, string>,
+    usage: { promptTokens: row.prompt_tokens, completionTokens: row.completion_tokens },
+  };
+}
+
+function toSummary(row: SummaryRow): ConversationSummary {
+  const summary: ConversationSummary = { ...toConversation(row), messageCount: row.message_count };
+  if (row.last_preview !== null) summary.lastMessagePreview = row.last_preview;
+  return summary;
+}
+
+function toMessage(row: MessageRow): StoredMessage {
+  switch (row.role) {
+    case 'tool':
+      return {
+        id: row.id,
+        role: 'tool',
+        toolCallId: row.tool_call_id ?? '',
+        name: row.name ?? '',
+        result: JSON.parse(row.result ?? 'null') as Extract<StoredMessage, { role: 'tool' }>['result'],
+        timestamp: row.timestamp,
+      };
+    case 'assistant': {
+      const m: Extract<StoredMessage, { role: 'assistant' }> = { id: row.id, role: 'assistant', content: row.content ?? '', timestamp: row.timestamp };
+      if (row.tool_calls !== null) m.toolCalls = JSON.parse(row.tool_calls) as Extract<StoredMessage, { role: 'assistant' }>['toolCalls'];
+      if (row.prompt_tokens !== null || row.completion_tokens !== null) {
+        m.usage = { promptTokens: row.prompt_tokens ?? 0, completionTokens: row.completion_tokens ?? 0 };
+      }
+      return m;
+    }
+    default:
+      return { id: row.id, role: row.role, content: row.content ?? '', timestamp: row.timestamp };
+  }
+}
