@@ -27,17 +27,14 @@ export function toolPartFromCall(call: FunctionCallView): ToolPart {
 }
 
 function partsOf(m: ChatMessageView): MessagePart[] {
-  const parts: MessagePart[] = [];
-  // Within one model call the text comes before the tool calls it makes.
+  // The stored view folds a whole turn into one message (its texts joined), so the exact
+  // interleaving is gone; tools first keeps the answer last, next to the following question.
+  const parts: MessagePart[] = (m.functionCalls ?? []).map(toolPartFromCall);
   if (m.content) parts.push({ type: 'text', id: `${m.id}-text`, text: m.content, state: 'done' });
-  for (const call of m.functionCalls ?? []) parts.push(toolPartFromCall(call));
   return parts;
 }
 
-/**
- * Stored history → UI messages. Consecutive assistant messages (one per model call) become one
- * answer, exactly as the live stream showed it.
- */
+/** Stored history → UI messages; consecutive assistant messages merge into one answer. */
 export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
   const out: UIMessage[] = [];
   for (const m of history) {
@@ -55,7 +52,5 @@ export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
 
 /** A JSON (non-streamed) chat answer as one assistant message. */
 export function jsonResponseToMessage(data: ChatResponseData): UIMessage {
-  const parts: MessagePart[] = (data.message.functionCalls ?? []).map(toolPartFromCall);
-  if (data.message.content) parts.push({ type: 'text', id: `${data.message.id}-text`, text: data.message.content, state: 'done' });
-  return { id: data.message.id, role: 'assistant', parts, createdAt: data.message.timestamp };
+  return { id: data.message.id, role: 'assistant', parts: partsOf(data.message), createdAt: data.message.timestamp };
 }

@@ -190,12 +190,16 @@ export function dedent(text: string): string {
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
   while (lines.length && lines[0].trim() === '') lines.shift();
   while (lines.length && lines[lines.length - 1].trim() === '') lines.pop();
+  const leadOf = (l: string) => l.length - l.trimStart().length;
+  // Text that starts right after the opening tag has no indentation of its own; the
+  // continuation lines tell how deep the author indented.
+  const skipFirst = lines.length > 1 && leadOf(lines[0]) === 0;
   let indent = Infinity;
-  for (const line of lines) {
-    if (line.trim() === '') continue;
-    const lead = line.length - line.trimStart().length;
+  lines.forEach((line, n) => {
+    if (line.trim() === '' || (n === 0 && skipFirst)) return;
+    const lead = leadOf(line);
     if (lead < indent) indent = lead;
-  }
+  });
   if (!Number.isFinite(indent) || indent === 0) return lines.map((l) => l.trimEnd()).join('\n');
   return lines.map((l) => l.slice(Math.min(indent, l.length - l.trimStart().length)).trimEnd()).join('\n');
 }

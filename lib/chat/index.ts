@@ -6,7 +6,6 @@ import type { Config, ToolLimits } from '../config';
 import { AppError } from '../errors';
 import { log } from '../log';
 import type { ConversationStore, StoredMessage, StoredToolCall, Usage } from '../conversations/types';
-import { defaultTitle } from '../conversations';
 import { executeTool, toolDefinitions } from '../tools';
 import type { ToolCallRequest, ToolContext, ToolResult } from '../tools/types';
 import { runTurn } from '../loop';
@@ -180,8 +179,8 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   if (isNew) {
     // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
     critical = await runCriticalActions(deps, resolved, conversationId);
-    const workflowName = command && isWorkflowCommand(command.command) ? command.command.cmd.replace(/^\*/, '') : undefined;
-    deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name, title: defaultTitle(req.message, workflowName) });
+    // No title: the store names the conversation from its first message or its workflow.
+    deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
     deps.store.setVariables(conversationId, critical.variables);
   }
 

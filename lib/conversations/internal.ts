@@ -130,7 +130,7 @@ export function titleCandidates(m: StoredMessage): TitleCandidates {
     userState = isCommandMessage(m.content) ? TitleState.FROM_COMMAND : TitleState.FIXED;
   } else if (m.role === 'tool' && m.name === 'execute_workflow' && m.result.ok) {
     const wf = (m.result as { workflow?: { name?: unknown } }).workflow;
-    if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle('*', wf.name);
+    if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle(wf.name);
   }
   return { userTitle, userState, workflowTitle };
 }

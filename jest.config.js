@@ -1,4 +1,3 @@
-import type { Config } from 'jest';
 
 // Two projects: the engine and API run in node; components run in jsdom.
 const tsJest = {
@@ -6,7 +5,7 @@ const tsJest = {
     'ts-jest',
     { tsconfig: { jsx: 'react-jsx', module: 'commonjs', moduleResolution: 'node', esModuleInterop: true, isolatedModules: true } },
   ],
-} as const;
+};
 
 // ESM-only packages that jest must transform.
 const esm = [
@@ -19,7 +18,8 @@ const esm = [
 const transformIgnorePatterns = [`/node_modules/(?!(${esm.join('|')})/)`];
 const moduleNameMapper = { '^@/(.*)$': '<rootDir>/$1', '\\.(css)$': '<rootDir>/test/style-mock.js' };
 
-const config: Config = {
+/** @type {import('jest').Config} */
+const config = {
   testTimeout: 30000,
   projects: [
     {
@@ -42,4 +42,4 @@ const config: Config = {
   ],
 };
 
-export default config;
+module.exports = config;

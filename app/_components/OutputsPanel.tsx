@@ -1,0 +1,219 @@
+'use client';
+
+import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
+import type { OutputFileEntry } from '@/types/api';
+import { api, fileUrl } from '../_lib/api';
+import { Markdown } from './Markdown';
+import { CloseIcon, DownloadIcon, FilesIcon, FolderIcon, RefreshIcon, Spinner } from './icons';
+
+function formatSize(n?: number): string {
+  if (n === undefined) return '';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function countFiles(entries: OutputFileEntry[]): number {
+  return entries.reduce((n, e) => n + (e.type === 'file' ? 1 : countFiles(e.children ?? [])), 0);
+}
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript|toml|x-sh|csv))/;
+
+function isMarkdown(path: string, contentType: string): boolean {
+  return /\.(md|markdown|mdx)$/i.test(path) || contentType.includes('markdown');
+}
+
+type Viewer = { path: string; state: 'loading' } | { path: string; state: 'text' | 'markdown'; text: string } | { path: string; state: 'binary' | 'error'; message: string };
+
+function FileViewer({ conversationId, path, version, onClose }: { conversationId: string; path: string; version: number; onClose: () => void }) {
+  const [view, setView] = useState<Viewer>({ path, state: 'loading' });
+  const id = useId();
+  const closeRef = useRef<HTMLButtonElement>(null);
+
+  useEffect(() => {
+    const previous = document.activeElement as HTMLElement | null;
+    closeRef.current?.focus();
+    return () => previous?.focus?.();
+  }, []);
+
+  useEffect(() => {
+    const ctrl = new AbortController();
+    (async () => {
+      try {
+        const res = await fetch(fileUrl(conversationId, path), { signal: ctrl.signal });
+        if (!res.ok) {
+          let message = `Could not open the file (${res.status}).`;
+          try {
+            const body = (await res.json()) as { error?: string };
+            if (body?.error) message = body.error;
+          } catch {
+            /* not JSON */
+          }
+          setView({ path, state: 'error', message });
+          return;
+        }
+        const type = res.headers.get('content-type') ?? '';
+        if (type && !TEXT_TYPES.test(type) && !isMarkdown(path, type)) {
+          setView({ path, state: 'binary', message: 'This file cannot be shown here; download it instead.' });
+          return;
+        }
+        const text = await res.text();
+        setView({ path, state: isMarkdown(path, type) ? 'markdown' : 'text', text });
+      } catch (e) {
+        if ((e as Error)?.name !== 'AbortError') setView({ path, state: 'error', message: 'Could not reach the server.' });
+      }
+    })();
+    return () => ctrl.abort();
+  }, [conversationId, path, version]);
+
+  const onKeyDown = (e: KeyboardEvent) => {
+    if (e.key === 'Escape') {
+      e.stopPropagation();
+      onClose();
+    }
+  };
+
+  return (
+    <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
+      <div className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="file-viewer">
+        <div className="viewer-head">
+          <h2 id={`${id}-t`} className="viewer-title">
+            {path}
+          </h2>
+          <a className="button" href={fileUrl(conversationId, path, true)} download={path.split('/').pop()} data-testid="file-download">
+            <DownloadIcon /> Download
+          </a>
+          <button ref={closeRef} type="button" className="icon-button" aria-label="Close file" onClick={onClose}>
+            <CloseIcon />
+          </button>
+        </div>
+        <div className="viewer-body" tabIndex={0} data-testid="file-content">
+          {view.state === 'loading' ? (
+            <p className="msg-pending">
+              <Spinner /> Loading…
+            </p>
+          ) : view.state === 'markdown' ? (
+            <Markdown text={view.text} />
+          ) : view.state === 'text' ? (
+            <pre className="viewer-pre">{view.text}</pre>
+          ) : view.state === 'error' || view.state === 'binary' ? (
+            <p className={view.state === 'error' ? 'notice notice-error' : 'notice notice-info'}>{view.message}</p>
+          ) : null}
+        </div>
+      </div>
+    </div>
+  );
+}
+
+function Tree({ entries, conversationId, onOpen }: { entries: OutputFileEntry[]; conversationId: string; onOpen: (path: string) => void }) {
+  return (
+    <ul className="file-tree">
+      {entries.map((e) =>
+        e.type === 'directory' ? (
+          <li key={e.path} className="file-dir">
+            <details open>
+              <summary>
+                <FolderIcon /> {e.name}
+              </summary>
+              <Tree entries={e.children ?? []} conversationId={conversationId} onOpen={onOpen} />
+            </details>
+          </li>
+        ) : (
+          <li key={e.path} className="file-item">
+            <button type="button" className="file-open" data-testid="output-file" data-path={e.path} onClick={() => onOpen(e.path)} title={`Open ${e.path}`}>
+              <FilesIcon />
+              <span className="file-name">{e.name}</span>
+              <span className="file-size">{formatSize(e.size)}</span>
+            </button>
+            <a className="icon-button" href={fileUrl(conversationId, e.path, true)} download={e.name} aria-label={`Download ${e.name}`} title={`Download ${e.name}`}>
+              <DownloadIcon />
+            </a>
+          </li>
+        ),
+      )}
+    </ul>
+  );
+}
+
+export interface OutputsPanelProps {
+  conversationId: string | null;
+  /** Bumped when a tool wrote a file or a turn ended. */
+  version: number;
+  onClose?: () => void;
+  onCount?: (n: number) => void;
+}
+
+export function OutputsPanel({ conversationId, version, onClose, onCount }: OutputsPanelProps) {
+  const [files, setFiles] = useState<OutputFileEntry[]>([]);
+  const [loading, setLoading] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const [open, setOpen] = useState<string | null>(null);
+  const onCountRef = useRef(onCount);
+  onCountRef.current = onCount;
+
+  const refresh = useCallback(
+    async (signal?: AbortSignal) => {
+      if (!conversationId) {
+        setFiles([]);
+        onCountRef.current?.(0);
+        return;
+      }
+      setLoading(true);
+      try {
+        const list = await api.files(conversationId, signal);
+        setFiles(list);
+        setError(null);
+        onCountRef.current?.(countFiles(list));
+      } catch (e) {
+        if ((e as Error)?.name === 'AbortError') return;
+        // A conversation with no output folder yet is simply empty.
+        if ((e as { status?: number }).status === 404) {
+          setFiles([]);
+          setError(null);
+          onCountRef.current?.(0);
+        } else setError((e as Error).message);
+      } finally {
+        setLoading(false);
+      }
+    },
+    [conversationId],
+  );
+
+  useEffect(() => {
+    const ctrl = new AbortController();
+    void refresh(ctrl.signal);
+    return () => ctrl.abort();
+  }, [refresh, version]);
+
+  useEffect(() => setOpen(null), [conversationId]);
+
+  return (
+    <section className="outputs-inner" aria-labelledby="outputs-title">
+      <div className="outputs-head">
+        <h2 id="outputs-title">Outputs</h2>
+        {conversationId ? (
+          <button type="button" className="icon-button" aria-label="Refresh outputs" onClick={() => void refresh()}>
+            {loading ? <Spinner /> : <RefreshIcon />}
+          </button>
+        ) : null}
+        {onClose ? (
+          <button type="button" className="icon-button" aria-label="Close outputs" onClick={onClose}>
+            <CloseIcon />
+          </button>
+        ) : null}
+      </div>
+      {error ? (
+        <p className="sidebar-error" role="alert">
+          {error}
+        </p>
+      ) : null}
+      {!conversationId ? (
+        <p className="sidebar-empty">Files the agent writes in this conversation appear here.</p>
+      ) : files.length === 0 && !loading && !error ? (
+        <p className="sidebar-empty">No files yet. Documents the agent saves will appear here.</p>
+      ) : null}
+      {conversationId && files.length > 0 ? <Tree entries={files} conversationId={conversationId} onOpen={setOpen} /> : null}
+      {conversationId && open ? <FileViewer conversationId={conversationId} path={open} version={version} onClose={() => setOpen(null)} /> : null}
+    </section>
+  );
+}

@@ -1,0 +1,5 @@
+import { App } from './_components/App';
+
+export default function Page() {
+  return <App />;
+}

@@ -1,0 +1,251 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { DEFAULT_LIMITS, type ToolLimits } from '../config';
+import type { AgentSummary, CommandSummary } from '../../types/api';
+import {
+  createBundleScanner,
+  type BundleScanner,
+  type BundleSnapshot,
+  type OfferedAgentRef,
+  type ScannedAgent,
+  type ScannedBundle,
+} from '../bundles/scanner';
+import type { FsLimitOverrides } from '../bundles/schema';
+import { parseAgentFile, type AgentDefinition } from './parser';
+
+export interface CatalogOptions {
+  /** Limits before a bundle's or agent's `tools.fs` overrides apply. */
+  defaultLimits?: ToolLimits;
+  /** When set, command targets under `{core-root}/` are checked too by listBundles. */
+  coreRoot?: string;
+}
+
+export interface BundleAgentView {
+  id: string;
+  name: string;
+  title: string;
+  icon?: string;
+  description: string;
+  /** Relative to the bundle folder. */
+  file: string;
+  entryPoint: boolean;
+  offered: boolean;
+  commands: CommandSummary[];
+}
+
+/** One bundle as builders see it (GET /api/bundles). No absolute paths. */
+export interface BundleView {
+  folder: string;
+  name: string;
+  type?: 'bundle' | 'standalone';
+  version?: string;
+  description?: string;
+  valid: boolean;
+  problems: string[];
+  agents: BundleAgentView[];
+  resources?: Record<string, unknown>;
+  coreDependencies?: string[];
+  limits: FsLimitOverrides;
+}
+
+export interface LoadedAgent {
+  /** Parsed agent file; id, name, title (and icon when given) come from bundle.yaml. */
+  agent: AgentDefinition;
+  bundle: {
+    name: string;
+    folder: string;
+    /** Absolute bundle folder: the `{bundle-root}` mount. */
+    root: string;
+    /** Defaults, then the bundle's `tools.fs`, then the agent's. */
+    limits: ToolLimits;
+  };
+  summary: AgentSummary;
+}
+
+export interface Catalog {
+  readonly bundlesRoot: string;
+  /** Every bundle folder, valid or not, with its problems. */
+  listBundles(): Promise<BundleView[]>;
+  /** Agents users may pick: entry points of valid bundles and standalone agents. */
+  listAgents(): Promise<AgentSummary[]>;
+  /** An offered agent by id (case-insensitive), or null. */
+  getAgent(agentId: string): Promise<LoadedAgent | null>;
+}
+
+interface DefEntry {
+  stamp: string;
+  promise: Promise<AgentDefinition | null>;
+}
+
+const CHECKED_KINDS = new Set(['run-workflow', 'workflow', 'validate-workflow', 'exec', 'tmpl', 'data']);
+
+function commandSummaries(def: AgentDefinition): CommandSummary[] {
+  return def.commands.map(({ cmd, description, kind, target }) => ({ cmd, description, kind, target }));
+}
+
+function toSummary(bundle: ScannedBundle, agent: ScannedAgent, def: AgentDefinition): AgentSummary {
+  const s: AgentSummary = {
+    id: agent.id,
+    name: agent.name,
+    title: agent.title,
+    bundleName: bundle.name,
+    commands: commandSummaries(def),
+  };
+  const icon = agent.icon ?? def.icon;
+  if (icon) s.icon = icon;
+  if (agent.description) s.description = agent.description;
+  if (def.greeting) s.greeting = def.greeting;
+  return s;
+}
+
+function rel(...parts: string[]): string {
+  return parts.join('/').replace(/\\/g, '/').replace(/\/{2,}/g, '/');
+}
+
+export function createCatalog(bundlesRoot: string, options: CatalogOptions = {}): Catalog {
+  const scanner: BundleScanner = createBundleScanner(bundlesRoot);
+  const defaults = options.defaultLimits ?? DEFAULT_LIMITS;
+  const defs = new Map<string, DefEntry>();
+  let summaries: { generation: number; list: AgentSummary[] } | null = null;
+  const loaded = new Map<string, { generation: number; def: AgentDefinition; value: LoadedAgent }>();
+  let last: BundleSnapshot | null = null;
+
+  function loadDef(agent: ScannedAgent): Promise<AgentDefinition | null> {
+    if (!agent.path) return Promise.resolve(null);
+    const hit = defs.get(agent.path);
+    if (hit && hit.stamp === agent.stamp) return hit.promise;
+    const promise = fs.readFile(agent.path, 'utf8').then(parseAgentFile, () => null);
+    defs.set(agent.path, { stamp: agent.stamp, promise });
+    // A failed read is retried next time rather than remembered.
+    promise.then((d) => {
+      if (!d && defs.get(agent.path)?.promise === promise) defs.delete(agent.path);
+    });
+    return promise;
+  }
+
+  function adopt(snap: BundleSnapshot): BundleSnapshot {
+    if (last && last.generation !== snap.generation) {
+      // Drop parsed files no bundle points at any more.
+      const live = new Set<string>();
+      for (const b of snap.bundles) for (const a of b.agents) if (a.path) live.add(a.path);
+      for (const p of [...defs.keys()]) if (!live.has(p)) defs.delete(p);
+      loaded.clear();
+    }
+    last = snap;
+    return snap;
+  }
+
+  async function snapshot(): Promise<BundleSnapshot> {
+    return adopt(await scanner.scan());
+  }
+
+  async function listAgents(): Promise<AgentSummary[]> {
+    const snap = await snapshot();
+    if (summaries && summaries.generation === snap.generation) return summaries.list;
+    const refs = [...snap.offered.values()];
+    const parsed = await Promise.all(refs.map((r) => loadDef(r.agent)));
+    const list: AgentSummary[] = [];
+    let complete = true;
+    refs.forEach((r, i) => {
+      const def = parsed[i];
+      if (def) list.push(toSummary(r.bundle, r.agent, def));
+      else complete = false;
+    });
+    if (complete) summaries = { generation: snap.generation, list };
+    return list;
+  }
+
+  async function targetProblems(bundle: ScannedBundle, agent: ScannedAgent, def: AgentDefinition): Promise<string[]> {
+    const checks = def.commands
+      .filter((c) => CHECKED_KINDS.has(c.kind))
+      .map((c) => {
+        const m = /^\{(bundle-root|core-root)\}\/(.+)$/.exec(c.target);
+        if (!m || m[2].split('/').includes('..') || /\{[^}]*\}/.test(m[2])) return null;
+        const base = m[1] === 'bundle-root' ? bundle.root : options.coreRoot;
+        if (!base) return null;
+        return { c, abs: path.join(base, m[2]) };
+      })
+      .filter((x): x is NonNullable<typeof x> => x !== null);
+    const exists = await Promise.all(checks.map(({ abs }) => fs.stat(abs).then(() => true, () => false)));
+    return checks
+      .filter((_, i) => !exists[i])
+      .map(({ c }) => `${rel(bundle.folder, agent.file)}: ${c.cmd} points to ${c.target}, which does not exist`);
+  }
+
+  async function listBundles(): Promise<BundleView[]> {
+    const snap = await snapshot();
+    const views = await Promise.all(
+      snap.bundles.map(async (b): Promise<BundleView> => {
+        const problems = [...b.problems];
+        const agents = await Promise.all(
+          b.agents.map(async (a): Promise<BundleAgentView> => {
+            const def = b.valid ? await loadDef(a) : null;
+            if (b.valid && !def) problems.push(`${rel(b.folder, a.file)} could not be read`);
+            if (def) {
+              for (const p of def.problems) problems.push(`${rel(b.folder, a.file)}: ${p}`);
+              problems.push(...(await targetProblems(b, a, def)));
+            }
+            const v: BundleAgentView = {
+              id: a.id,
+              name: a.name,
+              title: a.title,
+              description: a.description,
+              file: a.file,
+              entryPoint: a.entryPoint,
+              offered: a.offered,
+              commands: def ? commandSummaries(def) : [],
+            };
+            const icon = a.icon ?? def?.icon;
+            if (icon) v.icon = icon;
+            return v;
+          }),
+        );
+        const view: BundleView = { folder: b.folder, name: b.name, valid: b.valid, problems, agents, limits: b.limits };
+        if (b.type) view.type = b.type;
+        if (b.version) view.version = b.version;
+        if (b.description) view.description = b.description;
+        if (b.resources) view.resources = b.resources;
+        if (b.coreDependencies) view.coreDependencies = b.coreDependencies;
+        return view;
+      }),
+    );
+    return views;
+  }
+
+  async function getAgent(agentId: string): Promise<LoadedAgent | null> {
+    if (typeof agentId !== 'string' || !agentId) return null;
+    const key = agentId.toLowerCase();
+    let ref: OfferedAgentRef | undefined = last?.offered.get(key);
+    let snap: BundleSnapshot;
+    if (ref) {
+      // A chat turn only needs its own bundle to be current.
+      snap = adopt(await scanner.check(ref.bundle.folder));
+    } else {
+      snap = await snapshot();
+    }
+    ref = snap.offered.get(key);
+    if (!ref) return null;
+    const def = await loadDef(ref.agent);
+    if (!def) return null;
+    const hit = loaded.get(key);
+    if (hit && hit.generation === snap.generation && hit.def === def) return hit.value;
+    const { bundle, agent } = ref;
+    const merged: AgentDefinition = { ...def, id: agent.id, name: agent.name, title: agent.title };
+    const icon = agent.icon ?? def.icon;
+    if (icon) merged.icon = icon;
+    const value: LoadedAgent = {
+      agent: merged,
+      bundle: {
+        name: bundle.name,
+        folder: bundle.folder,
+        root: bundle.root,
+        limits: { ...defaults, ...bundle.limits, ...agent.limits },
+      },
+      summary: toSummary(bundle, agent, def),
+    };
+    loaded.set(key, { generation: snap.generation, def, value });
+    return value;
+  }
+
+  return { bundlesRoot: scanner.root, listBundles, listAgents, getAgent };
+}

@@ -1,0 +1,249 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { SqliteConversationStore } from './sqlite-store';
+import { MemoryConversationStore } from './memory-store';
+import { SCHEMA_VERSION } from './migrations';
+import { openConversationStore } from './index';
+import type { StoredMessage } from './types';
+
+const REPO_ROOT = path.resolve(__dirname, '../..');
+let dir: string;
+let file: string;
+const open: SqliteConversationStore[] = [];
+
+function openStore(): SqliteConversationStore {
+  const s = new SqliteConversationStore(file);
+  open.push(s);
+  return s;
+}
+
+/** Makes a conversation's lock look like it belongs to a process that is gone. */
+function orphanLock(id: string): void {
+  const raw = new Database(file);
+  raw.prepare("UPDATE conversations SET turn_owner = ? WHERE id = ?").run(JSON.stringify(['a-host-that-is-gone', 1, 'x']), id);
+  raw.close();
+}
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'conv-sqlite-'));
+  file = path.join(dir, 'conversations.db');
+});
+
+afterEach(() => {
+  for (const s of open.splice(0)) s.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('SqliteConversationStore', () => {
+  it('sets up WAL, NORMAL sync, foreign keys and the schema version', () => {
+    openStore().close();
+    const raw = new Database(file);
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    raw.close();
+    const s = openStore();
+    const db = (s as unknown as { db: Database.Database }).db;
+    expect(db.pragma('synchronous', { simple: true })).toBe(1);
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(5000);
+  });
+
+  it('refuses a database from a newer schema', () => {
+    const raw = new Database(file);
+    raw.pragma('user_version = 999');
+    raw.close();
+    expect(() => new SqliteConversationStore(file)).toThrow(/schema version 999/);
+  });
+
+  it('keeps everything across a reopen', () => {
+    const a = openStore();
+    const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
+    const msgs: StoredMessage[] = [
+      { id: 'u', role: 'user', content: 'Draft a brief', timestamp: '2025-01-01T00:00:00.000Z' },
+      { id: 'a', role: 'assistant', content: 'Done', usage: { promptTokens: 3, completionTokens: 4 }, timestamp: '2025-01-01T00:00:01.000Z' },
+    ];
+    for (const m of msgs) a.append(c.id, m);
+    a.setVariables(c.id, { user_name: 'Ada' });
+    a.addUsage(c.id, { promptTokens: 3, completionTokens: 4 });
+    const before = { conv: a.get(c.id), list: a.list() };
+    a.close();
+
+    const b = openStore();
+    expect(b.get(c.id)).toEqual(before.conv);
+    expect(b.list()).toEqual(before.list);
+    expect(b.messages(c.id)).toStrictEqual(msgs);
+    expect(b.get(c.id)).toMatchObject({ title: 'Draft a brief', status: 'idle', variables: { user_name: 'Ada' } });
+  });
+
+  it('removes messages through the foreign-key cascade', () => {
+    const s = openStore();
+    const c = s.create({ agentId: 'pm', bundleName: 'bmm' });
+    s.append(c.id, { id: 'u', role: 'user', content: 'x', timestamp: 't' });
+    s.delete(c.id);
+    const raw = new Database(file, { readonly: true });
+    expect(raw.prepare('SELECT count(*) AS n FROM messages').get()).toEqual({ n: 0 });
+    raw.close();
+  });
+
+  describe('turn lock across store instances', () => {
+    it('lets only one of two stores on the same file hold a turn', () => {
+      const a = openStore();
+      const b = openStore();
+      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
+      const lease = a.beginTurn(c.id)!;
+      expect(lease).not.toBeNull();
+      expect(b.beginTurn(c.id)).toBeNull();
+      b.endTurn({ conversationId: c.id, token: 'guess' }, 'done');
+      expect(a.beginTurn(c.id)).toBeNull();
+      b.endTurn(lease, 'done'); // the token, not the instance, owns the lock
+      expect(b.get(c.id)?.status).toBe('idle');
+      expect(a.beginTurn(c.id)).not.toBeNull();
+      const third = openStore(); // opening must not clear a live holder's lock
+      expect(third.get(c.id)?.status).toBe('running');
+      expect(third.beginTurn(c.id)).toBeNull();
+    });
+
+    it('marks a turn whose process is gone as interrupted on open, and the conversation goes on', () => {
+      const a = openStore();
+      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
+      a.beginTurn(c.id);
+      orphanLock(c.id);
+      const b = openStore();
+      expect(b.get(c.id)?.status).toBe('interrupted');
+      const lease = b.beginTurn(c.id)!;
+      expect(lease).not.toBeNull();
+      expect(b.get(c.id)?.status).toBe('running');
+      b.endTurn(lease, 'done');
+      expect(b.get(c.id)?.status).toBe('idle');
+    });
+
+    it('takes over the lock of a dead holder without waiting for a restart', () => {
+      const a = openStore();
+      const b = openStore();
+      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
+      const stale = a.beginTurn(c.id)!;
+      orphanLock(c.id);
+      const lease = b.beginTurn(c.id)!;
+      expect(lease).not.toBeNull();
+      a.endTurn(stale, 'done'); // the old holder's late release must not free the new turn
+      expect(b.get(c.id)?.status).toBe('running');
+      expect(a.beginTurn(c.id)).toBeNull();
+    });
+
+    it('ends its own turns as interrupted when closed', () => {
+      const a = openStore();
+      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
+      a.beginTurn(c.id);
+      a.close();
+      a.close();
+      const b = openStore();
+      expect(b.get(c.id)?.status).toBe('interrupted');
+      expect(b.beginTurn(c.id)).not.toBeNull();
+    });
+  });
+
+  it('survives kill -9 in the middle of a turn', async () => {
+    const setup = openStore();
+    const c = setup.create({ agentId: 'pm', bundleName: 'bmm' });
+    setup.append(c.id, { id: 'u0', role: 'user', content: 'go', timestamp: 't' });
+    setup.close();
+
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '__fixtures__', 'crash-child.ts'), file, c.id], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let committed = 0;
+    let stderr = '';
+    let buffered = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    child.stdout.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      const lines = buffered.split('\n');
+      buffered = lines.pop()!;
+      for (const line of lines) {
+        const m = /^committed (\d+)$/.exec(line);
+        if (m) committed = Number(m[1]);
+      }
+      if (committed >= 300 && child.exitCode === null && !child.killed) child.kill('SIGKILL');
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 25_000);
+    const signal = await exited;
+    clearTimeout(timer);
+    expect({ signal, stderr }).toEqual({ signal: 'SIGKILL', stderr: '' });
+    expect(committed).toBeGreaterThanOrEqual(300);
+
+    const raw = new Database(file);
+    expect(raw.pragma('integrity_check', { simple: true })).toBe('ok');
+    expect(raw.pragma('foreign_key_check')).toEqual([]);
+    raw.close();
+
+    const s = openStore();
+    expect(s.get(c.id)?.status).toBe('interrupted');
+    const messages = s.messages(c.id);
+    expect(messages.length - 1).toBeGreaterThanOrEqual(committed);
+    expect(s.list().items[0]!.messageCount).toBe(messages.length);
+    messages.slice(1).forEach((m, n) => {
+      const i = Math.floor(n / 2);
+      if (n % 2 === 0) {
+        expect(m).toMatchObject({ id: `a_${i}`, role: 'assistant', content: `step ${i}`, usage: { promptTokens: i, completionTokens: 1 } });
+      } else {
+        expect(m).toMatchObject({ id: `t_${i}`, role: 'tool', toolCallId: `call_${i}`, result: { ok: true, content: expect.stringMatching(new RegExp(`^${i}:lorem`)) } });
+      }
+    });
+
+    const lease = s.beginTurn(c.id)!;
+    expect(lease).not.toBeNull();
+    s.append(c.id, { id: 'u1', role: 'user', content: 'continue', timestamp: 't' });
+    s.endTurn(lease, 'done');
+    expect(s.get(c.id)?.status).toBe('idle');
+    expect(s.messages(c.id).at(-1)).toMatchObject({ id: 'u1' });
+  });
+
+  it('lists and reads messages through indexes with 10,000 conversations stored', () => {
+    const s = openStore();
+    const db = (s as unknown as { db: Database.Database }).db;
+    db.transaction(() => {
+      for (let i = 0; i < 10_000; i++) s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm' });
+    })();
+
+    const noFullScan = (plan: string[]) => {
+      expect(plan.join(' | ')).toMatch(/USING (COVERING )?INDEX conversations_by_(updated|agent)/);
+      expect(plan.join(' | ')).not.toMatch(/TEMP B-TREE/);
+      for (const d of plan) expect(d).not.toMatch(/^SCAN conversations$/);
+    };
+    noFullScan(s.explainList());
+    noFullScan(s.explainList({ withCursor: true }));
+    noFullScan(s.explainList({ agentId: 'architect' }));
+    noFullScan(s.explainList({ agentId: 'architect', withCursor: true }));
+    expect(s.explainMessages().join(' | ')).toMatch(/SEARCH messages USING (INDEX|PRIMARY KEY)/);
+
+    const first = s.list({ limit: 20 });
+    expect(first.items).toHaveLength(20);
+    const second = s.list({ limit: 20, cursor: first.nextCursor });
+    expect(second.items).toHaveLength(20);
+    expect(second.items[0]!.updatedAt <= first.items[19]!.updatedAt).toBe(true);
+    const architect = s.list({ agentId: 'architect', limit: 100 });
+    expect(architect.items).toHaveLength(100);
+    expect(architect.items.every((x) => x.agentId === 'architect')).toBe(true);
+  });
+});
+
+describe('openConversationStore', () => {
+  it('creates the data folder and conversations.db for sqlite', () => {
+    const dataDir = path.join(dir, 'nested', 'data');
+    const s = openConversationStore({ store: 'sqlite', dataDir });
+    expect(s).toBeInstanceOf(SqliteConversationStore);
+    open.push(s as SqliteConversationStore);
+    expect(fs.existsSync(path.join(dataDir, 'conversations.db'))).toBe(true);
+  });
+
+  it('gives a memory store without touching the disk', () => {
+    const dataDir = path.join(dir, 'unused');
+    expect(openConversationStore({ store: 'memory', dataDir })).toBeInstanceOf(MemoryConversationStore);
+    expect(fs.existsSync(dataDir)).toBe(false);
+  });
+});

@@ -1,0 +1,182 @@
+import {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from 'openai';
+import { AppError, isAppError } from '../errors';
+import { PLACEHOLDER_API_KEY } from './client';
+
+export interface LlmErrorContext {
+  signal?: AbortSignal;
+  /** Named in "model not found" messages. */
+  model?: string;
+  /** Only its host is ever shown. */
+  baseURL?: string;
+  /** Scrubbed from every message, even though upstream messages should not echo it. */
+  apiKey?: string;
+}
+
+const UPSTREAM_MESSAGE_MAX = 300;
+
+/** True for aborts of any origin: DOM AbortError/TimeoutError, the SDK's user abort. */
+export function isAbortError(e: unknown): boolean {
+  if (e instanceof APIUserAbortError) return true;
+  const name = (e as { name?: unknown } | null)?.name;
+  return name === 'AbortError' || name === 'TimeoutError';
+}
+
+/** True when the signal was aborted by a deadline (reason is a DOMException named TimeoutError). */
+export function isTimeoutSignal(signal: AbortSignal | undefined): boolean {
+  return Boolean(signal?.aborted && (signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError');
+}
+
+function hostOf(baseURL: string | undefined): string {
+  if (!baseURL) return 'the model endpoint';
+  try {
+    // URL.host drops any user:password@ part, so credentials in the URL never leak.
+    return new URL(baseURL).host || 'the model endpoint';
+  } catch {
+    return 'the model endpoint';
+  }
+}
+
+/** Keys appear in upstream messages ("Incorrect API key provided: sk-ab***cd"); never pass them on. */
+export function redact(text: string, apiKey?: string): string {
+  let out = text;
+  if (apiKey && apiKey !== PLACEHOLDER_API_KEY && apiKey.length >= 4) out = out.split(apiKey).join('[redacted]');
+  return out
+    .replace(/\b(sk|rk|pk)-[A-Za-z0-9_*-]{3,}/g, '[redacted]')
+    .replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]');
+}
+
+function upstreamMessage(e: APIError, apiKey?: string): string {
+  const body = e.error as { message?: unknown } | undefined;
+  let raw = typeof body?.message === 'string' ? body.message : '';
+  if (!raw && typeof e.message === 'string') raw = e.message.replace(/^\d{3}\s*/, '');
+  const clean = redact(raw.replace(/\s+/g, ' ').trim(), apiKey);
+  return clean.length > UPSTREAM_MESSAGE_MAX ? `${clean.slice(0, UPSTREAM_MESSAGE_MAX)}…` : clean;
+}
+
+function causeCode(e: unknown): string | undefined {
+  let cur: unknown = e;
+  for (let depth = 0; cur && depth < 6; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && /^[A-Z_]+$/.test(code)) return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+const CONNECTION_REASONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused (is the server running?)',
+  ENOTFOUND: 'host name not found (DNS)',
+  EAI_AGAIN: 'host name could not be resolved (DNS)',
+  ECONNRESET: 'the connection was reset',
+  ETIMEDOUT: 'the connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  UND_ERR_SOCKET: 'the connection was closed',
+  CERT_HAS_EXPIRED: 'its TLS certificate has expired',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'its TLS certificate is self-signed',
+  SELF_SIGNED_CERT_IN_CHAIN: 'its TLS certificate chain is self-signed',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'its TLS certificate could not be verified',
+};
+
+function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
+  const status = e.status as number;
+  const upstream = upstreamMessage(e, ctx.apiKey);
+  const details = { status, host, upstreamCode: e.code ?? undefined };
+  const withUpstream = (msg: string) => (upstream ? `${msg} Upstream said: ${upstream}` : msg);
+  if (status === 401) {
+    // The upstream text is dropped on purpose: OpenAI's 401 quotes part of the key.
+    const missing = !ctx.apiKey || ctx.apiKey === PLACEHOLDER_API_KEY;
+    return new AppError(
+      'E_LLM_UPSTREAM',
+      missing
+        ? `The model endpoint at ${host} requires an API key (401) and none is configured. Set OPENAI_API_KEY.`
+        : `The model endpoint at ${host} rejected the API key (401): it is wrong, revoked or for another provider. Check OPENAI_API_KEY.`,
+      details,
+    );
+  }
+  if (status === 403) {
+    return new AppError(
+      'E_LLM_UPSTREAM',
+      withUpstream(`The model endpoint at ${host} refused access (403): the API key lacks permission for this model or region.`),
+      details,
+    );
+  }
+  if (status === 404) {
+    const model = ctx.model ? `Model "${ctx.model}"` : 'The model';
+    return new AppError(
+      'E_LLM_UPSTREAM',
+      withUpstream(`${model} was not found at ${host} (404). Check OPENAI_MODEL, and that OPENAI_BASE_URL ends in /v1.`),
+      details,
+    );
+  }
+  if (status === 429) {
+    const quota = e.code === 'insufficient_quota' || /quota|billing/i.test(upstream);
+    return new AppError(
+      'E_LLM_UPSTREAM',
+      withUpstream(
+        quota
+          ? `The model endpoint at ${host} says the account is out of quota (429). Check the plan and billing.`
+          : `The model endpoint at ${host} is rate limiting requests (429). Wait a moment and try again.`,
+      ),
+      details,
+    );
+  }
+  if (status === 400 || status === 422) {
+    return new AppError('E_LLM_UPSTREAM', withUpstream(`The model endpoint at ${host} rejected the request (${status}).`), details);
+  }
+  if (status >= 500) {
+    return new AppError('E_LLM_UPSTREAM', withUpstream(`The model endpoint at ${host} failed (${status}). Try again later.`), details);
+  }
+  return new AppError('E_LLM_UPSTREAM', withUpstream(`The model endpoint at ${host} answered with HTTP ${status}.`), details);
+}
+
+/**
+ * Turns anything a model call can throw into an AppError a user can act on: which host, which
+ * model, what went wrong. Never includes the API key (redacted even when upstream echoes it).
+ * Deadlines become E_LLM_TIMEOUT; everything else is E_LLM_UPSTREAM. The second argument may be
+ * just the call's signal.
+ */
+export function mapLlmError(e: unknown, context?: AbortSignal | LlmErrorContext): AppError {
+  if (isAppError(e)) return e;
+  const ctx: LlmErrorContext = context instanceof AbortSignal ? { signal: context } : (context ?? {});
+  const host = hostOf(ctx.baseURL);
+
+  if (isTimeoutSignal(ctx.signal) || e instanceof APIConnectionTimeoutError || (e as { name?: unknown })?.name === 'TimeoutError') {
+    return new AppError('E_LLM_TIMEOUT', `The model at ${host} did not answer in time.`, { host });
+  }
+  if (isAbortError(e) || ctx.signal?.aborted) {
+    return new AppError('E_LLM_UPSTREAM', 'The model request was cancelled.', { host, aborted: true });
+  }
+  if (e instanceof APIConnectionError) {
+    const code = causeCode(e);
+    const reason = (code && CONNECTION_REASONS[code]) ?? 'the connection failed';
+    return new AppError('E_LLM_UPSTREAM', `Could not reach the model endpoint at ${host}: ${reason}. Check OPENAI_BASE_URL.`, {
+      host,
+      cause: code,
+    });
+  }
+  if (e instanceof APIError) {
+    if (typeof e.status === 'number') return fromStatus(e, ctx, host);
+    // No status: an `{"error": ...}` object inside an otherwise healthy stream.
+    const upstream = upstreamMessage(e, ctx.apiKey);
+    return new AppError('E_LLM_UPSTREAM', `The model endpoint at ${host} reported an error mid-answer${upstream ? `: ${upstream}` : '.'}`, {
+      host,
+      upstreamCode: e.code ?? undefined,
+    });
+  }
+  if (e instanceof SyntaxError) {
+    return new AppError('E_LLM_UPSTREAM', `The model endpoint at ${host} sent a malformed streaming chunk (not JSON).`, { host });
+  }
+  const code = causeCode(e);
+  const message = e instanceof Error ? e.message : String(e);
+  if (code || /terminated|socket|other side closed/i.test(message)) {
+    const reason = (code && CONNECTION_REASONS[code]) ?? 'the connection was lost';
+    return new AppError('E_LLM_UPSTREAM', `The connection to the model endpoint at ${host} broke mid-answer: ${reason}.`, { host, cause: code });
+  }
+  return new AppError('E_LLM_UPSTREAM', `Calling the model at ${host} failed: ${redact(message, ctx.apiKey).slice(0, UPSTREAM_MESSAGE_MAX)}`, { host });
+}

@@ -1,0 +1,223 @@
+import { performance } from 'node:perf_hooks';
+import type OpenAI from 'openai';
+import type {
+  ChatCompletionAssistantMessageParam,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import type { Usage } from '../conversations/types';
+import { AppError } from '../errors';
+import { mapLlmError, streamChat } from '../llm';
+import type { CompletionResult } from '../llm';
+import type { ToolCallRequest, ToolResult } from '../tools/types';
+import type { LoopTools, TurnEvent } from './types';
+
+export interface RunTurnInput {
+  client: OpenAI;
+  model: string;
+  /** The full history the model sees: system, prior turns, the new user message (or pending tool results, to resume). */
+  messages: ChatCompletionMessageParam[];
+  tools: LoopTools;
+  /** Model calls allowed in this turn (at least 1). */
+  maxIterations: number;
+  /** Stop / client disconnect. Ends the turn with `finish { stopReason: 'aborted' }`. */
+  signal: AbortSignal;
+  /** Deadline for the whole turn (model calls and tools). Ends it with an E_LLM_TIMEOUT `error`. 0 = none. */
+  timeoutMs: number;
+}
+
+const ZERO: Usage = { promptTokens: 0, completionTokens: 0 };
+
+function add(a: Usage, b: Usage): Usage {
+  return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens };
+}
+
+function parseInput(args: string): unknown {
+  try {
+    return JSON.parse(args);
+  } catch {
+    return args;
+  }
+}
+
+function abortedResult(): ToolResult {
+  return { ok: false, error: { code: 'E_ABORTED', message: 'The turn was stopped before this tool finished.' } };
+}
+
+/** A tool that throws is still an answer the model must get, or the history would be invalid. */
+async function execute(tools: LoopTools, call: ToolCallRequest, signal: AbortSignal): Promise<ToolResult> {
+  try {
+    return await tools.execute(call, signal);
+  } catch (e) {
+    return {
+      ok: false,
+      error: { code: 'E_INTERNAL', message: `The tool failed unexpectedly: ${e instanceof Error ? e.message : String(e)}` },
+    };
+  }
+}
+
+class Interrupted extends Error {}
+
+/** Settles with the promise, or rejects with Interrupted as soon as the signal fires — whichever is first. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new Interrupted());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new Interrupted());
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+function assistantParam(c: CompletionResult): ChatCompletionAssistantMessageParam {
+  if (c.toolCalls.length === 0) return { role: 'assistant', content: c.content };
+  return {
+    role: 'assistant',
+    // OpenAI's own shape for a tool-only message is content: null.
+    content: c.content === '' ? null : c.content,
+    // Arguments are echoed raw, even when not valid JSON: the tool error the model gets next
+    // refers to exactly what it sent. OpenAI accepts any string here; a stricter server would
+    // reject the next request, which then surfaces as a clear E_LLM_UPSTREAM 400.
+    tool_calls: c.toolCalls.map((t) => ({ id: t.id, type: 'function' as const, function: { name: t.name, arguments: t.arguments } })),
+  };
+}
+
+/**
+ * One user turn of the agentic loop, modelled on the OpenAI Agents SDK run loop: call the model
+ * with the tools; if it asks for tools, run them all in parallel, give every result back in the
+ * model's order, and call it again; stop when it answers without tools or the step limit is hit.
+ *
+ * Events, in order, per model call: step-start, text-delta*, assistant-message, then for tool
+ * calls tool-call* (all, before any runs), tool-result* (model order, each as soon as it and
+ * those before it are done), step-finish. The turn ends with exactly one of:
+ * - `finish` stop           — the model answered without tools;
+ * - `finish` max_iterations — `maxIterations` model calls all asked for tools (the last call's
+ *                              tools still ran, so the history is complete and resumable);
+ * - `finish` aborted        — `signal` fired; the upstream request is cancelled at once;
+ * - `error`                 — E_LLM_TIMEOUT at the deadline, or the mapped upstream failure.
+ * After an interruption no step-finish follows; text already streamed comes first as an
+ * assistant-message without tool calls, and tool calls already announced get E_ABORTED results,
+ * so a caller that persists every event always stores a valid history.
+ *
+ * Storage, HTTP and SSE are the caller's: this only yields events.
+ */
+export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, void, undefined> {
+  const { client, model, tools } = input;
+  const maxIterations = Math.max(1, Math.floor(input.maxIterations));
+
+  // One signal for everything below: the caller's stop and our deadline, told apart by flags.
+  const controller = new AbortController();
+  const onCallerAbort = () => controller.abort(input.signal.reason);
+  if (input.signal.aborted) onCallerAbort();
+  else input.signal.addEventListener('abort', onCallerAbort, { once: true });
+  let timedOut = false;
+  const timer =
+    input.timeoutMs > 0 && Number.isFinite(input.timeoutMs)
+      ? setTimeout(() => {
+          timedOut = true;
+          controller.abort(new DOMException(`The turn exceeded ${input.timeoutMs} ms.`, 'TimeoutError'));
+        }, input.timeoutMs)
+      : undefined;
+  const signal = controller.signal;
+
+  const history = [...input.messages];
+  let total: Usage = ZERO;
+  let iterations = 0;
+
+  const terminal = (cause: unknown): TurnEvent => {
+    if (timedOut) {
+      const seconds = Math.round(input.timeoutMs / 100) / 10;
+      return {
+        type: 'error',
+        error: new AppError('E_LLM_TIMEOUT', `The turn took longer than ${seconds} s and was stopped.`, { timeoutMs: input.timeoutMs, iterations }),
+      };
+    }
+    if (input.signal.aborted) return { type: 'finish', stopReason: 'aborted', usage: total, iterations };
+    return { type: 'error', error: mapLlmError(cause, { model, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined }) };
+  };
+
+  try {
+    while (true) {
+      if (signal.aborted) {
+        yield terminal(signal.reason);
+        return;
+      }
+      iterations++;
+      yield { type: 'step-start', iteration: iterations };
+
+      let completion: CompletionResult | undefined;
+      let partial = '';
+      const stream = streamChat({ client, model, messages: history, tools: tools.definitions, signal });
+      try {
+        while (!completion) {
+          // Raced against the signal so a fetch that ignores aborts cannot hold the turn open.
+          const next = await untilAborted(stream.next(), signal);
+          if (next.done) completion = next.value;
+          else {
+            partial += next.value.delta;
+            yield next.value;
+          }
+        }
+      } catch (e) {
+        stream.return(undefined as never).catch(() => undefined);
+        if (partial) yield { type: 'assistant-message', content: partial, toolCalls: [], usage: ZERO };
+        yield terminal(e);
+        return;
+      }
+
+      total = add(total, completion.usage);
+      yield { type: 'assistant-message', content: completion.content, toolCalls: completion.toolCalls, usage: completion.usage };
+      history.push(assistantParam(completion));
+
+      if (completion.toolCalls.length === 0) {
+        yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
+        yield { type: 'finish', stopReason: 'stop', usage: total, iterations };
+        return;
+      }
+
+      const calls: ToolCallRequest[] = completion.toolCalls.map((t) => ({ id: t.id, name: t.name, arguments: t.arguments }));
+      for (const call of calls) yield { type: 'tool-call', call, input: parseInput(call.arguments) };
+
+      const started = performance.now();
+      const running = calls.map((call) => {
+        const t0 = performance.now();
+        return execute(tools, call, signal).then((result) => ({ result, durationMs: performance.now() - t0 }));
+      });
+      for (let i = 0; i < calls.length; i++) {
+        let outcome: { result: ToolResult; durationMs: number };
+        try {
+          outcome = await untilAborted(running[i], signal);
+        } catch {
+          // Interrupted: the unfinished calls still need an answer in the history.
+          for (let j = i; j < calls.length; j++) {
+            const result = abortedResult();
+            history.push({ role: 'tool', tool_call_id: calls[j].id, content: JSON.stringify(result) });
+            yield { type: 'tool-result', call: calls[j], result, durationMs: performance.now() - started };
+          }
+          yield terminal(signal.reason);
+          return;
+        }
+        history.push({ role: 'tool', tool_call_id: calls[i].id, content: JSON.stringify(outcome.result) });
+        yield { type: 'tool-result', call: calls[i], result: outcome.result, durationMs: outcome.durationMs };
+      }
+      yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
+
+      if (iterations >= maxIterations) {
+        yield { type: 'finish', stopReason: 'max_iterations', usage: total, iterations };
+        return;
+      }
+    }
+  } finally {
+    if (timer) clearTimeout(timer);
+    input.signal.removeEventListener('abort', onCallerAbort);
+    // The consumer may stop iterating early (return()); nothing we started may outlive the turn.
+    if (!signal.aborted) controller.abort(new DOMException('The turn ended.', 'AbortError'));
+  }
+}

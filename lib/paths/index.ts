@@ -1,0 +1,25 @@
+export {
+  expandVariables,
+  expandDeep,
+  rewriteProjectRoot,
+  isReservedVariable,
+  today,
+  MOUNT_TOKENS,
+  type MountName,
+  type MountRoots,
+  type VariableScope,
+  type Expansion,
+} from './variables';
+export {
+  resolvePath,
+  resolveInRoot,
+  toVirtual,
+  redactPaths,
+  isInside,
+  violation,
+  fsFailure,
+  type Access,
+  type PathContext,
+  type ResolvedPath,
+} from './sandbox';
+export { openForRead, readResolved, hashResolved, writeFileAtomic, type OpenedFile, type WriteOutcome } from './safe-io';

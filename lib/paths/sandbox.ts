@@ -1,0 +1,335 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import type { ToolContext, ToolFailure } from '../tools/types';
+import { fail } from '../tools/result';
+import { expandVariables, isReservedVariable, MOUNT_TOKENS, type MountName, today } from './variables';
+
+export type Access = 'read' | 'write';
+
+/** What the sandbox needs from a tool context. */
+export type PathContext = Pick<ToolContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot' | 'variables'>;
+
+/**
+ * A path the sandbox accepted. `abs` and `root` are real (symlink-free) server paths: they must
+ * never be shown to the model; `virtual` is what results carry.
+ */
+export interface ResolvedPath {
+  ok: true;
+  abs: string;
+  root: string;
+  virtual: string;
+  /** Mount token, e.g. `{output_folder}`. */
+  mount: string;
+  writable: boolean;
+  exists: boolean;
+  kind?: 'file' | 'directory';
+  size?: number;
+}
+
+const MAX_PATH_CHARS = 1024;
+const MAX_NAME_BYTES = 255;
+
+export function violation(mount: string, reason: string, virtualPath?: string): ToolFailure {
+  const where = mount === 'none' ? 'outside every mount' : `mount ${mount}`;
+  return fail('E_SANDBOX_VIOLATION', `Access denied (${where}): ${reason}.`, {
+    path: virtualPath,
+    details: { mount, reason, ...(virtualPath ? { virtual: virtualPath } : {}) },
+  });
+}
+
+/** Containment by path segments, so `/out-evil` is never inside `/out`. */
+export function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === '' || (rel !== '..' && !rel.startsWith(`..${path.sep}`) && !path.isAbsolute(rel));
+}
+
+function errno(e: unknown): string | undefined {
+  return typeof e === 'object' && e !== null ? ((e as NodeJS.ErrnoException).code ?? undefined) : undefined;
+}
+
+/** Maps a filesystem error to a tool failure without echoing the server path Node puts in messages. */
+export function fsFailure(e: unknown, mount: string, virtualPath: string): ToolFailure {
+  switch (errno(e)) {
+    case 'ENOENT':
+      return fail('ENOENT', `Not found: ${virtualPath}`, { path: virtualPath });
+    case 'EISDIR':
+      return fail('EISDIR', `${virtualPath} is a folder, not a file`, { path: virtualPath });
+    case 'ENOTDIR':
+      return fail('ENOTDIR', `A part of ${virtualPath} is a file, not a folder`, { path: virtualPath });
+    case 'ELOOP':
+      return violation(mount, 'symlink loop or symlink where a real file was expected', virtualPath);
+    case 'ENAMETOOLONG':
+      return fail('E_INVALID_ARGS', `Path too long: ${virtualPath}`, { path: virtualPath });
+    case 'EACCES':
+    case 'EPERM':
+      return fail('E_INTERNAL', `Permission denied by the server for ${virtualPath}`, { path: virtualPath });
+    case 'ENOSPC':
+      return fail('E_INTERNAL', 'The server is out of disk space', { path: virtualPath });
+    default:
+      return fail('E_INTERNAL', `File system error (${errno(e) ?? 'unknown'}) on ${virtualPath}`, { path: virtualPath });
+  }
+}
+
+/** Trims what models and copy-paste add around a path: whitespace and one pair of matching quotes. */
+function normaliseInput(input: string): string {
+  let s = input.trim();
+  const q = s[0];
+  if (s.length >= 2 && (q === '"' || q === "'" || q === '`') && s[s.length - 1] === q) s = s.slice(1, -1).trim();
+  return s;
+}
+
+function checkName(name: string): string | null {
+  if (name.includes('\\')) return 'Windows path separators (\\) are not allowed';
+  if (name.includes(':')) return 'colons are not allowed (drive letters and alternate data streams)';
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u001f\u007f]/.test(name)) return 'control characters are not allowed in names';
+  if (/[<>"|?*]/.test(name)) return 'characters < > " | ? * are not allowed in names';
+  const folded = name.normalize('NFKC').trim();
+  if (/^\.{2,}$/.test(folded)) return '".." segments are not allowed';
+  if (name !== name.trim()) return 'names may not start or end with whitespace';
+  if (name.endsWith('.')) return 'names may not end with a dot';
+  if (Buffer.byteLength(name) > MAX_NAME_BYTES) return 'a name is longer than 255 bytes';
+  return null;
+}
+
+/** Splits a mount-relative path into checked names; '' and '.' segments are dropped. */
+function splitRelative(rel: string, mount: string): string[] | ToolFailure {
+  const names: string[] = [];
+  for (const seg of rel.split('/')) {
+    if (seg === '' || seg === '.') continue;
+    const reason = checkName(seg);
+    if (reason) return violation(mount, reason);
+    names.push(seg);
+  }
+  return names;
+}
+
+function virtualOf(mountToken: string, names: string[]): string {
+  return names.length ? `${mountToken}/${names.join('/')}` : mountToken;
+}
+
+async function realRoot(root: string, create: boolean): Promise<string | null> {
+  try {
+    return await fs.realpath(root);
+  } catch (e) {
+    if (errno(e) !== 'ENOENT' || !create) return null;
+    await fs.mkdir(root, { recursive: true });
+    return fs.realpath(root);
+  }
+}
+
+/**
+ * Resolves names under one root with symlinks followed: the real target (or, for a new file, the
+ * real nearest existing parent) must stay inside the real root.
+ */
+async function resolveUnder(
+  rootAbs: string,
+  mountToken: string,
+  names: string[],
+  access: Access,
+  writable: boolean,
+): Promise<ResolvedPath | ToolFailure> {
+  const virtualPath = virtualOf(mountToken, names);
+  const lexical = path.join(rootAbs, ...names);
+  if (!isInside(rootAbs, lexical)) return violation(mountToken, 'path leaves the mount', virtualPath);
+
+  let root: string | null;
+  try {
+    root = await realRoot(rootAbs, access === 'write' && writable);
+  } catch (e) {
+    return fsFailure(e, mountToken, virtualPath);
+  }
+  if (!root) return fail('ENOENT', `Not found: ${virtualPath}`, { path: virtualPath });
+
+  const target = path.join(root, ...names);
+  const tail: string[] = [];
+  let current = target;
+  for (;;) {
+    let real: string;
+    try {
+      real = await fs.realpath(current);
+    } catch (e) {
+      const code = errno(e);
+      if (code === 'ELOOP') return violation(mountToken, 'symlink loop', virtualPath);
+      if (code === 'ENOTDIR') return fsFailure(e, mountToken, virtualPath);
+      if (code !== 'ENOENT') return fsFailure(e, mountToken, virtualPath);
+      // An entry that exists but cannot be resolved is a dangling symlink: following it on write could land anywhere.
+      const exists = await fs.lstat(current).then(() => true, () => false);
+      if (exists) return violation(mountToken, 'dangling symlink', virtualPath);
+      if (current === root) return fail('ENOENT', `Not found: ${virtualPath}`, { path: virtualPath });
+      tail.unshift(path.basename(current));
+      current = path.dirname(current);
+      continue;
+    }
+    if (!isInside(root, real)) return violation(mountToken, 'symlink points outside the mount', virtualPath);
+    const abs = tail.length ? path.join(real, ...tail) : real;
+    if (tail.length) {
+      if (access === 'read') return fail('ENOENT', `Not found: ${virtualPath}`, { path: virtualPath });
+      return { ok: true, abs, root, virtual: virtualPath, mount: mountToken, writable, exists: false };
+    }
+    let st;
+    try {
+      st = await fs.stat(real);
+    } catch (e) {
+      return fsFailure(e, mountToken, virtualPath);
+    }
+    if (!st.isFile() && !st.isDirectory()) {
+      return violation(mountToken, 'not a regular file or folder (FIFO, socket or device)', virtualPath);
+    }
+    return {
+      ok: true,
+      abs,
+      root,
+      virtual: virtualPath,
+      mount: mountToken,
+      writable,
+      exists: true,
+      kind: st.isFile() ? 'file' : 'directory',
+      size: st.isFile() ? st.size : undefined,
+    };
+  }
+}
+
+function mountRoot(ctx: PathContext, mount: MountName): string {
+  return mount === 'bundle-root' ? ctx.bundleRoot : mount === 'core-root' ? ctx.coreRoot : ctx.outputRoot;
+}
+
+function userVariables(ctx: PathContext): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(ctx.variables ?? {})) if (!isReservedVariable(k)) out[k] = v;
+  return out;
+}
+
+function contextDate(ctx: PathContext): string {
+  const d = ctx.variables?.date;
+  return typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d) ? d : today();
+}
+
+const MOUNT_PREFIX = /^\{(bundle-root|core-root|output_folder)\}(.*)$/s;
+
+/**
+ * Turns a path as the model wrote it into a checked server path. Reads of a missing file fail
+ * with ENOENT; writes report `exists` instead. Writes land only in `{output_folder}`.
+ */
+export async function resolvePath(
+  input: string,
+  ctx: PathContext,
+  access: Access,
+): Promise<ResolvedPath | ToolFailure> {
+  if (typeof input !== 'string') return fail('E_INVALID_ARGS', 'A path must be a string');
+  if (input.includes('\0')) return violation('none', 'NUL bytes are not allowed in paths');
+  if (input.length > MAX_PATH_CHARS) return fail('E_INVALID_ARGS', `Path is longer than ${MAX_PATH_CHARS} characters`);
+
+  const expansion = expandVariables(normaliseInput(input), {
+    roots: ctx,
+    variables: userVariables(ctx),
+    date: contextDate(ctx),
+  });
+  if (expansion.recursive.length) {
+    return fail('E_UNRESOLVED_VARIABLE', `Variable(s) refer to themselves: ${expansion.recursive.map((n) => `{${n}}`).join(', ')}`, {
+      details: { variables: expansion.recursive },
+    });
+  }
+  if (expansion.unresolved.length) {
+    return fail(
+      'E_UNRESOLVED_VARIABLE',
+      `Unknown variable(s): ${expansion.unresolved.map((n) => `{${n}}`).join(', ')}. Paths may start with {output_folder}, {bundle-root} or {core-root}.`,
+      { details: { variables: expansion.unresolved } },
+    );
+  }
+  const text = expansion.text;
+  if (text.includes('\0')) return violation('none', 'NUL bytes are not allowed in paths');
+  if (text.length > MAX_PATH_CHARS) return fail('E_INVALID_ARGS', `Path is longer than ${MAX_PATH_CHARS} characters`);
+
+  const m = MOUNT_PREFIX.exec(text);
+  if (m) {
+    const mount = m[1] as MountName;
+    const token = MOUNT_TOKENS[mount];
+    const rest = m[2];
+    if (rest !== '' && !rest.startsWith('/')) return violation(token, `${token} must be followed by "/"`);
+    const names = splitRelative(rest, token);
+    if (!Array.isArray(names)) return names;
+    if (access === 'write' && mount !== 'output_folder') {
+      return fail('E_READ_ONLY', `${token} is read-only; save files into {output_folder}.`, {
+        path: virtualOf(token, names),
+        details: { mount: token },
+      });
+    }
+    return resolveUnder(mountRoot(ctx, mount), token, names, access, mount === 'output_folder');
+  }
+
+  if (text.includes('{project-root}')) {
+    return violation('none', '{project-root} paths are allowed only inside {bundle-root}, {core-root} or {output_folder}');
+  }
+  if (/\{(bundle-root|core-root|output_folder)\}/.test(text)) {
+    return violation('none', 'a mount variable must start the path');
+  }
+  if (text.startsWith('/') || text.startsWith('\\')) {
+    return violation('none', 'absolute paths are not allowed; start with {output_folder}/, {bundle-root}/ or {core-root}/');
+  }
+  if (/^[A-Za-z]:/.test(text)) return violation('none', 'Windows drive letters are not allowed');
+  if (text.startsWith('~')) return violation('none', 'home-folder paths (~) are not allowed');
+
+  const outToken = MOUNT_TOKENS.output_folder;
+  const names = splitRelative(text, outToken);
+  if (!Array.isArray(names)) return names;
+
+  if (access === 'write') return resolveUnder(ctx.outputRoot, outToken, names, 'write', true);
+  if (names.length === 0) return resolveUnder(ctx.bundleRoot, MOUNT_TOKENS['bundle-root'], names, 'read', false);
+  const inOutput = await resolveUnder(ctx.outputRoot, outToken, names, 'read', true);
+  if (inOutput.ok || inOutput.error.code !== 'ENOENT') return inOutput;
+  const inBundle = await resolveUnder(ctx.bundleRoot, MOUNT_TOKENS['bundle-root'], names, 'read', false);
+  if (inBundle.ok || inBundle.error.code !== 'ENOENT') return inBundle;
+  const rel = names.join('/');
+  return fail('ENOENT', `Not found: ${rel} (looked in {output_folder} and {bundle-root})`, { path: virtualOf(outToken, names) });
+}
+
+/**
+ * The same checks for one root without variables: serves a conversation's output files over
+ * REST. `relativePath` is relative to `rootAbs`; `label` is what messages call the root.
+ */
+export async function resolveInRoot(
+  rootAbs: string,
+  relativePath: string,
+  access: Access,
+  label = MOUNT_TOKENS.output_folder,
+): Promise<ResolvedPath | ToolFailure> {
+  if (typeof relativePath !== 'string') return fail('E_INVALID_ARGS', 'A path must be a string');
+  if (relativePath.includes('\0')) return violation(label, 'NUL bytes are not allowed in paths');
+  if (relativePath.length > MAX_PATH_CHARS) return fail('E_INVALID_ARGS', `Path is longer than ${MAX_PATH_CHARS} characters`);
+  if (relativePath.startsWith('/') || relativePath.startsWith('\\')) return violation(label, 'absolute paths are not allowed');
+  if (/^[A-Za-z]:/.test(relativePath)) return violation(label, 'Windows drive letters are not allowed');
+  const names = splitRelative(relativePath, label);
+  if (!Array.isArray(names)) return names;
+  return resolveUnder(rootAbs, label, names, access, access === 'write');
+}
+
+/** The virtual path of a server path inside a mount, or null when it is in none. */
+export function toVirtual(abs: string, ctx: Pick<ToolContext, 'bundleRoot' | 'coreRoot' | 'outputRoot'>): string | null {
+  const mounts: Array<[string, string]> = [
+    [MOUNT_TOKENS.output_folder, ctx.outputRoot],
+    [MOUNT_TOKENS['bundle-root'], ctx.bundleRoot],
+    [MOUNT_TOKENS['core-root'], ctx.coreRoot],
+  ];
+  mounts.sort((a, b) => b[1].length - a[1].length);
+  for (const [token, root] of mounts) {
+    if (!isInside(root, abs)) continue;
+    const rel = path.relative(root, abs);
+    return rel ? `${token}/${rel.split(path.sep).join('/')}` : token;
+  }
+  return null;
+}
+
+/** Replaces any mount root (or the project root) in free text with its token: a last guard for messages. */
+export function redactPaths(text: string, ctx: Pick<ToolContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot'>): string {
+  const pairs: Array<[string, string]> = [
+    [ctx.outputRoot, MOUNT_TOKENS.output_folder],
+    [ctx.bundleRoot, MOUNT_TOKENS['bundle-root']],
+    [ctx.coreRoot, MOUNT_TOKENS['core-root']],
+    [ctx.projectRoot, '{project-root}'],
+  ];
+  pairs.sort((a, b) => b[0].length - a[0].length);
+  let out = text;
+  for (const [abs, token] of pairs) if (abs && abs.length > 1) out = out.split(abs).join(token);
+  return out;
+}

@@ -1,0 +1,115 @@
+import { createTwoFilesPatch } from 'diff';
+import { z } from 'zod';
+import { readResolved, resolvePath, writeFileAtomic } from '../paths';
+import { coerceArgs, defineTool } from './define';
+import { byteLength, fail, isFailure, sha256 } from './result';
+import type { ToolResult } from './types';
+
+const MAX_DIFF_CHARS = 20_000;
+
+const schema = z.object({
+  file_path: z.string().min(1).describe('File in the output folder to edit, e.g. {output_folder}/plan.md.'),
+  old_text: z.string().min(1).describe('Exact text to replace; it must occur exactly once unless replace_all is true.'),
+  new_text: z.string().describe('Replacement text (taken literally).'),
+  replace_all: z.boolean().optional().describe('Replace every occurrence instead of requiring exactly one.'),
+});
+
+function occurrences(haystack: string, needle: string): number[] {
+  const at: number[] = [];
+  for (let i = haystack.indexOf(needle); i !== -1; i = haystack.indexOf(needle, i + needle.length)) at.push(i);
+  return at;
+}
+
+/** Splices by index so `$&`, `$1` and friends in new_text stay literal. */
+function spliceAll(text: string, at: number[], oldLen: number, replacement: string): string {
+  let out = '';
+  let last = 0;
+  for (const i of at) {
+    out += text.slice(last, i) + replacement;
+    last = i + oldLen;
+  }
+  return out + text.slice(last);
+}
+
+export const editFileTool = defineTool({
+  name: 'edit_file',
+  description:
+    'Replace exact text in a file of the output folder and return a unified diff. old_text must match exactly once (or set replace_all). Line endings of the file are kept.',
+  schema,
+  normalize: (a) =>
+    coerceArgs(a, {
+      aliases: { path: 'file_path', filePath: 'file_path', oldText: 'old_text', newText: 'new_text', old_string: 'old_text', new_string: 'new_text', replaceAll: 'replace_all' },
+      bools: ['replace_all'],
+    }),
+  async run(args, ctx): Promise<ToolResult> {
+    const target = await resolvePath(args.file_path, ctx, 'write');
+    if (!target.ok) return target;
+    if (!target.exists) return fail('ENOENT', `Not found: ${target.virtual}; create it with save_output`, { path: target.virtual });
+    if (target.kind === 'directory') return fail('EISDIR', `${target.virtual} is a folder`, { path: target.virtual });
+
+    const raw = await readResolved(target, ctx.limits.maxWriteBytes);
+    if (isFailure(raw)) {
+      if (raw.error.code === 'E_READ_LIMIT') {
+        return fail('E_WRITE_LIMIT', `${target.virtual} is larger than the write limit (${ctx.limits.maxWriteBytes} bytes)`, { path: target.virtual });
+      }
+      return raw;
+    }
+    if (raw.subarray(0, 8000).includes(0)) return fail('E_BINARY', `${target.virtual} is a binary file`, { path: target.virtual });
+    const before = raw.toString('utf8');
+
+    // Models write \n; a CRLF file must still match and stay CRLF.
+    let oldText = args.old_text;
+    let newText = args.new_text;
+    let at = occurrences(before, oldText);
+    if (at.length === 0 && before.includes('\r\n')) {
+      const crlf = (s: string) => s.replace(/\r?\n/g, '\r\n');
+      const alt = occurrences(before, crlf(oldText));
+      if (alt.length) {
+        oldText = crlf(oldText);
+        newText = crlf(newText);
+        at = alt;
+      }
+    } else if (at.length === 0 && oldText.includes('\r\n')) {
+      const lf = (s: string) => s.replace(/\r\n/g, '\n');
+      const alt = occurrences(before, lf(oldText));
+      if (alt.length) {
+        oldText = lf(oldText);
+        newText = lf(newText);
+        at = alt;
+      }
+    }
+    if (at.length === 0) {
+      const loose = before.replace(/\s+/g, ' ').includes(args.old_text.replace(/\s+/g, ' ').trim());
+      return fail(
+        'E_NO_MATCH',
+        `old_text was not found in ${target.virtual}${loose ? ' (it differs only in whitespace; copy it exactly from read_file)' : ''}`,
+        { path: target.virtual },
+      );
+    }
+    if (at.length > 1 && !args.replace_all) {
+      return fail(
+        'E_AMBIGUOUS_MATCH',
+        `old_text occurs ${at.length} times in ${target.virtual}; include more surrounding text or set replace_all`,
+        { path: target.virtual, details: { count: at.length } },
+      );
+    }
+    const after = spliceAll(before, at, oldText.length, newText);
+    const size = byteLength(after);
+    if (size > ctx.limits.maxWriteBytes) {
+      return fail('E_WRITE_LIMIT', `The edited file would be ${size} bytes; the write limit is ${ctx.limits.maxWriteBytes}`, { path: target.virtual });
+    }
+    if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
+    const written = await writeFileAtomic(target, Buffer.from(after, 'utf8'));
+    if (isFailure(written)) return written;
+    let diff = createTwoFilesPatch(target.virtual, target.virtual, before, after, undefined, undefined, { context: 3 });
+    if (diff.length > MAX_DIFF_CHARS) diff = `${diff.slice(0, MAX_DIFF_CHARS)}\n…[diff cut: ${diff.length - MAX_DIFF_CHARS} more characters]\n`;
+    return {
+      ok: true,
+      path: target.virtual,
+      diff,
+      sha256: written.sha256,
+      sha256Before: sha256(raw),
+      replacements: at.length,
+    };
+  },
+});
