@@ -42,7 +42,11 @@ export function App() {
 
   useEffect(() => {
     setRoute(parseRoute(window.location.search));
-    setOutputsOpen(window.matchMedia?.(WIDE).matches ?? false);
+    const wide = window.matchMedia?.(WIDE);
+    setOutputsOpen(wide?.matches ?? false);
+    // Crossing the breakpoint: wide layouts show outputs beside the chat, narrow ones as an overlay.
+    const onWide = (e: MediaQueryListEvent) => setOutputsOpen(e.matches);
+    wide?.addEventListener?.('change', onWide);
     const onPop = () => {
       setRoute(parseRoute(window.location.search));
       setSessionKey((k) => k + 1);
@@ -51,7 +55,10 @@ export function App() {
     window.addEventListener('popstate', onPop);
     void loadAgents();
     api.health().then(setHealth, () => setHealth(null));
-    return () => window.removeEventListener('popstate', onPop);
+    return () => {
+      window.removeEventListener('popstate', onPop);
+      wide?.removeEventListener?.('change', onWide);
+    };
   }, [loadAgents]);
 
   const navigate = useCallback((next: Route) => {
@@ -186,6 +193,7 @@ export function App() {
           )}
         </main>
       </div>
+      {outputsOpen && route && route.kind !== 'picker' ? <div className="scrim scrim-outputs" onClick={() => setOutputsOpen(false)} aria-hidden="true" /> : null}
       {route && route.kind !== 'picker' ? (
         <aside id="outputs" className="outputs" hidden={!outputsOpen}>
           <OutputsPanel conversationId={conversationId} version={outputsVersion} onClose={() => setOutputsOpen(false)} onCount={setOutputsCount} />

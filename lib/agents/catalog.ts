@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { DEFAULT_LIMITS, type ToolLimits } from '../config';
 import type { AgentSummary, CommandSummary } from '../../types/api';
 import {
   createBundleScanner,
@@ -14,8 +13,6 @@ import type { FsLimitOverrides } from '../bundles/schema';
 import { parseAgentFile, type AgentDefinition } from './parser';
 
 export interface CatalogOptions {
-  /** Limits before a bundle's or agent's `tools.fs` overrides apply. */
-  defaultLimits?: ToolLimits;
   /** When set, command targets under `{core-root}/` are checked too by listBundles. */
   coreRoot?: string;
 }
@@ -56,11 +53,17 @@ export interface LoadedAgent {
     folder: string;
     /** Absolute bundle folder: the `{bundle-root}` mount. */
     root: string;
-    /** Defaults, then the bundle's `tools.fs`, then the agent's. */
-    limits: ToolLimits;
+    /**
+     * Size-limit overrides: the bundle's `tools.fs`, then the agent's. Only keys the bundle
+     * sets are present; apply them over the server's limits.
+     */
+    limits: FsLimitOverrides;
   };
   summary: AgentSummary;
 }
+
+/** The name the chat service uses for a loaded agent. */
+export type ResolvedAgent = LoadedAgent;
 
 export interface Catalog {
   readonly bundlesRoot: string;
@@ -104,7 +107,6 @@ function rel(...parts: string[]): string {
 
 export function createCatalog(bundlesRoot: string, options: CatalogOptions = {}): Catalog {
   const scanner: BundleScanner = createBundleScanner(bundlesRoot);
-  const defaults = options.defaultLimits ?? DEFAULT_LIMITS;
   const defs = new Map<string, DefEntry>();
   let summaries: { generation: number; list: AgentSummary[] } | null = null;
   const loaded = new Map<string, { generation: number; def: AgentDefinition; value: LoadedAgent }>();
@@ -239,7 +241,7 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
         name: bundle.name,
         folder: bundle.folder,
         root: bundle.root,
-        limits: { ...defaults, ...bundle.limits, ...agent.limits },
+        limits: { ...bundle.limits, ...agent.limits },
       },
       summary: toSummary(bundle, agent, def),
     };

@@ -3,4 +3,4 @@ export type { AgentDefinition, AgentCommand, AgentPersona, AgentPrompt, AgentExt
 export { matchCommand } from './commands';
 export type { CommandMatch } from './commands';
 export { createCatalog } from './catalog';
-export type { Catalog, CatalogOptions, LoadedAgent, BundleView, BundleAgentView } from './catalog';
+export type { Catalog, CatalogOptions, LoadedAgent, ResolvedAgent, BundleView, BundleAgentView } from './catalog';

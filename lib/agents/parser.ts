@@ -237,8 +237,8 @@ export function parseAgentFile(text: string): AgentDefinition {
 }
 
 /** A command the server can run as a workflow before the first model call. */
-export function isWorkflowCommand(cmd: Pick<AgentCommand, 'kind' | 'target'> | null | undefined): boolean {
+export function isWorkflowCommand(cmd: { kind?: string; target?: string } | null | undefined): boolean {
   if (!cmd || (cmd.kind !== 'run-workflow' && cmd.kind !== 'workflow')) return false;
-  const t = cmd.target.trim();
+  const t = (cmd.target ?? '').trim();
   return t !== '' && t.toLowerCase() !== 'todo';
 }

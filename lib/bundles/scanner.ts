@@ -130,6 +130,44 @@ function lexicalFileProblem(file: string): string | null {
   return null;
 }
 
+/**
+ * Stats a file inside a bundle and says whether it really lives there. Real paths are only
+ * compared when a symlink is on the way: resolving every file costs more than the whole rest
+ * of a scan.
+ */
+async function inspectFile(
+  root: string,
+  abs: string,
+  dirLinks: Map<string, Promise<boolean>>,
+): Promise<'missing' | { st: fs.Stats; escapes: boolean }> {
+  let st: fs.Stats;
+  try {
+    st = await fsp.lstat(abs);
+  } catch {
+    return 'missing';
+  }
+  const parents: string[] = [];
+  for (let d = path.dirname(abs); isInside(root, d); d = path.dirname(d)) parents.push(d);
+  const linkedParents = await Promise.all(
+    parents.map((d) => {
+      let p = dirLinks.get(d);
+      if (!p) {
+        p = fsp.lstat(d).then((s) => s.isSymbolicLink(), () => false);
+        dirLinks.set(d, p);
+      }
+      return p;
+    }),
+  );
+  if (!st.isSymbolicLink() && !linkedParents.some(Boolean)) return { st, escapes: false };
+  try {
+    st = await fsp.stat(abs);
+    const [realRoot, real] = await Promise.all([fsp.realpath(root), fsp.realpath(abs)]);
+    return { st, escapes: !isInside(realRoot, real) };
+  } catch {
+    return 'missing';
+  }
+}
+
 async function readManifest(
   root: string,
   folder: string,
@@ -178,13 +216,7 @@ async function buildBundle(bundlesRoot: string, folder: string): Promise<Entry> 
   bundle.limits = { ...m.tools?.fs };
 
   const entries = m.type === 'bundle' ? m.agents : [m.agent];
-  let realRoot: string | null = null;
-  try {
-    realRoot = await fsp.realpath(root);
-  } catch {
-    bundle.problems.push(`${folder} could not be resolved`);
-  }
-
+  const dirLinks = new Map<string, Promise<boolean>>();
   const checks = await Promise.all(
     entries.map(async (a, i) => {
       const label = m.type === 'bundle' ? `agents[${i}].file` : 'agent.file';
@@ -193,18 +225,11 @@ async function buildBundle(bundlesRoot: string, folder: string): Promise<Entry> 
       const abs = path.resolve(root, a.file);
       const shown = rel(folder, path.relative(root, abs));
       if (!isInside(root, abs)) return { problem: `${where}: ${label} must stay inside the bundle folder`, abs: null, stamp: MISSING };
-      const [stamp] = await stampAll([abs]);
-      if (stamp === MISSING) return { problem: `${shown} not found (${label} in ${where})`, abs, stamp };
-      try {
-        const st = await fsp.stat(abs);
-        if (!st.isFile()) return { problem: `${shown} is not a file (${label} in ${where})`, abs, stamp };
-        const real = await fsp.realpath(abs);
-        if (realRoot && !isInside(realRoot, real)) {
-          return { problem: `${shown} links outside the bundle folder (${label} in ${where})`, abs, stamp };
-        }
-      } catch {
-        return { problem: `${shown} could not be read (${label} in ${where})`, abs, stamp };
-      }
+      const found = await inspectFile(root, abs, dirLinks);
+      if (found === 'missing') return { problem: `${shown} not found (${label} in ${where})`, abs, stamp: MISSING };
+      const stamp = stampOf(found.st);
+      if (found.escapes) return { problem: `${shown} links outside the bundle folder (${label} in ${where})`, abs, stamp };
+      if (!found.st.isFile()) return { problem: `${shown} is not a file (${label} in ${where})`, abs, stamp };
       return { problem: null, abs, stamp };
     }),
   );

@@ -72,10 +72,20 @@ function pathOf(p: readonly PropertyKey[]): string {
   return out || '(root)';
 }
 
-function describe(issue: z.core.$ZodIssue): string {
+function valueAt(data: unknown, p: readonly PropertyKey[]): unknown {
+  let v: unknown = data;
+  for (const seg of p) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[seg];
+  }
+  return v;
+}
+
+function describe(issue: z.core.$ZodIssue, data: unknown): string {
   const where = pathOf(issue.path);
-  if (issue.code === 'invalid_type' && /received undefined/.test(issue.message)) return `${where} is required`;
+  if (issue.path.length && valueAt(data, issue.path) === undefined) return `${where} is required`;
   if (issue.code === 'invalid_type') return `${where} must be ${issue.expected === 'array' ? 'a list' : `a ${issue.expected}`}`;
+  if (issue.code === 'invalid_union') return `${where} has an invalid value`;
   return `${where} ${issue.message.charAt(0).toLowerCase()}${issue.message.slice(1)}`;
 }
 
@@ -94,7 +104,7 @@ export function validateManifest(data: unknown): ManifestResult {
   const schema = type === 'bundle' ? multiBundleSchema : standaloneBundleSchema;
   const parsed = schema.safeParse(data);
   if (parsed.success) return { ok: true, manifest: parsed.data };
-  const problems = parsed.error.issues.map(describe);
+  const problems = parsed.error.issues.map((i) => describe(i, data));
   if (type === 'standalone' && 'agents' in data && !('agent' in data)) {
     problems.push('a standalone bundle has one `agent:` mapping, not an `agents:` list (or use type: bundle)');
   }

@@ -205,6 +205,17 @@ describe('ToolCallAccumulator', () => {
     expect(ids[1]).toMatch(/^call_/);
   });
 
+  it('without index or id, a different name starts a new call even after empty arguments', () => {
+    const acc = new ToolCallAccumulator();
+    acc.add({ function: { name: 'list_files', arguments: '' } } as never);
+    acc.add({ function: { name: 'read_file', arguments: '{"a":' } } as never);
+    acc.add({ function: { arguments: '1}' } } as never);
+    expect(acc.finish().map((c) => [c.name, c.arguments])).toEqual([
+      ['list_files', '{}'],
+      ['read_file', '{"a":1}'],
+    ]);
+  });
+
   it('drops empty shells without a name or arguments', () => {
     const acc = new ToolCallAccumulator();
     acc.add({ index: 0 });

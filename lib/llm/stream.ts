@@ -63,8 +63,7 @@ function isJson(text: string): boolean {
 /**
  * Reassembles streamed tool-call fragments. OpenAI tags each fragment with `index` (and the first
  * with `id`); other servers drop one or both, or send each call whole. Matching goes index → id →
- * the call still being written, and a fragment that starts a new name after a complete call is a
- * new call.
+ * the call still being written.
  */
 export class ToolCallAccumulator {
   private readonly calls: OpenCall[] = [];
@@ -82,8 +81,11 @@ export class ToolCallAccumulator {
     } else if (id) {
       call = this.calls.find((c) => c.id === id);
     } else {
+      // Nothing to match on: a name differing from the open call's, or any name once the open
+      // call's arguments are complete JSON, starts another call; servers that repeat the name in
+      // every fragment keep appending to the open one.
       const last = this.calls[this.calls.length - 1];
-      const startsAnother = last && name && last.name && last.args !== '' && isJson(last.args);
+      const startsAnother = last && name && last.name && (name !== last.name || (last.args !== '' && isJson(last.args)));
       call = startsAnother ? undefined : last;
     }
     if (!call) {

@@ -243,7 +243,7 @@ describe('runTurn', () => {
     const ctl = new AbortController();
     let abortedAt = 0;
     const events = await collect(runTurn(input({ model: 'scripted:slow', signal: ctl.signal })), (e) => {
-      if (e.type === 'text-delta' && !abortedAt && only([e], 'text-delta').length) {
+      if (e.type === 'text-delta' && !abortedAt) {
         abortedAt = performance.now();
         ctl.abort();
       }

@@ -59,6 +59,8 @@ class Interrupted extends Error {}
 
 /** Settles with the promise, or rejects with Interrupted as soon as the signal fires — whichever is first. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  // The loser of the race may still reject later; that must not become an unhandled rejection.
+  promise.catch(() => undefined);
   if (signal.aborted) return Promise.reject(new Interrupted());
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(new Interrupted());

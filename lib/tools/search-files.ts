@@ -4,8 +4,8 @@ import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { fsFailure, openForRead, resolvePath, type ResolvedPath } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { fail } from './result';
-import type { ToolContext, ToolResult } from './types';
+import { fail, isFailure } from './result';
+import type { ToolContext, ToolFailure, ToolResult } from './types';
 
 export const SEARCH_BUDGET_MS = 2000;
 const MAX_PATTERN_CHARS = 500;
@@ -122,11 +122,11 @@ interface FileRef {
   virtual: string;
 }
 
-async function collectFiles(target: ResolvedPath, ctx: ToolContext, deadline: number): Promise<{ files: FileRef[]; truncated: boolean } | ToolResult> {
+async function collectFiles(target: ResolvedPath, ctx: ToolContext, deadline: number): Promise<{ files: FileRef[]; truncated: boolean } | ToolFailure> {
   if (target.kind === 'file') return { files: [{ abs: target.abs, virtual: target.virtual }], truncated: false };
   const files: FileRef[] = [];
   let truncated = false;
-  const walk = async (absDir: string, virtualDir: string, depth: number): Promise<ToolResult | null> => {
+  const walk = async (absDir: string, virtualDir: string, depth: number): Promise<ToolFailure | null> => {
     if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
     if (Date.now() > deadline || files.length >= MAX_FILES || depth > 32) {
       truncated = true;
@@ -187,7 +187,7 @@ export const searchFilesTool = defineTool({
     const target = await resolvePath(requested.trim() === '.' ? '' : requested, ctx, 'read');
     if (!target.ok) return target;
     const collected = await collectFiles(target, ctx, deadline);
-    if (!('files' in collected)) return collected;
+    if (isFailure(collected)) return collected;
 
     const matches: Match[] = [];
     let truncated = collected.truncated;

@@ -231,7 +231,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         ex.res.end(`data: ${JSON.stringify({ error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } })}\n\n`);
         return;
       }
-      if (i > 0 && i < chunks.length - 1) await sleep(perChunk, ex);
+      // Chunk 0 (role) and 1 (first token) leave together after the latency: that is time to first token.
+      if (i > 1 && i < chunks.length - 1) await sleep(perChunk, ex);
       if (ex.res.destroyed) return;
       ex.res.write(`data: ${JSON.stringify(chunks[i])}\n\n`);
     }

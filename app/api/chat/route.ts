@@ -21,7 +21,7 @@ export async function POST(request: Request) {
     const body = await readJson(request, ChatBody);
     const rt = getRuntime();
     if (body.conversationId && !isValidConversationId(body.conversationId)) {
-      throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${body.conversationId.slice(0, 80)}".`);
+      throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${String(body.conversationId).slice(0, 80)}".`);
     }
     const wantsStream = body.stream ?? (request.headers.get('accept') ?? '').includes('text/event-stream');
 

@@ -1,0 +1,169 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { AppError } from '../errors';
+import { sha256 } from '../tools/result';
+import type { ToolResult } from '../tools/types';
+
+export interface AuditEntry {
+  ts: string;
+  kind: 'tool.exec';
+  conversationId: string;
+  toolCallId: string;
+  toolName: string;
+  agentId: string;
+  input: unknown;
+  output: Record<string, unknown>;
+  durationMs: number;
+  /** Sandbox rejections only: which mount, the normalised virtual path (when known) and why. */
+  mount?: string;
+  path?: string;
+  reason?: string;
+}
+
+const MAX_INLINE_CHARS = 200;
+const PREVIEW_CHARS = 80;
+const MAX_DEPTH = 3;
+/** Keys that hold file text: summarised whatever their length, so the log never keeps a document. */
+const CONTENT_KEYS = new Set(['content', 'diff', 'text', 'new_text', 'old_text', 'before', 'after']);
+
+const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function isSafeConversationId(id: unknown): id is string {
+  return typeof id === 'string' && SAFE_ID.test(id) && !id.includes('..');
+}
+
+export function auditFile(auditDir: string, conversationId: string): string {
+  if (!isSafeConversationId(conversationId)) throw new AppError('E_VALIDATION', 'conversationId is not a safe identifier');
+  return path.join(auditDir, `${conversationId}.jsonl`);
+}
+
+export interface TextSummary {
+  length: number;
+  sha256: string;
+  preview: string;
+}
+
+export function summarizeText(text: string, previewChars = PREVIEW_CHARS): TextSummary {
+  return { length: text.length, sha256: sha256(text), preview: text.length > previewChars ? `${text.slice(0, previewChars)}…` : text };
+}
+
+function summarize(value: unknown, key: string | undefined, depth: number): unknown {
+  if (typeof value === 'string') {
+    if ((key && CONTENT_KEYS.has(key)) || value.length > MAX_INLINE_CHARS) return summarizeText(value);
+    return value;
+  }
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) {
+    if (depth >= 1) return { count: value.length };
+    return value.length <= 10 && value.every((v) => typeof v !== 'object' || v === null)
+      ? value.map((v) => summarize(v, key, depth + 1))
+      : { count: value.length };
+  }
+  if (depth >= MAX_DEPTH) return { keys: Object.keys(value).length };
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(value)) out[k] = summarize(v, k, depth + 1);
+  return out;
+}
+
+/** Tool arguments as they can be kept: long strings become length + sha256 + a short preview. */
+export function summarizeInput(input: unknown): unknown {
+  return summarize(input, undefined, 0);
+}
+
+/** Outcome, sizes and hashes of a tool result; never whole file contents. */
+export function summarizeOutput(result: ToolResult): Record<string, unknown> {
+  if (!result.ok) {
+    const out: Record<string, unknown> = {
+      ok: false,
+      code: result.error.code,
+      message: result.error.message.length > 300 ? `${result.error.message.slice(0, 300)}…` : result.error.message,
+    };
+    if (result.path) out.path = result.path;
+    return out;
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(result)) out[k] = summarize(v, k, 1);
+  return out;
+}
+
+export interface AuditRecordInput {
+  conversationId: string;
+  toolCallId: string;
+  toolName: string;
+  agentId: string;
+  input: unknown;
+  result: ToolResult;
+  durationMs: number;
+  ts?: Date;
+}
+
+export function buildAuditEntry(rec: AuditRecordInput): AuditEntry {
+  const entry: AuditEntry = {
+    ts: (rec.ts ?? new Date()).toISOString(),
+    kind: 'tool.exec',
+    conversationId: rec.conversationId,
+    toolCallId: rec.toolCallId,
+    toolName: rec.toolName,
+    agentId: rec.agentId,
+    input: summarizeInput(rec.input),
+    output: summarizeOutput(rec.result),
+    durationMs: Math.round(rec.durationMs * 1000) / 1000,
+  };
+  if (!rec.result.ok) {
+    const details = rec.result.error.details ?? {};
+    if (typeof details.mount === 'string') entry.mount = details.mount;
+    if (typeof details.reason === 'string') entry.reason = details.reason;
+    const virtualPath = rec.result.path ?? (typeof details.virtual === 'string' ? details.virtual : undefined);
+    if (virtualPath && (entry.mount || entry.reason)) entry.path = virtualPath;
+  }
+  return entry;
+}
+
+const readyDirs = new Set<string>();
+
+/** One line per call, written with a single append so parallel calls never interleave. */
+export async function appendAudit(auditDir: string, entry: AuditEntry): Promise<void> {
+  const file = auditFile(auditDir, entry.conversationId);
+  if (!readyDirs.has(auditDir)) {
+    await fs.mkdir(auditDir, { recursive: true });
+    readyDirs.add(auditDir);
+  }
+  const line = `${JSON.stringify(entry)}\n`;
+  try {
+    await fs.appendFile(file, line, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    readyDirs.delete(auditDir);
+    await fs.mkdir(auditDir, { recursive: true });
+    await fs.appendFile(file, line, 'utf8');
+  }
+}
+
+/** Entries oldest first; a torn last line (a crash mid-append) is skipped. */
+export async function readAudit(auditDir: string, conversationId: string): Promise<AuditEntry[]> {
+  const file = auditFile(auditDir, conversationId);
+  let text: string;
+  try {
+    text = await fs.readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+  const entries: AuditEntry[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    try {
+      entries.push(JSON.parse(line) as AuditEntry);
+    } catch {
+      // torn or foreign line
+    }
+  }
+  return entries;
+}
+
+export async function deleteAudit(auditDir: string, conversationId: string): Promise<void> {
+  const file = auditFile(auditDir, conversationId);
+  await fs.unlink(file).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ENOENT') throw e;
+  });
+}

@@ -1,0 +1,177 @@
+import { z } from 'zod';
+import { appendAudit, buildAuditEntry } from '../audit';
+import { log } from '../log';
+import { redactPaths } from '../paths';
+import type { Tool } from './define';
+import { applyPatchTool } from './apply-patch';
+import { editFileTool } from './edit-file';
+import { executeWorkflowTool } from './execute-workflow';
+import { listFilesTool } from './list-files';
+import { readFileTool } from './read-file';
+import { fail } from './result';
+import { saveOutputTool } from './save-output';
+import { searchFilesTool } from './search-files';
+import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from './types';
+
+export type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult, ToolFailure, ToolErrorCode } from './types';
+export { fail, isFailure, sha256 } from './result';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const TOOLS: Tool<any>[] = [
+  readFileTool,
+  listFilesTool,
+  searchFilesTool,
+  saveOutputTool,
+  editFileTool,
+  applyPatchTool,
+  executeWorkflowTool,
+];
+const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
+
+export const TOOL_NAMES = TOOLS.map((t) => t.name);
+
+function parametersOf(schema: z.ZodType): Record<string, unknown> {
+  const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  delete json.$schema;
+  // Zod's safe-integer bounds and propertyNames are noise to a model and trip strict servers.
+  return JSON.parse(
+    JSON.stringify(json, (k, v) => ((k === 'maximum' && v === Number.MAX_SAFE_INTEGER) || k === 'propertyNames' ? undefined : v)),
+  );
+}
+
+let definitions: ToolDefinition[] | null = null;
+
+/** OpenAI function tools for chat completions `tools[]` (built once). */
+export function toolDefinitions(): ToolDefinition[] {
+  definitions ??= TOOLS.map((t) => ({
+    type: 'function' as const,
+    function: { name: t.name, description: t.description, parameters: parametersOf(t.schema) },
+  }));
+  return definitions;
+}
+
+type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false; result: ToolResult; raw: unknown };
+
+/** Raw model arguments to an object; tolerates empty strings and double-encoded JSON. */
+function parseArguments(raw: unknown): Parsed {
+  if (raw === undefined || raw === null) return { ok: true, value: {} };
+  if (typeof raw === 'object' && !Array.isArray(raw)) return { ok: true, value: raw as Record<string, unknown> };
+  if (typeof raw !== 'string') {
+    return { ok: false, raw, result: fail('E_INVALID_ARGS', 'Tool arguments must be a JSON object') };
+  }
+  if (raw.trim() === '') return { ok: true, value: {} };
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+    if (typeof value === 'string' && value.trim().startsWith('{')) value = JSON.parse(value);
+  } catch (e) {
+    const detail = e instanceof Error ? e.message : 'syntax error';
+    return {
+      ok: false,
+      raw,
+      result: fail('E_INVALID_ARGS', `Tool arguments are not valid JSON (${detail}). Send one JSON object, e.g. {"file_path": "{output_folder}/plan.md"}.`),
+    };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, raw, result: fail('E_INVALID_ARGS', 'Tool arguments must be a JSON object with named fields') };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.join('.') : '(arguments)'}: ${i.message}`)
+    .join('; ');
+}
+
+function abortedResult(): ToolResult {
+  return fail('E_ABORTED', 'The turn was stopped before the tool finished');
+}
+
+/** Resolves as soon as the signal aborts, so a stop never waits on slow IO. */
+function whenAborted(signal: AbortSignal | undefined): { promise: Promise<ToolResult>; dispose: () => void } {
+  if (!signal) return { promise: new Promise(() => undefined), dispose: () => undefined };
+  let onAbort: () => void = () => undefined;
+  const promise = new Promise<ToolResult>((resolve) => {
+    onAbort = () => resolve(abortedResult());
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
+}
+
+async function runTool(call: ToolCallRequest, ctx: ToolContext): Promise<{ result: ToolResult; input: unknown }> {
+  const parsed = parseArguments(call.arguments);
+  const input = parsed.ok ? parsed.value : parsed.raw;
+  const tool = BY_NAME.get(call.name);
+  if (!tool) {
+    return {
+      input,
+      result: fail('E_UNKNOWN_TOOL', `There is no tool named "${String(call.name).slice(0, 64)}". Available tools: ${TOOL_NAMES.join(', ')}.`, {
+        details: { available: TOOL_NAMES },
+      }),
+    };
+  }
+  if (!parsed.ok) return { input, result: parsed.result };
+  if (ctx.signal?.aborted) return { input, result: abortedResult() };
+  const args = tool.normalize ? tool.normalize(parsed.value) : parsed.value;
+  const checked = tool.schema.safeParse(args);
+  if (!checked.success) {
+    return { input, result: fail('E_INVALID_ARGS', `Invalid arguments for ${tool.name}: ${describeIssues(checked.error)}`) };
+  }
+  const abort = whenAborted(ctx.signal);
+  try {
+    const result = await Promise.race([tool.run(checked.data, ctx), abort.promise]);
+    return { input, result };
+  } finally {
+    abort.dispose();
+  }
+}
+
+/**
+ * Runs one tool call. Never throws: every problem comes back as `{ ok: false, error }`, and
+ * every call (rejected and malformed ones included) leaves one audit line when ctx.auditDir is set.
+ */
+export async function executeTool(call: ToolCallRequest, ctx: ToolContext): Promise<ToolResult> {
+  const started = performance.now();
+  let result: ToolResult;
+  let input: unknown = call?.arguments;
+  try {
+    const ran = await runTool(call, ctx);
+    result = ran.result;
+    input = ran.input;
+  } catch (e) {
+    log.error('tool.internal_error', {
+      tool: typeof call?.name === 'string' ? call.name.slice(0, 64) : undefined,
+      error: e instanceof Error ? e.name : 'unknown',
+      code: (e as NodeJS.ErrnoException)?.code,
+    });
+    result = fail('E_INTERNAL', `The ${typeof call?.name === 'string' ? call.name.slice(0, 64) : 'tool'} tool failed unexpectedly; try again or use another approach.`);
+  }
+  if (!result.ok) {
+    const message = redactPaths(result.error.message, ctx);
+    if (message !== result.error.message) result = { ...result, error: { ...result.error, message } };
+  }
+  if (ctx.auditDir) {
+    try {
+      await appendAudit(
+        ctx.auditDir,
+        buildAuditEntry({
+          conversationId: ctx.conversationId,
+          toolCallId: call?.id ?? '',
+          toolName: call?.name ?? '',
+          agentId: ctx.agentId,
+          input,
+          result,
+          durationMs: performance.now() - started,
+        }),
+      );
+    } catch (e) {
+      log.warn('audit.append_failed', { error: e instanceof Error ? e.name : 'unknown', code: (e as NodeJS.ErrnoException)?.code });
+    }
+  }
+  return result;
+}
+
+export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool };
+export type { Tool } from './define';
