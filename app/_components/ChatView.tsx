@@ -221,7 +221,7 @@ export function ChatView(props: ChatViewProps) {
           commands={commands}
           busy={busy}
           disabled={!agent || loadState !== 'idle'}
-          placeholder={agent ? `Message ${agent.name} — type / for commands` : undefined}
+          placeholder={agent ? `Message ${agent.name}…` : undefined}
           onSend={doSend}
           onStop={stop}
         />

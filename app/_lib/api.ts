@@ -51,7 +51,9 @@ async function request<T>(url: string, init?: RequestInit): Promise<T> {
   let body: unknown;
   try {
     body = await res.json();
-  } catch {
+  } catch (e) {
+    // A superseded request aborts while its body is read; that is not a server fault.
+    if (init?.signal?.aborted || (e as Error)?.name === 'AbortError') throw e;
     throw new ApiError(`Unexpected response from ${url}`, 'E_BAD_RESPONSE', res.status);
   }
   if (isEnvelope(body)) {

@@ -9,6 +9,7 @@ import type { ConversationStore, StoredMessage, StoredToolCall, Usage } from '..
 import { executeTool, toolDefinitions } from '../tools';
 import type { ToolCallRequest, ToolContext, ToolResult } from '../tools/types';
 import { runTurn } from '../loop';
+import { expandVariables, isReservedVariable } from '../paths';
 import type { TurnEvent, StopReason } from '../loop/types';
 import { buildSystemPrompt, classifyCriticalActions, toModelMessages } from '../prompt';
 import type { Catalog, ResolvedAgent } from '../agents';
@@ -135,12 +136,15 @@ async function runCriticalActions(deps: ChatDeps, resolved: ResolvedAgent, conve
     }
     loaded.push(`### ${shownPath}\n\`\`\`\n${content.trimEnd()}\n\`\`\``);
   }
+  // Mount names ({output_folder} above all) always mean the mounts, whatever a config says.
+  for (const k of Object.keys(variables)) if (isReservedVariable(k)) delete variables[k];
+  const resolvedInstructions = instructions.map((t) => expandVariables(t, { variables }).text);
   const vars = Object.entries(variables).map(([k, v]) => `- {${k}} = ${v}`);
   const parts = [
     '## Critical context (loaded by the server before this conversation)',
     loaded.length ? `Files loaded into memory:\n\n${loaded.join('\n\n')}` : '',
     vars.length ? `Variables now set:\n${vars.join('\n')}\n{output_folder} always means this conversation's output folder.` : '',
-    instructions.length ? `Critical instructions:\n${instructions.map((t) => `- ${t}`).join('\n')}` : '',
+    resolvedInstructions.length ? `Critical instructions:\n${resolvedInstructions.map((t) => `- ${t}`).join('\n')}` : '',
   ];
   return { variables, context: parts.filter(Boolean).join('\n\n') };
 }

@@ -26,8 +26,17 @@ function utf8Boundary(buf: Buffer, end: number): number {
   return i;
 }
 
+function hasLongLine(text: string): boolean {
+  for (let i = 0; ; ) {
+    const j = text.indexOf('\n', i);
+    if ((j === -1 ? text.length : j) - i > MAX_LINE_CHARS) return true;
+    if (j === -1) return false;
+    i = j + 1;
+  }
+}
+
 function cutLongLines(text: string): { text: string; cut: boolean } {
-  if (text.length <= MAX_LINE_CHARS) return { text, cut: false };
+  if (text.length <= MAX_LINE_CHARS || !hasLongLine(text)) return { text, cut: false };
   let cut = false;
   const lines = text.split('\n').map((line) => {
     if (line.length <= MAX_LINE_CHARS) return line;

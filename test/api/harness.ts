@@ -1,0 +1,82 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig, type Config } from '@/lib/config';
+import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
+import { MemoryConversationStore } from '@/lib/conversations';
+import { startScriptedModel, type ScriptedModel } from '../scripted-model';
+
+export const REPO = path.resolve(__dirname, '../..');
+
+export interface Harness {
+  model: ScriptedModel;
+  runtime: Runtime;
+  config: Config;
+  tmp: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A runtime over the shipped sample bundles, temp output/data folders outside the repo, and the
+ * scripted model on 127.0.0.1 — the same shape as a production deployment.
+ */
+export async function startHarness(env: Record<string, string> = {}, opts: { store?: 'memory' | 'sqlite' } = {}): Promise<Harness> {
+  const model = await startScriptedModel({});
+  const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-api-'));
+  const config = loadConfig(
+    {
+      OPENAI_BASE_URL: model.url,
+      OPENAI_MODEL: 'scripted-test',
+      BUNDLES_ROOT: path.join(REPO, 'bmad/custom/bundles'),
+      CORE_ROOT: path.join(REPO, 'bmad/core'),
+      OUTPUT_PATH: path.join(tmp, 'output'),
+      DATA_DIR: path.join(tmp, 'data'),
+      CONVERSATION_STORE: opts.store ?? 'memory',
+      ...env,
+    },
+    tmp,
+  );
+  const runtime = createRuntime(config, opts.store === 'sqlite' ? undefined : new MemoryConversationStore());
+  setRuntime(runtime);
+  return {
+    model,
+    runtime,
+    config,
+    tmp,
+    async close() {
+      setRuntime(undefined);
+      await model.close();
+      await fs.rm(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+export function jsonRequest(url: string, body: unknown, init: RequestInit = {}): Request {
+  return new Request(`http://localhost${url}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(init.headers as Record<string, string> | undefined) },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+    ...init,
+  });
+}
+
+export function get(url: string, init: RequestInit = {}): Request {
+  return new Request(`http://localhost${url}`, init);
+}
+
+export function params<T>(value: T): { params: Promise<T> } {
+  return { params: Promise.resolve(value) };
+}
+
+/** Reads an SSE body into its parsed `data:` payloads (`[DONE]` kept as a string). */
+export async function readSse(res: Response): Promise<Array<Record<string, any> | '[DONE]'>> {
+  const text = await res.text();
+  return text
+    .split('\n\n')
+    .map((block) => block.trim())
+    .filter((block) => block.startsWith('data: '))
+    .map((block) => {
+      const data = block.slice('data: '.length);
+      return data === '[DONE]' ? '[DONE]' : JSON.parse(data);
+    });
+}
