@@ -66,15 +66,21 @@ export async function POST(request: Request) {
           started = true;
           for (const chunk of ui.begin(turn.conversationId)) ctrl.enqueue(encoder.encode(sse(chunk)));
         }
-        const next = await iterator.next();
-        if (next.done) {
-          ctrl.enqueue(encoder.encode(sse('[DONE]')));
-          ctrl.close();
-          request.signal?.removeEventListener('abort', abort);
-          return;
+        // A pull that enqueues nothing is not called again, so keep going until a chunk is out.
+        for (;;) {
+          const next = await iterator.next();
+          if (next.done) {
+            ctrl.enqueue(encoder.encode(sse('[DONE]')));
+            ctrl.close();
+            request.signal?.removeEventListener('abort', abort);
+            return;
+          }
+          const text = ui.encode(next.value).map(sse).join('');
+          if (text) {
+            ctrl.enqueue(encoder.encode(text));
+            return;
+          }
         }
-        const text = ui.encode(next.value).map(sse).join('');
-        if (text) ctrl.enqueue(encoder.encode(text));
       },
       async cancel() {
         controller.abort();
