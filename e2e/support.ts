@@ -1,0 +1,114 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const REPO = path.resolve(__dirname, '..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Folders {
+  root: string;
+  bundlesRoot: string;
+  coreRoot: string;
+  outputPath: string;
+  dataDir: string;
+  cleanup(): Promise<void>;
+}
+
+/** Absolute folders outside the repo, with a copy of the sample bundles — as a deployment has them. */
+export async function makeFolders(): Promise<Folders> {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-e2e-'));
+  const bundlesRoot = path.join(root, 'bundles');
+  const coreRoot = path.join(root, 'core');
+  await fs.cp(path.join(REPO, 'bmad/custom/bundles'), bundlesRoot, { recursive: true });
+  await fs.cp(path.join(REPO, 'bmad/core'), coreRoot, { recursive: true });
+  return {
+    root,
+    bundlesRoot,
+    coreRoot,
+    outputPath: path.join(root, 'output'),
+    dataDir: path.join(root, 'data'),
+    cleanup: () => fs.rm(root, { recursive: true, force: true }),
+  };
+}
+
+export interface AppServer {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  logs: () => string;
+  /** Graceful stop (SIGTERM), waits for exit. */
+  stop(): Promise<void>;
+  /** Crash: SIGKILL, waits for exit. */
+  kill9(): Promise<void>;
+}
+
+/** Starts the production build (`next start`) with the given environment; waits for /api/health. */
+export async function startApp(folders: Folders, env: Record<string, string> = {}): Promise<AppServer> {
+  const port = await freePort();
+  let out = '';
+  const proc = spawn(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', '-p', String(port), '-H', '127.0.0.1'], {
+    cwd: REPO,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? os.tmpdir(),
+      NODE_ENV: 'production',
+      NEXT_TELEMETRY_DISABLED: '1',
+      BUNDLES_ROOT: folders.bundlesRoot,
+      CORE_ROOT: folders.coreRoot,
+      OUTPUT_PATH: folders.outputPath,
+      DATA_DIR: folders.dataDir,
+      LOG_LEVEL: process.env.E2E_SERVER_LOGS ? 'info' : 'silent',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  proc.stdout!.on('data', (d) => (out += d));
+  proc.stderr!.on('data', (d) => (out += d));
+  const url = `http://127.0.0.1:${port}`;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`next start exited early:\n${out}`);
+    try {
+      const res = await fetch(`${url}/api/health`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`next start did not become healthy:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  return {
+    url,
+    port,
+    proc,
+    logs: () => out,
+    async stop() {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+    async kill9() {
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export async function postChat(url: string, body: Record<string, unknown>, init: RequestInit = {}): Promise<Response> {
+  return fetch(`${url}/api/chat`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), ...init });
+}
