@@ -48,7 +48,7 @@ function nonEmpty(value: string | undefined): string | undefined {
 }
 
 /** Reads the environment once; every path comes out absolute. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd: string = process.cwd()): Config {
+export function loadConfig(env: Record<string, string | undefined> = process.env, cwd: string = process.cwd()): Config {
   const abs = (value: string | undefined, fallback: string) => path.resolve(cwd, nonEmpty(value) ?? fallback);
   const apiKey = nonEmpty(env.OPENAI_API_KEY);
   const baseURL = nonEmpty(env.OPENAI_BASE_URL);

@@ -65,11 +65,11 @@ describe('POST /api/chat (JSON)', () => {
 
     // Critical actions ran before the first model call: the config was read through the sandbox.
     const [first] = h.model.chatRequests();
-    const system = first.body.messages![0];
+    const system = first.body!.messages![0];
     expect(system.role).toBe('system');
     expect(String(system.content)).toContain('{bundle-root}/config.yaml');
     expect(String(system.content)).not.toContain(h.config.bundlesRoot);
-    expect(first.body.tools!.map((t) => t.function!.name)).toEqual(
+    expect(first.body!.tools!.map((t) => t.function!.name)).toEqual(
       expect.arrayContaining(['read_file', 'list_files', 'search_files', 'save_output', 'edit_file', 'apply_patch', 'execute_workflow']),
     );
 
@@ -78,8 +78,8 @@ describe('POST /api/chat (JSON)', () => {
     const res2 = await send({ agentId: 'product-lead', message: 'and again', conversationId: body.data.conversationId });
     expect((await res2.json()).data.message.content).toBe('Second answer');
     const second = h.model.chatRequests()[1];
-    expect(second.body.messages![0]).toEqual(system);
-    expect(second.body.messages!.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    expect(second.body!.messages![0]).toEqual(system);
+    expect(second.body!.messages!.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
   });
 
   it('runs a workflow command before the first model call: one round trip', async () => {
@@ -100,7 +100,7 @@ describe('POST /api/chat (JSON)', () => {
     expect(call.result.engine.path).toMatch(/^\{core-root\}\/tasks\/workflow\.(md|xml)$/);
 
     // The model saw the call and its result in the history of its very first request.
-    const messages = h.model.chatRequests()[0].body.messages!;
+    const messages = h.model.chatRequests()[0].body!.messages!;
     const roles = messages.map((m) => m.role);
     expect(roles).toEqual(['system', 'user', 'assistant', 'tool']);
     expect(messages[2].tool_calls![0].function!.name).toBe('execute_workflow');
@@ -163,7 +163,7 @@ describe('POST /api/chat (JSON)', () => {
     const body = await (await send({ agentId: 'product-lead', message: 'go' })).json();
     const codes = body.data.message.functionCalls.map((c: { result: { error: { code: string } } }) => c.result.error.code);
     expect(codes).toEqual(['E_INVALID_ARGS', 'E_UNKNOWN_TOOL', 'E_SANDBOX_VIOLATION']);
-    const toolMessages = h.model.chatRequests()[1].body.messages!.filter((m) => m.role === 'tool');
+    const toolMessages = h.model.chatRequests()[1].body!.messages!.filter((m) => m.role === 'tool');
     expect(toolMessages).toHaveLength(3);
     expect(JSON.stringify(toolMessages)).not.toContain(h.tmp);
   });
@@ -253,7 +253,7 @@ describe('POST /api/chat errors', () => {
     const id = first.data.conversationId;
     h.model.setScript([reply.text('slow answer', { latencyMs: 600 })]);
     const running = send({ agentId: 'product-lead', message: 'one', conversationId: id });
-    await h.model.waitFor((r) => r.path.endsWith('/chat/completions') && r.seq > 0, 5000).catch(() => undefined);
+    await h.model.waitFor(() => h.model.chatRequests().length >= 2, 5000).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 50));
     const busy = await send({ agentId: 'product-lead', message: 'two', conversationId: id });
     expect(busy.status).toBe(409);

@@ -1,0 +1,77 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
+
+export const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
+export const ARTIFACTS = path.resolve(__dirname, 'artifacts');
+
+export function launchBrowser(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--no-first-run',
+      '--disable-quic',
+      '--disable-sync',
+    ],
+  });
+}
+
+export interface Tab {
+  context: BrowserContext;
+  page: Page;
+  /** Uncaught exceptions in the page (React crashes, hydration failures...). */
+  pageErrors: string[];
+  close(): Promise<void>;
+}
+
+/** A fresh context (no cookies/storage shared with other tests) and one page in it. */
+export async function openTab(browser: Browser, baseURL: string, viewport = { width: 1280, height: 860 }): Promise<Tab> {
+  const context = await browser.newContext({ baseURL, viewport, reducedMotion: 'reduce' });
+  context.setDefaultTimeout(15_000);
+  const page = await context.newPage();
+  const pageErrors: string[] = [];
+  page.on('pageerror', (e) => pageErrors.push(String(e?.stack ?? e)));
+  return { context, page, pageErrors, close: () => context.close() };
+}
+
+export async function screenshot(page: Page, name: string): Promise<string> {
+  await fs.mkdir(ARTIFACTS, { recursive: true });
+  const file = path.join(ARTIFACTS, name);
+  await page.screenshot({ path: file, fullPage: false });
+  return file;
+}
+
+/** Polls `fn` until it returns a truthy value; fails with `what` (and the last value) after `timeoutMs`. */
+export async function until<T>(fn: () => Promise<T> | T, what: string, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      last = await fn();
+      if (last) return last as T;
+    } catch (e) {
+      last = e;
+    }
+    if (Date.now() > deadline) throw new Error(`Timed out after ${timeoutMs} ms waiting for ${what} (last: ${String(last)})`);
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** Waits until the locator's text contains `text`; returns the full text. */
+export async function waitForText(locator: Locator, text: string, timeoutMs = 15_000): Promise<string> {
+  return until(
+    async () => {
+      const t = (await locator.count()) > 0 ? await locator.first().innerText() : '';
+      return t.includes(text) ? t : '';
+    },
+    `text "${text}"`,
+    timeoutMs,
+  );
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
