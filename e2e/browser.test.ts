@@ -280,7 +280,7 @@ describe('with a scripted model', () => {
     ]);
     await input.press('Enter');
     await waitForText(page.getByTestId('message-user').first(), 'line two');
-    expect(await page.getByTestId('message-user').first().innerText()).toBe('line one\nline two');
+    expect(await page.getByTestId('message-user').first().locator('.msg-bubble').innerText()).toBe('line one\nline two');
     await waitForText(page.getByTestId('message-assistant').first(), 'Two lines received.');
     await waitIdle(page);
     expect(model.chatRequests()[0].body!.messages!.filter((m) => m.role === 'user').at(-1)!.content).toBe('line one\nline two');

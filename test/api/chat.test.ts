@@ -37,6 +37,10 @@ describe('GET endpoints', () => {
     expect(lead).toMatchObject({ name: expect.any(String), title: expect.any(String), bundleName: expect.any(String) });
     expect(lead.commands.map((c: { cmd: string }) => c.cmd)).toContain('*plan');
     expect(JSON.stringify(body)).not.toContain(h.tmp);
+    // Greetings come with the agent's config variables resolved.
+    const theo = body.data.find((a: { id: string }) => a.id === 'story-writer');
+    expect(theo.greeting).toContain('Hello Friend!');
+    expect(theo.greeting).not.toContain('{user_name}');
   });
 
   it('lists bundles for builders without absolute paths', async () => {
@@ -109,12 +113,13 @@ describe('POST /api/chat (JSON)', () => {
   });
 
   it('runs tool calls the model asks for and keeps what it writes', async () => {
+    const brief = `# Brief\n\n${'A sentence of the brief. '.repeat(40)}\n`;
     h.model.setScript([
       reply.toolCalls([
         { name: 'read_file', arguments: { file_path: '{bundle-root}/config.yaml' } },
         { name: 'list_files', arguments: { path: '{bundle-root}/workflows' } },
       ]),
-      reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{output_folder}/brief.md', content: '# Brief\n\nHello.\n' } }]),
+      reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{output_folder}/brief.md', content: brief } }]),
       reply.text('Saved your brief.'),
     ]);
     const res = await send({ agentId: 'product-lead', message: 'write a brief' });
@@ -126,7 +131,7 @@ describe('POST /api/chat (JSON)', () => {
 
     const id = body.data.conversationId;
     const onDisk = await fs.readFile(path.join(h.config.outputPath, id, 'brief.md'), 'utf8');
-    expect(onDisk).toBe('# Brief\n\nHello.\n');
+    expect(onDisk).toBe(brief);
 
     const files = await (await listFiles(get(`/api/conversations/${id}/files`), params({ id }))).json();
     expect(files.data.files).toEqual([expect.objectContaining({ path: 'brief.md', type: 'file', size: onDisk.length })]);
@@ -143,7 +148,8 @@ describe('POST /api/chat (JSON)', () => {
     const names = audit.data.map((e: { toolName: string }) => e.toolName);
     // Parallel calls are logged as they complete, in any order.
     expect([...names].sort()).toEqual(['list_files', 'read_file', 'read_file', 'save_output']);
-    expect(JSON.stringify(audit)).not.toContain('Hello.');
+    // The audit log keeps sizes, hashes and previews, never whole contents.
+    expect(JSON.stringify(audit)).not.toContain(JSON.stringify(brief).slice(1, -1));
 
     const detail = await (await getConversation(get(`/api/conversations/${id}`), params({ id }))).json();
     const assistant = detail.data.messages.find((m: { role: string }) => m.role === 'assistant');

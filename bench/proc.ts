@@ -1,0 +1,208 @@
+/** Processes the benchmark starts, and what /proc says about them (CPU time and RSS of a process tree). */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+
+export const REPO = path.resolve(__dirname, '..');
+
+let clkTck = 0;
+function ticksPerSecond(): number {
+  if (!clkTck) {
+    try {
+      clkTck = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+    } catch {
+      clkTck = 100;
+    }
+  }
+  return clkTck;
+}
+
+/** Fields of /proc/<pid>/stat after the command name: [0] = state (field 3), [1] = ppid, [11] = utime, [12] = stime. */
+function statFields(pid: number): string[] | null {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return s.slice(s.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** The pid and every live descendant (`next start` may run the server in a child process). */
+export function processTree(root: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const f = statFields(Number(name));
+    if (!f) continue;
+    const ppid = Number(f[1]);
+    const list = children.get(ppid) ?? [];
+    list.push(Number(name));
+    children.set(ppid, list);
+  }
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length) {
+    const p = stack.pop()!;
+    out.push(p);
+    stack.push(...(children.get(p) ?? []));
+  }
+  return out;
+}
+
+/** user + sys CPU milliseconds of a process tree (all threads; live processes only). */
+export function treeCpuMs(root: number): { userMs: number; sysMs: number } {
+  const hz = ticksPerSecond();
+  let u = 0;
+  let s = 0;
+  for (const pid of processTree(root)) {
+    const f = statFields(pid);
+    if (!f) continue;
+    u += Number(f[11]);
+    s += Number(f[12]);
+  }
+  return { userMs: (u * 1000) / hz, sysMs: (s * 1000) / hz };
+}
+
+/** Resident set size of a process tree, in MB. */
+export function treeRssMb(root: number): number {
+  let kb = 0;
+  for (const pid of processTree(root)) {
+    try {
+      const m = /VmRSS:\s+(\d+)\s+kB/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+      if (m) kb += Number(m[1]);
+    } catch {
+      // gone
+    }
+  }
+  return kb / 1024;
+}
+
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as import('node:net').AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Folders {
+  root: string;
+  bundlesRoot: string;
+  coreRoot: string;
+  outputPath: string;
+  dataDir: string;
+}
+
+/** Absolute folders outside the repo with a copy of the sample bundles, as a deployment has them. */
+export function makeFolders(label: string): Folders {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), `bmad-bench-${label}-`));
+  const f: Folders = {
+    root,
+    bundlesRoot: path.join(root, 'bundles'),
+    coreRoot: path.join(root, 'core'),
+    outputPath: path.join(root, 'output'),
+    dataDir: path.join(root, 'data'),
+  };
+  fs.cpSync(path.join(REPO, 'bmad/custom/bundles'), f.bundlesRoot, { recursive: true });
+  fs.cpSync(path.join(REPO, 'bmad/core'), f.coreRoot, { recursive: true });
+  fs.mkdirSync(f.dataDir, { recursive: true });
+  return f;
+}
+
+export interface Started {
+  proc: ChildProcess;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+function stopper(proc: ChildProcess): () => Promise<void> {
+  const exited = new Promise<void>((resolve) => (proc.exitCode !== null ? resolve() : proc.once('exit', () => resolve())));
+  return async () => {
+    if (proc.exitCode === null) proc.kill('SIGTERM');
+    const t = setTimeout(() => proc.exitCode === null && proc.kill('SIGKILL'), 5000);
+    await exited;
+    clearTimeout(t);
+  };
+}
+
+export interface BenchModel extends Started {
+  url: string;
+  control: string;
+}
+
+export async function startModel(ttftMs: number, tokenDelayMs: number): Promise<BenchModel> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'bench/model.ts'), '--ttft-ms', String(ttftMs), '--token-delay-ms', String(tokenDelayMs)], {
+    cwd: REPO,
+    env: { ...process.env, NODE_ENV: 'production' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const ready = await new Promise<{ url: string; control: string }>((resolve, reject) => {
+    const rl = readline.createInterface({ input: proc.stdout! });
+    rl.on('line', (line) => {
+      try {
+        const v = JSON.parse(line) as { event?: string; url: string; control: string };
+        if (v.event === 'bench-model.ready') resolve(v);
+      } catch {
+        // not ours
+      }
+    });
+    proc.once('exit', (code) => reject(new Error(`bench model exited (${code})`)));
+    setTimeout(() => reject(new Error('bench model did not start within 30 s')), 30_000);
+  });
+  return { proc, pid: proc.pid!, url: ready.url, control: ready.control, stop: stopper(proc) };
+}
+
+export interface AppServer extends Started {
+  url: string;
+  logFile: string;
+}
+
+/**
+ * `next start` on the production build, logging as in production (JSON lines at info, to a file
+ * rather than a pipe the driver would have to drain).
+ */
+export async function startApp(folders: Folders, env: Record<string, string>): Promise<AppServer> {
+  const port = await freePort();
+  const logFile = path.join(folders.root, `server-${port}.log`);
+  const fd = fs.openSync(logFile, 'a');
+  const proc = spawn(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', '-p', String(port), '-H', '127.0.0.1'], {
+    cwd: REPO,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? os.tmpdir(),
+      NODE_ENV: 'production',
+      NEXT_TELEMETRY_DISABLED: '1',
+      BUNDLES_ROOT: folders.bundlesRoot,
+      CORE_ROOT: folders.coreRoot,
+      OUTPUT_PATH: folders.outputPath,
+      DATA_DIR: folders.dataDir,
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+      ...env,
+    },
+    stdio: ['ignore', fd, fd],
+  });
+  fs.closeSync(fd);
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`next start exited early:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+    try {
+      const res = await fetch(`${url}/api/health`);
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error('next start did not become healthy within 60 s');
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { proc, pid: proc.pid!, url, logFile, stop: stopper(proc) };
+}
