@@ -167,12 +167,12 @@ export interface AppServer extends Started {
  * `next start` on the production build, logging as in production (JSON lines at info, to a file
  * rather than a pipe the driver would have to drain).
  */
-export async function startApp(folders: Folders, env: Record<string, string>): Promise<AppServer> {
+export async function startApp(appDir: string, folders: Folders, env: Record<string, string>): Promise<AppServer> {
   const port = await freePort();
   const logFile = path.join(folders.root, `server-${port}.log`);
   const fd = fs.openSync(logFile, 'a');
-  const proc = spawn(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', '-p', String(port), '-H', '127.0.0.1'], {
-    cwd: REPO,
+  const proc = spawn(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', appDir, '-p', String(port), '-H', '127.0.0.1'], {
+    cwd: appDir,
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? os.tmpdir(),
@@ -205,4 +205,74 @@ export async function startApp(folders: Folders, env: Record<string, string>): P
     await new Promise((r) => setTimeout(r, 100));
   }
   return { proc, pid: proc.pid!, url, logFile, stop: stopper(proc) };
+}
+
+function buildRunning(): boolean {
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (/next(\/dist\/bin\/next)? build|next-build/.test(cmd)) return true;
+    } catch {
+      // gone
+    }
+  }
+  return false;
+}
+
+async function sleep(ms: number) {
+  await new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * A private copy of the production build, so another engineer's `next build` (e2e runs rebuild)
+ * cannot swap files under the running benchmark. Builds once when there is no build and nobody
+ * is building; otherwise waits for the running build.
+ */
+export async function snapshotBuild(log: (s: string) => void): Promise<{ appDir: string; buildId: string }> {
+  const dist = path.join(REPO, '.next');
+  const idFile = path.join(dist, 'BUILD_ID');
+  const deadline = Date.now() + 15 * 60_000;
+  let built = false;
+  for (;;) {
+    if (Date.now() > deadline) throw new Error('no stable production build within 15 minutes');
+    if (buildRunning()) {
+      log('a `next build` is running; waiting for it');
+      await sleep(3000);
+      continue;
+    }
+    if (!fs.existsSync(idFile)) {
+      if (built) throw new Error('next build finished without .next/BUILD_ID');
+      log('no production build: running `next build`');
+      execFileSync(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'build'], {
+        cwd: REPO,
+        stdio: ['ignore', 'ignore', 'inherit'],
+        env: { ...process.env, NEXT_TELEMETRY_DISABLED: '1' },
+      });
+      built = true;
+      continue;
+    }
+    const buildId = fs.readFileSync(idFile, 'utf8').trim();
+    const appDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmad-bench-app-'));
+    try {
+      fs.cpSync(dist, path.join(appDir, '.next'), {
+        recursive: true,
+        verbatimSymlinks: true,
+        filter: (src) => !['cache', 'dev', 'trace', 'diagnostics'].includes(path.relative(dist, src).split(path.sep)[0]),
+      });
+    } catch {
+      fs.rmSync(appDir, { recursive: true, force: true });
+      await sleep(2000);
+      continue;
+    }
+    const same = fs.existsSync(idFile) && fs.readFileSync(idFile, 'utf8').trim() === buildId && !buildRunning();
+    if (!same) {
+      fs.rmSync(appDir, { recursive: true, force: true });
+      continue;
+    }
+    for (const f of ['node_modules']) fs.symlinkSync(path.join(REPO, f), path.join(appDir, f));
+    for (const f of ['package.json', 'next.config.js']) fs.copyFileSync(path.join(REPO, f), path.join(appDir, f));
+    if (fs.existsSync(path.join(REPO, 'public'))) fs.symlinkSync(path.join(REPO, 'public'), path.join(appDir, 'public'));
+    return { appDir, buildId };
+  }
 }

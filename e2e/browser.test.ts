@@ -112,6 +112,20 @@ describe('with a scripted model', () => {
     await greeting.waitFor();
     expect(await greeting.innerText()).toContain('product lead');
 
+    // The greeting's config variables are resolved ({user_name} from the bundle's config.yaml).
+    expect(await greeting.innerText()).not.toMatch(/\{[a-z_-]+\}/);
+    expect(await greeting.innerText()).toContain('Friend');
+
+    // Record the answer as the DOM changes, to see it arrive in pieces rather than all at once.
+    await page.evaluate(() => {
+      const w = window as unknown as { __samples: { text: string; streaming: string | null }[] };
+      w.__samples = [];
+      new MutationObserver(() => {
+        const el = document.querySelector('[data-testid="message-assistant"]');
+        if (el) w.__samples.push({ text: el.textContent ?? '', streaming: el.getAttribute('data-streaming') });
+      }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+
     // Clicking the *plan chip sends it: the workflow runs before the first model call.
     const chip = page.getByTestId('command-chip').filter({ hasText: /^\*plan$/ });
     await chip.click();
@@ -122,6 +136,11 @@ describe('with a scripted model', () => {
     const first = page.getByTestId('message-assistant').first();
     await waitForText(first, answer);
     await waitIdle(page);
+    const samples = await page.evaluate(() => (window as unknown as { __samples: { text: string; streaming: string | null }[] }).__samples);
+    const partial = samples.filter((x) => x.streaming === 'true' && x.text.includes('Welcome to') && !x.text.includes('shape?'));
+    expect(partial.length).toBeGreaterThan(0);
+    // While the workflow tool ran, the message already showed it before any answer text.
+    expect(samples.some((x) => x.text.includes('Running workflow') && !x.text.includes('Welcome'))).toBe(true);
     // The first answer moves the URL to the saved conversation.
     await until(() => conversationIdOf(page), 'URL with ?c=<id>');
     const conversationId = conversationIdOf(page)!;

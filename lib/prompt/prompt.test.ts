@@ -1,0 +1,84 @@
+import { buildSystemPrompt, classifyCriticalActions, toModelMessages, type PromptAgent } from '.';
+import type { StoredMessage } from '../conversations/types';
+
+const agent: PromptAgent = {
+  id: 'pl',
+  name: 'Maya',
+  title: 'Product Lead',
+  icon: '🧭',
+  persona: { role: 'Product lead', identity: 'Ten years of product work', communication_style: 'Plain', principles: 'Users first' },
+  commands: [
+    { cmd: '*help', description: 'Show commands', kind: 'none', target: '' },
+    { cmd: '*plan', description: 'Write a brief', kind: 'run-workflow', target: '{bundle-root}/workflows/brief/workflow.yaml' },
+  ],
+  raw: '<agent id="pl">…</agent>',
+};
+
+describe('buildSystemPrompt', () => {
+  it('carries persona, commands with targets, tool rules and the whole agent text', () => {
+    const p = buildSystemPrompt({ agent, bundleName: 'studio', toolNames: ['read_file', 'execute_workflow'] });
+    expect(p).toContain('You are Maya, Product Lead');
+    expect(p).toContain('- Role: Product lead');
+    expect(p).toContain('*plan: Write a brief (run-workflow: {bundle-root}/workflows/brief/workflow.yaml)');
+    expect(p).toMatch(/never pretend/i);
+    expect(p).toContain('read_file, execute_workflow');
+    expect(p).toContain(agent.raw);
+  });
+
+  it('is byte-identical for the same agent, so providers can cache the prefix', () => {
+    const a = buildSystemPrompt({ agent, bundleName: 'studio', toolNames: ['read_file'] });
+    const b = buildSystemPrompt({ agent: { ...agent }, bundleName: 'studio', toolNames: ['read_file'] });
+    expect(a).toBe(b);
+  });
+});
+
+describe('classifyCriticalActions', () => {
+  it.each([
+    ['Load into memory {bundle-root}/config.yaml and set variables: user_name, communication_language', '{bundle-root}/config.yaml', ['user_name', 'communication_language']],
+    ['Load into memory {project-root}/bmad/bmm/config.yaml and set variable project_name, output_folder, user_name', '{project-root}/bmad/bmm/config.yaml', ['project_name', 'output_folder', 'user_name']],
+    ['Load into memory {bundle-root}/config.yaml', '{bundle-root}/config.yaml', []],
+    ['load into memory {core-root}/tasks/workflow.md.', '{core-root}/tasks/workflow.md', []],
+  ])('%s → a load', (text, path, variables) => {
+    const [a] = classifyCriticalActions([text]);
+    expect(a).toMatchObject({ kind: 'load', load: { path, variables } });
+  });
+
+  it('keeps other items as instructions, whitespace normalised', () => {
+    const out = classifyCriticalActions(['Remember the user\n   is {user_name}', '  ', 'Load the dice and roll']);
+    expect(out).toEqual([
+      { kind: 'instruction', text: 'Remember the user is {user_name}' },
+      { kind: 'instruction', text: 'Load the dice and roll' },
+    ]);
+  });
+});
+
+describe('toModelMessages', () => {
+  const ts = '2026-01-01T00:00:00.000Z';
+  it('merges leading server context into the one system message and keeps order', () => {
+    const history: StoredMessage[] = [
+      { id: 's', role: 'system', content: 'CRITICAL', timestamp: ts },
+      { id: 'u', role: 'user', content: 'hi', timestamp: ts },
+      { id: 'a', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{"file_path":"x"}' }], timestamp: ts },
+      { id: 't', role: 'tool', toolCallId: 'c1', name: 'read_file', result: { ok: true, content: 'X' }, timestamp: ts },
+      { id: 'a2', role: 'assistant', content: 'done', timestamp: ts },
+    ];
+    const out = toModelMessages('SYS', history);
+    expect(out.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant']);
+    expect(out[0].content).toBe('SYS\n\nCRITICAL');
+    expect(out[2]).toMatchObject({ content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: 'read_file', arguments: '{"file_path":"x"}' } }] });
+    expect(out[3]).toEqual({ role: 'tool', tool_call_id: 'c1', content: JSON.stringify({ ok: true, content: 'X' }) });
+  });
+
+  it('answers tool calls an interrupted turn left without results', () => {
+    const history: StoredMessage[] = [
+      { id: 'u', role: 'user', content: 'hi', timestamp: ts },
+      { id: 'a', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'a', arguments: '{}' }, { id: 'c2', name: 'b', arguments: '{}' }], timestamp: ts },
+      { id: 't', role: 'tool', toolCallId: 'c1', name: 'a', result: { ok: true }, timestamp: ts },
+      { id: 'u2', role: 'user', content: 'again', timestamp: ts },
+    ];
+    const out = toModelMessages('SYS', history);
+    expect(out.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'user']);
+    expect(out[4]).toMatchObject({ role: 'tool', tool_call_id: 'c2' });
+    expect(String(out[4].content)).toContain('interrupted');
+  });
+});

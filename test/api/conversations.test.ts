@@ -1,0 +1,74 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { POST as chat } from '@/app/api/chat/route';
+import { GET as list } from '@/app/api/conversations/route';
+import { GET as getOne, PATCH, DELETE } from '@/app/api/conversations/[id]/route';
+import { GET as getAudit } from '@/app/api/conversations/[id]/audit/route';
+import { reply } from '../scripted-model';
+import { REPO, get, jsonRequest, params, startHarness, type Harness } from './harness';
+
+let h: Harness;
+afterEach(async () => {
+  await h.close();
+});
+
+const send = (body: Record<string, unknown>) => chat(jsonRequest('/api/chat', body));
+
+it('lists, renames and deletes conversations with their outputs and audit log', async () => {
+  h = await startHarness({}, { store: 'sqlite' });
+  h.model.setScript(() => reply.text('ok'));
+  const ids: string[] = [];
+  for (const message of ['first idea', 'second idea', '*plan']) {
+    ids.push((await (await send({ agentId: 'product-lead', message })).json()).data.conversationId);
+  }
+  const page1 = await (await list(get('/api/conversations?limit=2'))).json();
+  expect(page1.data.items.map((c: { id: string }) => c.id)).toEqual([ids[2], ids[1]]);
+  expect(page1.data.items[0].title).toBe('product-brief');
+  expect(page1.data.items[1]).toMatchObject({ title: 'second idea', agentId: 'product-lead', messageCount: expect.any(Number), lastMessagePreview: 'ok' });
+  const page2 = await (await list(get(`/api/conversations?limit=2&cursor=${page1.data.nextCursor}`))).json();
+  expect(page2.data.items.map((c: { id: string }) => c.id)).toEqual([ids[0]]);
+  expect(page2.data.nextCursor).toBeUndefined();
+  expect((await list(get('/api/conversations?limit=0'))).status).toBe(400);
+
+  const renamed = await PATCH(new Request('http://localhost/x', { method: 'PATCH', body: JSON.stringify({ title: 'Budget app' }) }), params({ id: ids[0] }));
+  expect((await renamed.json()).data.title).toBe('Budget app');
+
+  const detail = await (await getOne(get(`/api/conversations/${ids[0]}`), params({ id: ids[0] }))).json();
+  expect(detail.data.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant']);
+
+  const out = path.join(h.config.outputPath, ids[0]);
+  await fs.mkdir(out, { recursive: true });
+  await fs.writeFile(path.join(out, 'x.md'), 'x');
+  const del = await DELETE(new Request('http://localhost/x', { method: 'DELETE' }), params({ id: ids[0] }));
+  expect(del.status).toBe(200);
+  await expect(fs.stat(out)).rejects.toThrow();
+  expect((await getOne(get('/x'), params({ id: ids[0] }))).status).toBe(404);
+  expect((await getAudit(get('/x'), params({ id: ids[0] }))).status).toBe(404);
+  expect((await getOne(get('/x'), params({ id: '../../etc' }))).status).toBe(404);
+});
+
+it('refuses to start an agent whose critical file is missing, naming the file', async () => {
+  const bundles = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-bundles-')), 'bundles');
+  await fs.cp(path.join(REPO, 'bmad/custom/bundles'), bundles, { recursive: true });
+  await fs.rm(path.join(bundles, 'product-studio/config.yaml'));
+  h = await startHarness({ BUNDLES_ROOT: bundles });
+  const res = await send({ agentId: 'product-lead', message: 'hi' });
+  expect(res.status).toBe(422);
+  const body = await res.json();
+  expect(body.code).toBe('E_CRITICAL_ACTION');
+  expect(body.error).toContain('{bundle-root}/config.yaml');
+  expect(body.error).not.toContain(bundles);
+  expect(h.model.chatRequests()).toHaveLength(0);
+  expect((await (await list(get('/api/conversations'))).json()).data.items).toHaveLength(0);
+  await fs.rm(path.dirname(bundles), { recursive: true, force: true });
+});
+
+it('keeps a conversation with its agent', async () => {
+  h = await startHarness();
+  h.model.setScript(() => reply.text('ok'));
+  const id = (await (await send({ agentId: 'product-lead', message: 'hi' })).json()).data.conversationId;
+  const res = await send({ agentId: 'scribe', message: 'hi', conversationId: id });
+  expect(res.status).toBe(400);
+  expect((await res.json()).error).toContain('product-lead');
+});
