@@ -148,7 +148,7 @@ export async function tools(tmp: string, runs: number): Promise<ToolFigures> {
   const search = await bench(
     () => executeTool(call('search_files', { path: '{bundle-root}/corpus', pattern: 'NEEDLE' }), ctx()) as Promise<Record<string, unknown>>,
   );
-  const content = 'A line of the saved product brief, with enough words to look like prose.\n'.repeat(Math.ceil(100_000 / 74)).slice(0, 100_000);
+  const content = 'A line of the saved product brief, with enough words to look like prose.\n'.repeat(2000).slice(0, 100_000);
   const save = await bench(
     () => executeTool(call('save_output', { file_path: '{output_folder}/brief.md', content }), ctx()) as Promise<Record<string, unknown>>,
   );

@@ -236,7 +236,7 @@ describe('kill -9 mid-turn', () => {
 
   it('while tools write many files: every file absent or complete, never a visible temp file, history repaired', async () => {
     const f = await folders();
-    const BATCH = 8;
+    const BATCH = 40;
     const SIZE = 95_000;
     const expected = new Map<string, string>();
     // Every model call asks for BATCH more big files, until the turn dies.
@@ -258,7 +258,7 @@ describe('kill -9 mid-turn', () => {
     // few results (writes of the batch still running), and a couple of rounds in.
     const triggers: Array<[string, (events: { type?: string }[]) => boolean]> = [
       ['first tool call announced', (ev) => ev.some((e) => e.type === 'tool-input-available')],
-      ['three results in', (ev) => ev.filter((e) => e.type === 'tool-output-available').length >= 3],
+      ['first result in', (ev) => ev.some((e) => e.type === 'tool-output-available')],
       ['third model call', (ev) => ev.filter((e) => e.type === 'start-step').length >= 3],
     ];
     const said: string[] = [];

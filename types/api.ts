@@ -40,7 +40,11 @@ export interface ChatMessageView {
   content: string;
   timestamp: string;
   functionCalls?: FunctionCallView[];
+  /** The turn in the order it happened: text blocks and tool calls (by id) interleaved. */
+  parts?: MessagePartView[];
 }
+
+export type MessagePartView = { type: 'text'; text: string } | { type: 'tool'; toolCallId: string };
 
 export interface ChatResponseData {
   conversationId: string;

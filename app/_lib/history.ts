@@ -27,8 +27,20 @@ export function toolPartFromCall(call: FunctionCallView): ToolPart {
 }
 
 function partsOf(m: ChatMessageView): MessagePart[] {
-  // The stored view folds a whole turn into one message (its texts joined), so the exact
-  // interleaving is gone; tools first keeps the answer last, next to the following question.
+  const calls = new Map((m.functionCalls ?? []).map((c) => [c.id, c]));
+  if (m.parts?.length) {
+    // The server keeps the order of the turn: text and tool calls exactly as they happened.
+    const out: MessagePart[] = [];
+    m.parts.forEach((p, i) => {
+      if (p.type === 'text') out.push({ type: 'text', id: `${m.id}-text-${i}`, text: p.text, state: 'done' });
+      else {
+        const call = calls.get(p.toolCallId);
+        if (call) out.push(toolPartFromCall(call));
+      }
+    });
+    return out;
+  }
+  // Without parts (a JSON chat answer), tools first keeps the answer last, next to the following question.
   const parts: MessagePart[] = (m.functionCalls ?? []).map(toolPartFromCall);
   if (m.content) parts.push({ type: 'text', id: `${m.id}-text`, text: m.content, state: 'done' });
   return parts;

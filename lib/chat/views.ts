@@ -1,5 +1,5 @@
 import type { Conversation, ConversationSummary, StoredMessage } from '../conversations/types';
-import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView } from '../../types/api';
+import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView, MessagePartView } from '../../types/api';
 
 function parseArgs(raw: string): unknown {
   if (!raw.trim()) return {};
@@ -16,7 +16,7 @@ function parseArgs(raw: string): unknown {
  */
 export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
   const out: ChatMessageView[] = [];
-  let current: (ChatMessageView & { functionCalls: FunctionCallView[] }) | null = null;
+  let current: (ChatMessageView & { functionCalls: FunctionCallView[]; parts: MessagePartView[] }) | null = null;
   const calls = new Map<string, FunctionCallView>();
   for (const m of history) {
     if (m.role === 'system') continue;
@@ -26,17 +26,21 @@ export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
       continue;
     }
     if (!current) {
-      current = { id: m.id, role: 'assistant', content: '', timestamp: m.timestamp, functionCalls: [] };
+      current = { id: m.id, role: 'assistant', content: '', timestamp: m.timestamp, functionCalls: [], parts: [] };
       out.push(current);
     }
     if (m.role === 'assistant') {
       current.id = m.id;
       current.timestamp = m.timestamp;
-      if (m.content) current.content = current.content ? `${current.content}\n\n${m.content}` : m.content;
+      if (m.content) {
+        current.content = current.content ? `${current.content}\n\n${m.content}` : m.content;
+        current.parts.push({ type: 'text', text: m.content });
+      }
       for (const c of m.toolCalls ?? []) {
         const view: FunctionCallView = { id: c.id, name: c.name, arguments: parseArgs(c.arguments), result: undefined };
         calls.set(c.id, view);
         current.functionCalls.push(view);
+        current.parts.push({ type: 'tool', toolCallId: c.id });
       }
     } else {
       const view = calls.get(m.toolCallId);

@@ -1,0 +1,31 @@
+import { toMessageViews } from './views';
+import type { StoredMessage } from '../conversations/types';
+
+const ts = '2026-01-01T00:00:00.000Z';
+
+it('folds a turn into one assistant view keeping text and tool calls in order, hiding server context', () => {
+  const history: StoredMessage[] = [
+    { id: 's', role: 'system', content: 'critical', timestamp: ts },
+    { id: 'u', role: 'user', content: '*plan', timestamp: ts },
+    { id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'execute_workflow', arguments: '{"workflow_path":"w"}' }], timestamp: ts },
+    { id: 't1', role: 'tool', toolCallId: 'c1', name: 'execute_workflow', result: { ok: true }, timestamp: ts },
+    { id: 'a2', role: 'assistant', content: 'Reading the template.', toolCalls: [{ id: 'c2', name: 'read_file', arguments: 'not json' }], timestamp: ts },
+    { id: 't2', role: 'tool', toolCallId: 'c2', name: 'read_file', result: { ok: false, error: { code: 'ENOENT', message: 'x' } }, timestamp: ts },
+    { id: 'a3', role: 'assistant', content: 'What is your idea?', timestamp: ts },
+  ];
+  const views = toMessageViews(history);
+  expect(views.map((v) => v.role)).toEqual(['user', 'assistant']);
+  const a = views[1];
+  expect(a.id).toBe('a3');
+  expect(a.content).toBe('Reading the template.\n\nWhat is your idea?');
+  expect(a.functionCalls).toEqual([
+    { id: 'c1', name: 'execute_workflow', arguments: { workflow_path: 'w' }, result: { ok: true } },
+    { id: 'c2', name: 'read_file', arguments: 'not json', result: { ok: false, error: { code: 'ENOENT', message: 'x' } } },
+  ]);
+  expect(a.parts).toEqual([
+    { type: 'tool', toolCallId: 'c1' },
+    { type: 'text', text: 'Reading the template.' },
+    { type: 'tool', toolCallId: 'c2' },
+    { type: 'text', text: 'What is your idea?' },
+  ]);
+});
