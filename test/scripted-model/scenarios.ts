@@ -144,6 +144,27 @@ export const SCENARIOS: Record<string, ScriptFn> = {
           finishReason: 'stop',
           usage: false,
         }),
+  /**
+   * What `npm run smoke` asks of a real model: read the file named in the message with read_file,
+   * then answer with what the file says.
+   */
+  smoke: ({ body }) => {
+    const turn = currentTurn(body);
+    const result = turn.find((m) => m.role === 'tool');
+    if (result) {
+      const text = textOf(result.content);
+      let content = text;
+      try {
+        content = String((JSON.parse(text) as { content?: unknown }).content ?? text);
+      } catch {
+        // keep the raw text
+      }
+      return reply.text(content.trim());
+    }
+    const wanted = /file_path\s+"([^"]+)"/.exec(lastUserText(body));
+    if (!wanted || !toolNames(body).includes('read_file')) return reply.text('No file to read.');
+    return reply.toolCalls([{ name: 'read_file', arguments: { file_path: wanted[1] } }]);
+  },
   /** Calls list_files forever: exercises the step limit. */
   'loop-forever': ({ body }, ctx) => {
     const name = toolNames(body).includes('list_files') ? 'list_files' : toolNames(body)[0];

@@ -1,0 +1,21 @@
+import { startScriptedModel, reply } from '../test/scripted-model';
+import { makeFolders, startApp } from './support';
+import { api, chatStream, chatJson } from './durability-helpers';
+jest.setTimeout(60000);
+it('sigterm mid-turn', async () => {
+  const model = await startScriptedModel({ script: [reply.hang(), reply.text('ok')] });
+  const f = await makeFolders();
+  let app = await startApp(f, { OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'x' });
+  const s = await chatStream(app.url, { agentId: 'product-lead', message: 'hi' });
+  const id = await s.conversationId();
+  await model.waitFor(() => model.chatRequests().length === 1, 5000);
+  const t0 = Date.now();
+  const timer = setTimeout(() => app.kill9(), 10000);
+  await app.stop();
+  clearTimeout(timer);
+  console.log('stop took', Date.now() - t0, app.proc.exitCode, app.proc.signalCode);
+  app = await startApp(f, { OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'x' });
+  console.log((await api(app.url, `/api/conversations/${id}`)).body.data.status);
+  console.log((await chatJson(app.url, { agentId: 'product-lead', message: 'again', conversationId: id })).status);
+  await app.stop(); await model.close(); await f.cleanup();
+});
