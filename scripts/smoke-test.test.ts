@@ -18,7 +18,7 @@ async function smoke(env: Record<string, string>) {
   try {
     const { stdout, stderr } = await run(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), 'scripts/smoke-test.ts'], {
       cwd: REPO,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env } as unknown as NodeJS.ProcessEnv,
       timeout: 60_000,
     });
     return { code: 0, stdout, stderr };

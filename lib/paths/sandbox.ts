@@ -141,7 +141,8 @@ async function resolveUnder(
   }
   if (!root) return fail('ENOENT', `Not found: ${virtualPath}`, { path: virtualPath });
 
-  const target = path.join(root, ...names);
+  // Paths here come from requests at run time: nothing for the build to trace.
+  const target = path.join(/*turbopackIgnore: true*/ root, ...names);
   const tail: string[] = [];
   let current = target;
   for (;;) {
