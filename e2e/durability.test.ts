@@ -4,8 +4,11 @@
  * writing, next model call hanging after a write), the turn lock under concurrency, and the
  * conversation list / rename / delete.
  */
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { startScriptedModel, reply, lastUserText, currentTurn, type ScriptedModel, type ChatMessage } from '../test/scripted-model';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
 import {
@@ -209,6 +212,10 @@ describe('kill -9 mid-turn', () => {
     await s.until((e) => e.type === 'tool-output-available');
     await model.waitFor(() => requestsSince(from).length === 2, 10_000);
     await stop(app, 'kill9');
+    // What a kill between the temp file's creation and its rename leaves (the write is temp+rename):
+    // a half-written hidden temp file next to the target. It must never surface.
+    const planted = `docs/.plan.md.tmp-0123456789ab`;
+    await fs.writeFile(path.join(outputRoot(f, id), planted), doc.slice(0, 1000));
 
     app = await boot(f);
     const detail = await conversation(app.url, id);
@@ -216,7 +223,7 @@ describe('kill -9 mid-turn', () => {
     const calls = detail.messages.flatMap((m: { functionCalls?: unknown[] }) => m.functionCalls ?? []);
     expect(calls).toEqual([expect.objectContaining({ id: 'call_plan', name: 'save_output', result: expect.objectContaining({ ok: true }) })]);
     expect(await listedFiles(app.url, id)).toEqual(['docs', 'docs/plan.md']);
-    expect(await filesOnDisk(outputRoot(f, id))).toEqual(['docs/plan.md']);
+    expect(await filesOnDisk(outputRoot(f, id))).toEqual([planted, 'docs/plan.md'].sort());
     expect(await fs.readFile(path.join(outputRoot(f, id), 'docs/plan.md'), 'utf8')).toBe(doc);
     const file = await fetch(`${app.url}/api/conversations/${id}/files/docs/plan.md`);
     expect(file.status).toBe(200);
@@ -230,6 +237,14 @@ describe('kill -9 mid-turn', () => {
     expect(call).toBeGreaterThan(0);
     expect(messages[call + 1]).toMatchObject({ role: 'tool', tool_call_id: 'call_plan' });
     expect(String(messages[call + 1].content)).toContain('"ok":true');
+
+    // The model's own file tools do not show the temp file either.
+    model.setScript([reply.toolCalls([{ id: 'call_ls', name: 'list_files', arguments: { path: '{output_folder}', recursive: true } }]), reply.text('Listed.')]);
+    const from2 = model.chatRequests().length;
+    expect((await chatJson(app.url, { agentId: AGENT, message: 'What files are there?', conversationId: id })).status).toBe(200);
+    const listing = messagesOf(requestsSince(from2)[1]).find((m) => m.role === 'tool' && m.tool_call_id === 'call_ls');
+    expect(String(listing?.content)).toContain('plan.md');
+    expect(String(listing?.content)).not.toContain('.tmp');
     await stop(app, 'stop');
     expect(checkDatabase(dbFile(f)).integrity).toBe('ok');
   });
@@ -432,6 +447,70 @@ describe('list, rename, delete', () => {
       [c, '-'],
       [b, 'Launch plan'],
     ]);
+    await stop(app, 'stop');
+  });
+});
+
+describe('bugs found', () => {
+  // SIGTERM (what `docker stop` / Kubernetes send) while a turn waits on a slow or hung model:
+  // Next's graceful shutdown waits for every open request, and nothing aborts running turns, so
+  // the process lingers up to TURN_TIMEOUT_MS (120 s) until the orchestrator SIGKILLs it.
+  it('a graceful stop during a turn exits promptly and leaves the turn interrupted', async () => {
+    const f = await folders();
+    let app = await boot(f);
+    model.setScript([reply.hang()]);
+    const from = model.chatRequests().length;
+    const s = await chatStream(app.url, { agentId: AGENT, message: 'Think hard.' });
+    const id = await s.conversationId();
+    await model.waitFor(() => requestsSince(from).length === 1, 10_000);
+
+    const t0 = Date.now();
+    const fallback = setTimeout(() => app.proc.kill('SIGKILL'), 5000);
+    await app.stop();
+    clearTimeout(fallback);
+    running.splice(running.indexOf(app), 1);
+    const took = Date.now() - t0;
+    const killed = app.proc.signalCode === 'SIGKILL';
+
+    app = await boot(f);
+    expect((await conversation(app.url, id)).status).toBe('interrupted');
+    await stop(app, 'stop');
+    expect({ stoppedBySigterm: !killed, tookUnder5s: took < 5000 }).toEqual({ stoppedBySigterm: true, tookUnder5s: true });
+  });
+
+  // The turn lock of a dead server is honoured while *any* process has its old pid
+  // (lib/conversations/sqlite-store.ts ownerAlive: `process.kill(pid, 0)`). After a kill -9 and a
+  // restart where the old pid now belongs to another process (pid reuse: containers with stable
+  // hostnames, npm/sh wrappers), the conversation stays `running` and answers 409 forever.
+  it('a kill -9 leaves no conversation locked when the dead server\'s pid is reused', async () => {
+    const f = await folders();
+    let app = await boot(f);
+    model.setScript([reply.hang()]);
+    const from = model.chatRequests().length;
+    const s = await chatStream(app.url, { agentId: AGENT, message: 'Think hard.' });
+    const id = await s.conversationId();
+    await model.waitFor(() => requestsSince(from).length === 1, 10_000);
+    const deadPid = app.proc.pid;
+    await stop(app, 'kill9');
+
+    // Simulate pid reuse: the lease row stays exactly as the dead server wrote it, except that its
+    // pid is now one of a live, unrelated process on this host.
+    const stranger = spawn('sleep', ['60'], { stdio: 'ignore' });
+    try {
+      const db = new Database(dbFile(f));
+      const row = db.prepare('SELECT turn_owner, status FROM conversations WHERE id = ?').get(id) as { turn_owner: string; status: string };
+      const [host, pid, nonce] = JSON.parse(row.turn_owner) as [string, number, string];
+      expect([host, pid, row.status]).toEqual([os.hostname(), deadPid, 'running']);
+      db.prepare('UPDATE conversations SET turn_owner = ? WHERE id = ?').run(JSON.stringify([host, stranger.pid, nonce]), id);
+      db.close();
+
+      app = await boot(f);
+      expect((await conversation(app.url, id)).status).toBe('interrupted');
+      model.setScript([reply.text('Back.')]);
+      expect((await chatJson(app.url, { agentId: AGENT, message: 'Hello again', conversationId: id })).status).toBe(200);
+    } finally {
+      stranger.kill('SIGKILL');
+    }
     await stop(app, 'stop');
   });
 });

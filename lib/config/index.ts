@@ -49,13 +49,14 @@ function nonEmpty(value: string | undefined): string | undefined {
 
 /** Reads the environment once; every path comes out absolute. */
 export function loadConfig(env: Record<string, string | undefined> = process.env, cwd: string = process.cwd()): Config {
-  const abs = (value: string | undefined, fallback: string) => path.resolve(cwd, nonEmpty(value) ?? fallback);
+  // Folders are chosen at run time; the build must not trace them into the server output.
+  const abs = (value: string | undefined, fallback: string) => path.resolve(/*turbopackIgnore: true*/ cwd, nonEmpty(value) ?? fallback);
   const apiKey = nonEmpty(env.OPENAI_API_KEY);
   const baseURL = nonEmpty(env.OPENAI_BASE_URL);
   return {
     bundlesRoot: abs(env.BUNDLES_ROOT, 'bmad/custom/bundles'),
     coreRoot: abs(env.CORE_ROOT, 'bmad/core'),
-    projectRoot: path.resolve(cwd),
+    projectRoot: path.resolve(/*turbopackIgnore: true*/ cwd),
     outputPath: abs(env.OUTPUT_PATH, 'output'),
     dataDir: abs(env.DATA_DIR, 'data'),
     maxIterations: int(env.MAX_ITERATIONS, 25),
