@@ -251,7 +251,7 @@ describe('kill -9 mid-turn', () => {
 
   it('while tools write many files: every file absent or complete, never a visible temp file, history repaired', async () => {
     const f = await folders();
-    const BATCH = 40;
+    const BATCH = 8;
     const SIZE = 95_000;
     const expected = new Map<string, string>();
     // Every model call asks for BATCH more big files, until the turn dies.
@@ -499,9 +499,9 @@ describe('bugs found', () => {
     try {
       const db = new Database(dbFile(f));
       const row = db.prepare('SELECT turn_owner, status FROM conversations WHERE id = ?').get(id) as { turn_owner: string; status: string };
-      const [host, pid, nonce] = JSON.parse(row.turn_owner) as [string, number, string];
+      const [host, pid, nonce, ...rest] = JSON.parse(row.turn_owner) as [string, number, string, ...unknown[]];
       expect([host, pid, row.status]).toEqual([os.hostname(), deadPid, 'running']);
-      db.prepare('UPDATE conversations SET turn_owner = ? WHERE id = ?').run(JSON.stringify([host, stranger.pid, nonce]), id);
+      db.prepare('UPDATE conversations SET turn_owner = ? WHERE id = ?').run(JSON.stringify([host, stranger.pid, nonce, ...rest]), id);
       db.close();
 
       app = await boot(f);

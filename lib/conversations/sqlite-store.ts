@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import Database from 'better-sqlite3';
@@ -91,11 +92,27 @@ const LIVE_KEY = Symbol.for('bmad-orchestrator.conversations.liveStores');
 const liveStores: Set<string> = ((globalThis as Record<symbol, unknown>)[LIVE_KEY] ??= new Set<string>()) as Set<string>;
 
 /**
- * Who holds a turn: host, pid and store instance. A lock is only honoured while its holder could
- * still be running, so a `kill -9` never leaves a conversation busy forever.
+ * When a process started (clock ticks since boot, /proc/<pid>/stat field 22), or null where
+ * /proc is missing. With the pid it names one process for good: a reused pid has a new start time.
+ */
+function processStartTime(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+const OWN_START = processStartTime(process.pid);
+
+/**
+ * Who holds a turn: host, pid, store instance and the process's start time. A lock is only
+ * honoured while its holder could still be running, so a `kill -9` never leaves a conversation
+ * busy forever, even when another process has taken the dead holder's pid.
  */
 function ownerTag(nonce: string): string {
-  return JSON.stringify([os.hostname(), process.pid, nonce]);
+  return JSON.stringify([os.hostname(), process.pid, nonce, OWN_START]);
 }
 
 function ownerAlive(owner: string | null): boolean {
@@ -105,14 +122,18 @@ function ownerAlive(owner: string | null): boolean {
   } catch {
     return false;
   }
-  if (!Array.isArray(parsed) || parsed.length !== 3) return false;
-  const [host, pid, nonce] = parsed as [unknown, unknown, unknown];
+  if (!Array.isArray(parsed) || parsed.length !== 4) return false;
+  const [host, pid, nonce, started] = parsed as [unknown, unknown, unknown, unknown];
   // SQLite's WAL mode only works between processes on one host (shared memory), so a holder on
   // another host is a previous incarnation of this machine or container: gone.
   if (host !== os.hostname() || typeof pid !== 'number') return false;
   // Same pid: either us, or a process before a restart that reused our pid (common as pid 1 in
   // containers); only our own open stores count.
   if (pid === process.pid) return typeof nonce === 'string' && liveStores.has(nonce);
+  if (typeof started === 'string') {
+    const now = processStartTime(pid);
+    if (now !== null) return now === started;
+  }
   try {
     process.kill(pid, 0);
     return true;

@@ -4,6 +4,7 @@ import { startTurn, collectTurn } from '@/lib/chat';
 import { UiStreamEncoder, UI_STREAM_HEADERS, sse } from '@/lib/stream';
 import { isValidConversationId } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
+import { trackTurn } from '@/lib/runtime/shutdown';
 import { handle, ok, readJson } from '../_lib/http';
 
 export const dynamic = 'force-dynamic';
@@ -29,12 +30,22 @@ export async function POST(request: Request) {
     const controller = new AbortController();
     const abort = () => controller.abort();
     request.signal?.addEventListener('abort', abort, { once: true });
+    const untrack = trackTurn(controller);
+    const done = () => {
+      untrack();
+      request.signal?.removeEventListener('abort', abort);
+    };
 
-    const turn = await startTurn(rt, { agentId: body.agentId, message: body.message, conversationId: body.conversationId }, controller.signal);
+    let turn;
+    try {
+      turn = await startTurn(rt, { agentId: body.agentId, message: body.message, conversationId: body.conversationId }, controller.signal);
+    } catch (e) {
+      done();
+      throw e;
+    }
 
     if (!wantsStream) {
-      const summary = await collectTurn(turn.events);
-      request.signal?.removeEventListener('abort', abort);
+      const summary = await collectTurn(turn.events).finally(done);
       if (summary.error) {
         return Response.json(
           { success: false, error: summary.error.message, code: summary.error.code, conversationId: turn.conversationId },
@@ -72,7 +83,7 @@ export async function POST(request: Request) {
           if (next.done) {
             ctrl.enqueue(encoder.encode(sse('[DONE]')));
             ctrl.close();
-            request.signal?.removeEventListener('abort', abort);
+            done();
             return;
           }
           const text = ui.encode(next.value).map(sse).join('');
@@ -84,6 +95,7 @@ export async function POST(request: Request) {
       },
       async cancel() {
         controller.abort();
+        done();
         // Let the generator run its cleanup (persist, release the turn lock).
         await iterator.return?.(undefined);
       },
