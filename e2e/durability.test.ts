@@ -451,10 +451,10 @@ describe('list, rename, delete', () => {
   });
 });
 
-describe('bugs found', () => {
+describe('shutdown and stale locks', () => {
   // SIGTERM (what `docker stop` / Kubernetes send) while a turn waits on a slow or hung model:
-  // Next's graceful shutdown waits for every open request, and nothing aborts running turns, so
-  // the process lingers up to TURN_TIMEOUT_MS (120 s) until the orchestrator SIGKILLs it.
+  // Next's graceful shutdown waits for every open request, so running turns must be aborted or
+  // the process would linger up to TURN_TIMEOUT_MS until the orchestrator SIGKILLs it.
   it('a graceful stop during a turn exits promptly and leaves the turn interrupted', async () => {
     const f = await folders();
     let app = await boot(f);
