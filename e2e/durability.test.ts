@@ -478,10 +478,9 @@ describe('shutdown and stale locks', () => {
     expect({ stoppedBySigterm: !killed, tookUnder5s: took < 5000 }).toEqual({ stoppedBySigterm: true, tookUnder5s: true });
   });
 
-  // The turn lock of a dead server is honoured while *any* process has its old pid
-  // (lib/conversations/sqlite-store.ts ownerAlive: `process.kill(pid, 0)`). After a kill -9 and a
-  // restart where the old pid now belongs to another process (pid reuse: containers with stable
-  // hostnames, npm/sh wrappers), the conversation stays `running` and answers 409 forever.
+  // After a kill -9 and a restart where the old pid now belongs to another process (pid reuse:
+  // containers with stable hostnames, npm/sh wrappers), a lock checked by pid alone would keep
+  // the conversation `running` and answering 409 forever.
   it('a kill -9 leaves no conversation locked when the dead server\'s pid is reused', async () => {
     const f = await folders();
     let app = await boot(f);
