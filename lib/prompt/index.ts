@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { StoredMessage } from '../conversations/types';
 
@@ -99,6 +100,30 @@ function toolResultText(result: unknown): string {
   return JSON.stringify(result);
 }
 
+/** Results smaller than this are cheaper to resend than to describe. */
+const DEDUPE_MIN_CHARS = 1024;
+
+/**
+ * A large tool result identical to one earlier in the history (the same file read twice, the
+ * same workflow loaded again) goes to the model as a pointer to the first copy. The first copy
+ * never changes, so the prompt prefix stays cacheable.
+ */
+function dedupeToolResult(text: string, result: unknown, seen: Set<string>): string {
+  if (text.length < DEDUPE_MIN_CHARS) return text;
+  const key = crypto.createHash('sha256').update(text).digest('base64');
+  if (!seen.has(key)) {
+    seen.add(key);
+    return text;
+  }
+  const path = (result as { path?: unknown } | null)?.path;
+  return JSON.stringify({
+    ok: true,
+    ...(typeof path === 'string' ? { path } : {}),
+    unchanged: true,
+    note: 'Identical to an earlier result of the same call in this conversation; use that one.',
+  });
+}
+
 /**
  * Rebuilds the model's messages from the stored history. Leading server context (critical
  * actions) is merged into the one system message: several OpenAI-compatible servers reject a
@@ -107,6 +132,7 @@ function toolResultText(result: unknown): string {
 export function toModelMessages(systemPrompt: string, history: StoredMessage[]): ChatCompletionMessageParam[] {
   const out: ChatCompletionMessageParam[] = [];
   let system = systemPrompt;
+  const seen = new Set<string>();
   let i = 0;
   for (; i < history.length && history[i].role === 'system'; i++) {
     system += `\n\n${(history[i] as { content: string }).content}`;
@@ -138,7 +164,7 @@ export function toModelMessages(systemPrompt: string, history: StoredMessage[]):
         }
         break;
       case 'tool':
-        out.push({ role: 'tool', tool_call_id: m.toolCallId, content: toolResultText(m.result) });
+        out.push({ role: 'tool', tool_call_id: m.toolCallId, content: dedupeToolResult(toolResultText(m.result), m.result, seen) });
         break;
     }
   }

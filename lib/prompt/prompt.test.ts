@@ -1,5 +1,6 @@
 import { buildSystemPrompt, classifyCriticalActions, toModelMessages, type PromptAgent } from '.';
 import type { StoredMessage } from '../conversations/types';
+import type { ToolResult } from '../tools/types';
 
 const agent: PromptAgent = {
   id: 'pl',
@@ -80,5 +81,31 @@ describe('toModelMessages', () => {
     expect(out.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'tool', 'user']);
     expect(out[4]).toMatchObject({ role: 'tool', tool_call_id: 'c2' });
     expect(String(out[4].content)).toContain('interrupted');
+  });
+});
+
+describe('toModelMessages and repeated tool results', () => {
+  const ts = '2026-01-01T00:00:00.000Z';
+  const big: ToolResult = { ok: true, path: '{bundle-root}/big.md', content: 'x'.repeat(5000), sha256: 'abc' };
+  const turn = (n: number, result: ToolResult): StoredMessage[] => [
+    { id: `u${n}`, role: 'user', content: `read it ${n}`, timestamp: ts },
+    { id: `a${n}`, role: 'assistant', content: '', toolCalls: [{ id: `c${n}`, name: 'read_file', arguments: '{}' }], timestamp: ts },
+    { id: `t${n}`, role: 'tool', toolCallId: `c${n}`, name: 'read_file', result, timestamp: ts },
+  ];
+
+  it('sends a large unchanged result once and points later copies at it, keeping the prefix stable', () => {
+    const one = toModelMessages('SYS', turn(1, big));
+    const two = toModelMessages('SYS', [...turn(1, big), ...turn(2, big)]);
+    expect(two.slice(0, one.length)).toEqual(one);
+    expect(String(two[3].content)).toContain('x'.repeat(5000));
+    expect(JSON.parse(String(two[6].content))).toMatchObject({ ok: true, path: '{bundle-root}/big.md', unchanged: true });
+  });
+
+  it('sends changed or small results in full', () => {
+    const changed: ToolResult = { ...big, content: 'y'.repeat(5000), sha256: 'def' };
+    const small: ToolResult = { ok: true, content: 'tiny' };
+    const out = toModelMessages('SYS', [...turn(1, big), ...turn(2, changed), ...turn(3, small), ...turn(4, small)]);
+    expect(String(out[6].content)).toContain('y'.repeat(5000));
+    expect(JSON.parse(String(out[12].content))).toEqual(small);
   });
 });
