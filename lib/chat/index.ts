@@ -14,6 +14,7 @@ import type { TurnEvent, StopReason } from '../loop/types';
 import { buildSystemPrompt, classifyCriticalActions, toModelMessages } from '../prompt';
 import type { Catalog, ResolvedAgent } from '../agents';
 import { matchCommand, isWorkflowCommand } from '../agents';
+import { parseToolArguments } from './views';
 
 export interface ChatDeps {
   config: Config;
@@ -77,15 +78,6 @@ async function runTool(call: ToolCallRequest, ctx: ToolContext): Promise<{ resul
     outcome: result.ok ? 'ok' : result.error.code,
   });
   return { result, durationMs };
-}
-
-function parseInput(raw: string): unknown {
-  if (!raw.trim()) return {};
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return raw;
-  }
 }
 
 function stringValues(obj: unknown): Record<string, string> {
@@ -231,7 +223,7 @@ async function* turnEvents(
       };
       store.append(conversationId, { id: newId('msg'), role: 'assistant', content: '', toolCalls: [call], timestamp: stamp() });
       yield { type: 'step-start', iteration: 0 };
-      yield { type: 'tool-call', call, input: parseInput(call.arguments) };
+      yield { type: 'tool-call', call, input: parseToolArguments(call.arguments) };
       const { result, durationMs } = await runTool(call, ctx);
       store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: call.id, name: call.name, result, timestamp: stamp() });
       yield { type: 'tool-result', call, result, durationMs };

@@ -1,7 +1,8 @@
 import type { Conversation, ConversationSummary, StoredMessage } from '../conversations/types';
 import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView, MessagePartView } from '../../types/api';
 
-function parseArgs(raw: string): unknown {
+/** Tool-call arguments as data when they are JSON; the raw text when the model sent broken JSON. */
+export function parseToolArguments(raw: string): unknown {
   if (!raw.trim()) return {};
   try {
     return JSON.parse(raw);
@@ -37,7 +38,7 @@ export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
         current.parts.push({ type: 'text', text: m.content });
       }
       for (const c of m.toolCalls ?? []) {
-        const view: FunctionCallView = { id: c.id, name: c.name, arguments: parseArgs(c.arguments), result: undefined };
+        const view: FunctionCallView = { id: c.id, name: c.name, arguments: parseToolArguments(c.arguments), result: undefined };
         calls.set(c.id, view);
         current.functionCalls.push(view);
         current.parts.push({ type: 'tool', toolCallId: c.id });
@@ -68,15 +69,11 @@ export function toDetailView(c: Conversation, history: StoredMessage[]): Convers
   const messages = toMessageViews(history);
   const last = [...messages].reverse().find((m) => m.content);
   return {
-    id: c.id,
-    agentId: c.agentId,
-    bundleName: c.bundleName,
-    title: c.title,
-    createdAt: c.createdAt,
-    updatedAt: c.updatedAt,
-    status: c.status,
-    messageCount: history.filter((m) => m.role === 'user' || m.role === 'assistant').length,
-    ...(last ? { lastMessagePreview: last.content.slice(0, 120) } : {}),
+    ...toSummaryView({
+      ...c,
+      messageCount: history.filter((m) => m.role === 'user' || m.role === 'assistant').length,
+      lastMessagePreview: last?.content.slice(0, 120),
+    }),
     messages,
     usage: c.usage,
   };

@@ -1,6 +1,7 @@
 import yaml from 'js-yaml';
 import { z } from 'zod';
-import { readResolved, resolvePath, writeFileAtomic } from '../paths';
+import { writeFileAtomic } from '../paths';
+import { readForEdit } from './edit-target';
 import { coerceArgs, defineTool } from './define';
 import { byteLength, fail, isFailure, sha256 } from './result';
 import type { ToolResult } from './types';
@@ -151,18 +152,9 @@ export const applyPatchTool = defineTool({
     if (!OPS.some((op) => update[op] !== undefined)) {
       return fail('E_INVALID_ARGS', `patch.update is empty; use any of: ${OPS.join(', ')}`);
     }
-    const target = await resolvePath(args.file_path, ctx, 'write');
-    if (!target.ok) return target;
-    if (!target.exists) return fail('ENOENT', `Not found: ${target.virtual}; create it with save_output first`, { path: target.virtual });
-    if (target.kind === 'directory') return fail('EISDIR', `${target.virtual} is a folder`, { path: target.virtual });
-
-    const raw = await readResolved(target, ctx.limits.maxWriteBytes);
-    if (isFailure(raw)) {
-      if (raw.error.code === 'E_READ_LIMIT') {
-        return fail('E_WRITE_LIMIT', `${target.virtual} is larger than the write limit (${ctx.limits.maxWriteBytes} bytes)`, { path: target.virtual });
-      }
-      return raw;
-    }
+    const opened = await readForEdit(args.file_path, ctx);
+    if (isFailure(opened)) return opened;
+    const { target, raw } = opened;
     const sha256Before = sha256(raw);
     if (args.patch.ifMatchSha256 && args.patch.ifMatchSha256.toLowerCase() !== sha256Before) {
       return fail('E_PRECONDITION_FAILED', `${target.virtual} changed: its sha256 is ${sha256Before}. Read it again before patching.`, {

@@ -1,6 +1,7 @@
 import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
-import { readResolved, resolvePath, writeFileAtomic } from '../paths';
+import { writeFileAtomic } from '../paths';
+import { readForEdit } from './edit-target';
 import { coerceArgs, defineTool } from './define';
 import { byteLength, fail, isFailure, sha256 } from './result';
 import type { ToolResult } from './types';
@@ -42,18 +43,9 @@ export const editFileTool = defineTool({
       bools: ['replace_all'],
     }),
   async run(args, ctx): Promise<ToolResult> {
-    const target = await resolvePath(args.file_path, ctx, 'write');
-    if (!target.ok) return target;
-    if (!target.exists) return fail('ENOENT', `Not found: ${target.virtual}; create it with save_output`, { path: target.virtual });
-    if (target.kind === 'directory') return fail('EISDIR', `${target.virtual} is a folder`, { path: target.virtual });
-
-    const raw = await readResolved(target, ctx.limits.maxWriteBytes);
-    if (isFailure(raw)) {
-      if (raw.error.code === 'E_READ_LIMIT') {
-        return fail('E_WRITE_LIMIT', `${target.virtual} is larger than the write limit (${ctx.limits.maxWriteBytes} bytes)`, { path: target.virtual });
-      }
-      return raw;
-    }
+    const opened = await readForEdit(args.file_path, ctx);
+    if (isFailure(opened)) return opened;
+    const { target, raw } = opened;
     if (raw.subarray(0, 8000).includes(0)) return fail('E_BINARY', `${target.virtual} is a binary file`, { path: target.virtual });
     const before = raw.toString('utf8');
 
