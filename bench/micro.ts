@@ -14,7 +14,7 @@ export interface DiscoveryFigures {
   offered: number;
   /** createCatalog + listAgents on a fresh catalog: manifest scan, validation, every agent file read and parsed. */
   coldMs: Summary;
-  /** The very first cold run in this process (no JIT warm-up of the parser). */
+  /** The very first cold run in this process (parser and YAML code not yet optimised), as at server start. */
   firstColdMs: number;
   /** listAgents again on the same catalog (stats every watched file, returns the cached list). */
   cachedListMs: Summary;
@@ -68,13 +68,16 @@ export async function discovery(tmp: string, runs: { cold: number; cached: numbe
   const perBundle = 3;
   generateBundles(root, bundles, perBundle);
 
+  // The first run is reported on its own; the next two warm the JIT; then `runs.cold` are timed.
   const cold: number[] = [];
   let offered = 0;
-  for (let i = 0; i < runs.cold; i++) {
+  let firstColdMs = NaN;
+  for (let i = 0; i < runs.cold + 3; i++) {
     const catalog = createCatalog(root);
     const [ms, list] = await time(() => catalog.listAgents());
     offered = list.length;
-    cold.push(ms);
+    if (i === 0) firstColdMs = ms;
+    if (i >= 3) cold.push(ms);
   }
   const catalog = createCatalog(root);
   await catalog.listAgents();
@@ -87,7 +90,7 @@ export async function discovery(tmp: string, runs: { cold: number; cached: numbe
     agentsPerBundle: perBundle,
     offered,
     coldMs: summary(cold),
-    firstColdMs: cold[0],
+    firstColdMs,
     cachedListMs: summary(cached),
     cachedGetAgentMs: summary(gets),
   };
@@ -129,10 +132,10 @@ export async function tools(tmp: string, runs: number): Promise<ToolFigures> {
   let n = 0;
   const call = (name: string, args: unknown) => ({ id: `call_${n++}`, name, arguments: JSON.stringify(args) });
 
-  const bench = async (fn: () => Promise<Record<string, unknown>>) => {
+  const bench = async (fn: () => Promise<Record<string, unknown>>, n = runs) => {
     const times: number[] = [];
     let last: Record<string, unknown> = {};
-    for (let i = 0; i < runs + 3; i++) {
+    for (let i = 0; i < n + 3; i++) {
       const [ms, r] = await time(fn);
       if (r.ok !== true) throw new Error(`tool failed: ${JSON.stringify(r).slice(0, 300)}`);
       if (i >= 3) times.push(ms); // three warm-up calls
@@ -147,6 +150,7 @@ export async function tools(tmp: string, runs: number): Promise<ToolFigures> {
   );
   const search = await bench(
     () => executeTool(call('search_files', { path: '{bundle-root}/corpus', pattern: 'NEEDLE' }), ctx()) as Promise<Record<string, unknown>>,
+    Math.max(5, Math.round(runs / 3)),
   );
   const content = 'A line of the saved product brief, with enough words to look like prose.\n'.repeat(2000).slice(0, 100_000);
   const save = await bench(
@@ -162,4 +166,38 @@ export async function tools(tmp: string, runs: number): Promise<ToolFigures> {
     },
     saveOutput100kB: { ...save.s, bytes: Number(save.last.bytes_written) },
   };
+}
+
+/**
+ * Calibration: CPU per request of a bare node:http server answering a small JSON body, so the
+ * figures can be compared across machines.
+ */
+export async function bareHttpCpuUs(requests: number): Promise<number> {
+  const { spawn } = await import('node:child_process');
+  const http = await import('node:http');
+  const { treeCpuMs } = await import('./proc');
+  const agent = new http.Agent({ keepAlive: true });
+  const p = spawn(
+    process.execPath,
+    ['-e', "require('http').createServer((q,s)=>{s.setHeader('content-type','application/json');s.end(JSON.stringify({success:true,data:{status:'ok'}}))}).listen(0,'127.0.0.1',function(){console.log(this.address().port)})"],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  try {
+    const port = await new Promise<number>((resolve) => p.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const get = () =>
+      new Promise<void>((resolve, reject) =>
+        http.get({ host: '127.0.0.1', port, path: '/', agent }, (r) => {
+          r.resume();
+          r.on('end', () => resolve());
+        }).on('error', reject),
+      );
+    for (let i = 0; i < 200; i++) await get();
+    const c0 = treeCpuMs(p.pid!);
+    for (let i = 0; i < requests; i++) await get();
+    const c1 = treeCpuMs(p.pid!);
+    return ((c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / requests) * 1000;
+  } finally {
+    agent.destroy();
+    p.kill();
+  }
 }

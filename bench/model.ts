@@ -62,12 +62,14 @@ function calledBefore(body: ChatRequestBody, name: string): boolean {
 }
 
 let mode: BenchMode = 'plain';
+/** Characters per streamed text delta (the scripted model's default is 8). */
+let chunkSize = 8;
 
 const script: ScriptFn = ({ body }): Reply => {
   switch (mode) {
     case 'plain':
       if (hasToolResults(body)) return reply.text(`Tool results: ${summariseToolResults(body).join(', ')}.`);
-      return reply.text(PLAIN_ANSWER);
+      return reply.text(PLAIN_ANSWER, { chunkSize });
     case 'tools3':
       if (hasToolResults(body)) return reply.text(`Done: ${summariseToolResults(body).join(', ')}. The bundle has a product-brief workflow.`);
       return reply.toolCalls([
@@ -130,6 +132,7 @@ function arg(name: string, fallback: number): number {
 }
 
 async function main() {
+  chunkSize = arg('chunk-size', 8);
   const model = await startScriptedModel({
     latencyMs: arg('ttft-ms', 20),
     tokenDelayMs: arg('token-delay-ms', 1),

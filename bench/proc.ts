@@ -136,8 +136,8 @@ export interface BenchModel extends Started {
   control: string;
 }
 
-export async function startModel(ttftMs: number, tokenDelayMs: number): Promise<BenchModel> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'bench/model.ts'), '--ttft-ms', String(ttftMs), '--token-delay-ms', String(tokenDelayMs)], {
+export async function startModel(ttftMs: number, tokenDelayMs: number, extra: string[] = []): Promise<BenchModel> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'bench/model.ts'), '--ttft-ms', String(ttftMs), '--token-delay-ms', String(tokenDelayMs), ...extra], {
     cwd: REPO,
     env: { ...process.env, NODE_ENV: 'production' },
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -167,11 +167,11 @@ export interface AppServer extends Started {
  * `next start` on the production build, logging as in production (JSON lines at info, to a file
  * rather than a pipe the driver would have to drain).
  */
-export async function startApp(appDir: string, folders: Folders, env: Record<string, string>): Promise<AppServer> {
+export async function startApp(appDir: string, folders: Folders, env: Record<string, string>, nodeArgs: string[] = []): Promise<AppServer> {
   const port = await freePort();
   const logFile = path.join(folders.root, `server-${port}.log`);
   const fd = fs.openSync(logFile, 'a');
-  const proc = spawn(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', appDir, '-p', String(port), '-H', '127.0.0.1'], {
+  const proc = spawn(process.execPath, [...nodeArgs, path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', appDir, '-p', String(port), '-H', '127.0.0.1'], {
     cwd: appDir,
     env: {
       PATH: process.env.PATH ?? '',

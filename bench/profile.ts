@@ -23,7 +23,9 @@ async function main() {
     OPENAI_BASE_URL: model.url,
     OPENAI_API_KEY: 'bench',
     OPENAI_MODEL: 'scripted',
-    NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profDir}`,
+  }, ['--cpu-prof', `--cpu-prof-dir=${profDir}`]).catch(async (e) => {
+    await model.stop();
+    throw e;
   });
   await postJson(`${model.control}/mode`, { mode });
   let conv: string | undefined;
@@ -40,11 +42,19 @@ async function main() {
   const files = fs.readdirSync(profDir).filter((f) => f.endsWith('.cpuprofile'));
   for (const f of files) {
     const p = JSON.parse(fs.readFileSync(path.join(profDir, f), 'utf8')) as Profile;
-    const self = new Map<number, number>();
-    p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
     const byId = new Map(p.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
     for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+    // Start-up (module loading) is not per-turn cost: count from the first sample inside a turn.
+    const inTurn = (id: number) => {
+      for (let cur: number | undefined = id; cur !== undefined; cur = parent.get(cur)) if (byId.get(cur)!.callFrame.functionName === 'beginTurn') return true;
+      return false;
+    };
+    const from = p.samples.findIndex(inTurn);
+    const self = new Map<number, number>();
+    p.samples.forEach((id, i) => {
+      if (i >= from) self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0));
+    });
     const total = [...self.values()].reduce((a, b) => a + b, 0);
     const agg = new Map<string, number>();
     const incl = new Map<string, number>();
@@ -61,10 +71,10 @@ async function main() {
         incl.set(k, (incl.get(k) ?? 0) + t);
       }
     }
-    process.stdout.write(`\n== ${f}: ${(total / 1000).toFixed(0)} ms sampled\n-- self\n`);
+    process.stdout.write(`\n== ${f}: ${(total / 1000).toFixed(0)} ms sampled after start-up, ${(total / 1000 / turns).toFixed(2)} ms per turn (idle included)\n-- self\n`);
     for (const [k, t] of [...agg.entries()].sort((a, b) => b[1] - a[1]).slice(0, 40)) process.stdout.write(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}\n`);
     process.stdout.write('-- inclusive\n');
-    for (const [k, t] of [...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 60)) process.stdout.write(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}\n`);
+    for (const [k, t] of [...incl.entries()].sort((a, b) => b[1] - a[1]).slice(0, 90)) process.stdout.write(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${k}\n`);
   }
   fs.rmSync(appDir, { recursive: true, force: true });
   fs.rmSync(folders.root, { recursive: true, force: true });

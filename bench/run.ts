@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { getJson, post, postJson } from './client';
-import { discovery, tools, type DiscoveryFigures, type ToolFigures } from './micro';
+import { bareHttpCpuUs, discovery, tools, type DiscoveryFigures, type ToolFigures } from './micro';
 import type { BenchMode, ModelRecord } from './model';
 import { makeFolders, REPO, snapshotBuild, startApp, startModel, treeCpuMs, treeRssMb, type AppServer, type BenchModel } from './proc';
 import { seedConversations } from './seed';
@@ -206,15 +206,40 @@ async function warmup(ctx: Ctx) {
 async function overheadSet(ctx: Ctx, label: string): Promise<PhaseResult[]> {
   const out: PhaseResult[] = [];
   const plan: [BenchMode, number, number][] = [
-    ['plain', 1, scaled(120)],
-    ['tools3', 1, scaled(80)],
-    ['plain', 10, scaled(300)],
-    ['tools3', 10, scaled(200)],
-    ['plain', 50, scaled(500)],
-    ['tools3', 50, scaled(300)],
+    ['plain', 1, scaled(100)],
+    ['tools3', 1, scaled(60)],
+    ['plain', 10, scaled(200)],
+    ['tools3', 10, scaled(120)],
+    ['plain', 50, scaled(300)],
+    ['tools3', 50, scaled(200)],
   ];
   for (const [mode, c, n] of plan) out.push(await phase(ctx, label, mode, c, n, OPT.turnsPerConversation));
   return out;
+}
+
+/** Plain turns one after another in conversations of 20 turns: overhead by position in the conversation. */
+async function historyPhase(ctx: Ctx): Promise<PhaseResult> {
+  return phase(ctx, 'history', 'plain', 1, 20 * Math.max(3, Math.round(4 * OPT.scale)), 20, { byTurnIndex: true });
+}
+
+/** CPU per request of GET /api/health: the framework's floor for any request on this machine. */
+async function healthCpuMs(ctx: Ctx, requests: number): Promise<number> {
+  const http = await import('node:http');
+  const agent = new http.Agent({ keepAlive: true });
+  const u = new URL(`${ctx.app.url}/api/health`);
+  const get = () =>
+    new Promise<void>((resolve, reject) =>
+      http.get({ host: u.hostname, port: u.port, path: u.pathname, agent }, (r) => {
+        r.resume();
+        r.on('end', () => resolve());
+      }).on('error', reject),
+    );
+  for (let i = 0; i < 50; i++) await get();
+  const c0 = treeCpuMs(ctx.app.pid);
+  for (let i = 0; i < requests; i++) await get();
+  const c1 = treeCpuMs(ctx.app.pid);
+  agent.destroy();
+  return (c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / requests;
 }
 
 interface TtfbFigures {
@@ -374,7 +399,8 @@ interface Results {
   buildId?: string;
   discovery?: DiscoveryFigures;
   tools?: ToolFigures;
-  empty?: { stored: number; overhead: PhaseResult[]; ttfb: TtfbFigures; workflow: WorkflowFigures; rss?: RssFigures; rssAfterStartMb: number };
+  calibration?: { bareNodeHttpCpuUs: number; healthCpuMs?: number };
+  empty?: { stored: number; overhead: PhaseResult[]; history: PhaseResult; ttfb: TtfbFigures; workflow: WorkflowFigures; rss?: RssFigures; rssAfterStartMb: number };
   growth?: { stored: number; storedMessages: number; seedMs: number; overhead: PhaseResult[]; rssAfterStartMb: number };
   durationS?: number;
 }
@@ -405,6 +431,13 @@ function markdown(r: Results): string {
   const out: string[] = [];
   out.push(`Measured ${m.date.slice(0, 10)} on ${m.cpus} × ${m.cpuModel}, ${m.memGb} GB, ${m.os}, Node ${m.node}; load average at start ${m.loadAvgStart.join(' / ')}` +
     (m.loadAvgEnd ? `, at end ${m.loadAvgEnd.join(' / ')}` : '') + `. Scripted model: ${r.options.ttftMs} ms to first token, ${r.options.tokenDelayMs} ms between ~30 stream chunks. Full run ${r.durationS?.toFixed(0)} s.`);
+
+  if (r.calibration) {
+    out.push(
+      `Calibration on this machine: a bare \`node:http\` server spends ${r.calibration.bareNodeHttpCpuUs.toFixed(0)} µs CPU per small JSON request (compare this line across machines)` +
+        (r.calibration.healthCpuMs !== undefined ? `; our \`GET /api/health\` (Next.js route, no work) spends ${fmt(r.calibration.healthCpuMs)} ms — the framework's floor per request.` : '.'),
+    );
+  }
 
   // Targets
   const e = r.empty;
@@ -446,7 +479,15 @@ function markdown(r: Results): string {
   out.push('#### Targets\n\n' + t.join('\n'));
 
   if (e) {
-    out.push(`#### 1. Overhead per model round trip (${e.stored} stored conversations)\n\n` + overheadTable(e.overhead));
+    const hi = e.history.byTurnIndex ?? {};
+    const hk = Object.keys(hi).filter((k) => ['1', '2', '5', '10', '20'].includes(k));
+    out.push(
+      `#### 1. Overhead per model round trip (${e.stored} stored conversations)\n\n` +
+        overheadTable(e.overhead) +
+        `\n\nBy position in a conversation (plain turns, one at a time, conversations of 20 turns, ${e.history.turns} turns, CPU ${fmt(e.history.cpuPerTurnMs)} ms/turn): overhead p50 ` +
+        hk.map((k) => `turn ${k}: ${fmt(hi[k].median)} ms`).join(', ') +
+        '.',
+    );
     const tt = e.ttfb;
     out.push(
       '#### 2. Time to first byte of the streamed answer\n\n' +
@@ -521,10 +562,10 @@ function markdown(r: Results): string {
   out.push(
     '#### Method (one line per figure)\n\n' +
       [
-        `1. Overhead: wall time of a streamed POST /api/chat (request sent → last byte) minus the model server's own time for that turn's requests (its arrival → last byte, matched by a tag in the message), median/p99 over N turns (${OPT.turnsPerConversation} turns per conversation, agent product-lead, first turns include critical actions); per round trip = turn overhead ÷ model calls; CPU = user+sys of the \`next start\` process tree from /proc over the phase ÷ turns; busy = that CPU ÷ phase wall time.`,
+        `1. Overhead: wall time of a streamed POST /api/chat (request sent → last byte) minus the model server's own time for that turn's requests (its arrival → last byte, matched by a tag in the message), median/p99 over N turns (${OPT.turnsPerConversation} turns per conversation, agent product-lead, first turns include critical actions); per round trip = turn overhead ÷ model calls; CPU = user+sys of the \`next start\` process tree from /proc over the phase ÷ turns; busy = that CPU ÷ phase wall time (over 100% = threadpool and GC threads too).`,
         '2. TTFB: time to the first `text-delta` chunk through our server vs. time to the first body byte when the very request body our server sent is replayed straight to the model server; sequential.',
         '3. Round trips: model requests counted by the scripted model; tokens = ceil(characters ÷ 4) of JSON.stringify(messages) plus of JSON.stringify(tools) per request (the scripted model\'s usage estimate); "without the shortcut" = a plain message and a model that calls execute_workflow itself.',
-        '4. Discovery: lib/agents createCatalog(root).listAgents() in-process over 100 generated bundles of 3 agents (copies of the sample agent); cold = a fresh catalog each run (OS file cache warm), cached = the same catalog again.',
+        '4. Discovery: lib/agents createCatalog(root).listAgents() in-process over 100 generated bundles of 3 agents (copies of the sample agent); cold = a fresh catalog each run (OS file cache warm; first run of the process reported apart, then 2 untimed), cached = the same catalog again.',
         '5. Tools: lib/tools executeTool in-process with the audit log on, 3 warm-up calls then N timed calls; search = plain pattern over 1,000 files of ~1.7 kB in 10 folders.',
         `6. Growth: 1 repeated on a fresh server whose database was seeded through SqliteConversationStore with ${OPT.stored.toLocaleString('en')} conversations; RSS = VmRSS of the server process tree after ${OPT.rssConversations.toLocaleString('en')} conversations × ${OPT.rssTurns} plain turns at 50 concurrent.`,
       ].join('\n'),
@@ -550,6 +591,9 @@ async function main() {
     cleanups.push(() => fs.rmSync(appDir, { recursive: true, force: true }));
     say(`production build ${buildId} copied to ${appDir}`);
 
+    results.calibration = { bareNodeHttpCpuUs: await bareHttpCpuUs(2000) };
+    say(`bare node:http: ${results.calibration.bareNodeHttpCpuUs.toFixed(0)} µs CPU per request`);
+
     if (!OPT.skipMicro) {
       say('discovery (100 bundles × 3 agents)');
       results.discovery = await discovery(tmp, { cold: 10, cached: 300 });
@@ -571,10 +615,13 @@ async function main() {
       const ctx = new Ctx(app, model);
       await warmup(ctx);
       const rssAfterStartMb = treeRssMb(app.pid);
+      results.calibration!.healthCpuMs = await healthCpuMs(ctx, scaled(300));
+      say(`GET /api/health: ${fmt(results.calibration!.healthCpuMs)} ms CPU per request`);
       const overhead = await overheadSet(ctx, 'empty');
+      const history = await historyPhase(ctx);
       const tt = await ttfb(ctx, scaled(30));
       const wf = await workflow(ctx, 5);
-      results.empty = { stored: 0, overhead, ttfb: tt, workflow: wf, rssAfterStartMb };
+      results.empty = { stored: 0, overhead, history, ttfb: tt, workflow: wf, rssAfterStartMb };
       if (!OPT.skipRss) results.empty.rss = await rss(ctx, Math.max(10, Math.round(OPT.rssConversations)));
       await app.stop();
     }
