@@ -233,6 +233,8 @@ describe('kill -9 mid-turn', () => {
     expect(audit.body.data.map((e: { toolName: string }) => e.toolName)).toContain('save_output');
 
     const messages = await continueAfterCrash(app.url, id, ['Save the plan.']);
+    // The next turn on the interrupted conversation sweeps the crash's leftovers.
+    expect(await filesOnDisk(outputRoot(f, id))).toEqual(['docs/plan.md']);
     const call = messages.findIndex((m) => m.tool_calls?.some((c) => c.id === 'call_plan'));
     expect(call).toBeGreaterThan(0);
     expect(messages[call + 1]).toMatchObject({ role: 'tool', tool_call_id: 'call_plan' });

@@ -15,6 +15,7 @@ import { buildSystemPrompt, classifyCriticalActions, toModelMessages } from '../
 import type { Catalog, ResolvedAgent } from '../agents';
 import { matchCommand, isWorkflowCommand } from '../agents';
 import { parseToolArguments } from './views';
+import { sweepTempFiles } from '../outputs';
 
 export interface ChatDeps {
   config: Config;
@@ -159,8 +160,10 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
 
   let conversationId = req.conversationId;
   let isNew = false;
+  let wasInterrupted = false;
   if (conversationId) {
     const existing = deps.store.get(conversationId);
+    wasInterrupted = existing?.status === 'interrupted';
     if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
     if (existing.agentId !== resolved.agent.id) {
       throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to agent "${existing.agentId}", not "${resolved.agent.id}".`, { field: 'agentId' });
@@ -182,6 +185,10 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
 
   const lease = deps.store.beginTurn(conversationId);
   if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
+  if (wasInterrupted) {
+    const removed = await sweepTempFiles(outputRootOf(deps.config, conversationId)).catch(() => 0);
+    if (removed) log.warn('outputs.swept', { conversationId, tempFiles: removed });
+  }
 
   const id = conversationId;
   const messageId = newId('msg');

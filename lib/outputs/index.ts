@@ -73,3 +73,27 @@ export async function readOutputFile(outputRoot: string, relPath: string): Promi
 export async function removeOutputs(outputRoot: string): Promise<void> {
   await fs.rm(outputRoot, { recursive: true, force: true });
 }
+
+const TEMP_FILE = /^\..+\.tmp-[0-9a-f]{12}$/;
+
+/**
+ * Removes temp files of atomic writes that a crash left behind (a write is a hidden temp file,
+ * then a rename). Call it only while holding the conversation's turn lock: then no write of this
+ * conversation can be in flight.
+ */
+export async function sweepTempFiles(outputRoot: string): Promise<number> {
+  let removed = 0;
+  async function walk(dir: string, depth: number): Promise<void> {
+    if (depth > 32) return;
+    const dirents = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const d of dirents) {
+      const abs = path.join(dir, d.name);
+      if (d.isDirectory()) await walk(abs, depth + 1);
+      else if (d.isFile() && TEMP_FILE.test(d.name)) {
+        await fs.unlink(abs).then(() => removed++, () => undefined);
+      }
+    }
+  }
+  await walk(outputRoot, 0);
+  return removed;
+}
