@@ -186,6 +186,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const lease = deps.store.beginTurn(conversationId);
   if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
   if (wasInterrupted) {
+    // Never throws: the lock is held and must reach the turn's own cleanup.
     const removed = await sweepTempFiles(outputRootOf(deps.config, conversationId)).catch(() => 0);
     if (removed) log.warn('outputs.swept', { conversationId, tempFiles: removed });
   }
@@ -311,11 +312,17 @@ export interface TurnSummary {
 /** Drains a turn's events into the JSON answer of POST /api/chat. */
 export async function collectTurn(events: AsyncIterable<TurnEvent>): Promise<TurnSummary> {
   const texts: string[] = [];
+  // Keyed by id for results, listed in order: some servers reuse ids across the calls of a turn.
+  const list: TurnSummary['functionCalls'] = [];
   const calls = new Map<string, TurnSummary['functionCalls'][number]>();
   const summary: TurnSummary = { content: '', functionCalls: [], usage: { promptTokens: 0, completionTokens: 0 }, iterations: 0, stopReason: 'stop' };
   for await (const event of events) {
     if (event.type === 'assistant-message' && event.content) texts.push(event.content);
-    else if (event.type === 'tool-call') calls.set(event.call.id, { id: event.call.id, name: event.call.name, arguments: event.input, result: undefined });
+    else if (event.type === 'tool-call') {
+      const entry = { id: event.call.id, name: event.call.name, arguments: event.input, result: undefined };
+      list.push(entry);
+      calls.set(event.call.id, entry);
+    }
     else if (event.type === 'tool-result') {
       const c = calls.get(event.call.id);
       if (c) c.result = event.result;
@@ -326,7 +333,7 @@ export async function collectTurn(events: AsyncIterable<TurnEvent>): Promise<Tur
     } else if (event.type === 'error') summary.error = event.error;
   }
   summary.content = texts.join('\n\n');
-  summary.functionCalls = [...calls.values()];
+  summary.functionCalls = list;
   return summary;
 }
 

@@ -71,7 +71,8 @@ export function toDetailView(c: Conversation, history: StoredMessage[]): Convers
   return {
     ...toSummaryView({
       ...c,
-      messageCount: history.filter((m) => m.role === 'user' || m.role === 'assistant').length,
+      // Counted as the list counts it: every stored message.
+      messageCount: history.length,
       lastMessagePreview: last?.content.slice(0, 120),
     }),
     messages,

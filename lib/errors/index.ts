@@ -1,6 +1,7 @@
 /** Error codes of the REST API (`{ success: false, error, code }`). */
 export type ApiErrorCode =
   | 'E_VALIDATION'
+  | 'E_NOT_FOUND'
   | 'E_AGENT_NOT_FOUND'
   | 'E_CONVERSATION_NOT_FOUND'
   | 'E_FILE_NOT_FOUND'
@@ -16,6 +17,7 @@ export type ApiErrorCode =
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
   E_SANDBOX_VIOLATION: 400,
+  E_NOT_FOUND: 404,
   E_AGENT_NOT_FOUND: 404,
   E_CONVERSATION_NOT_FOUND: 404,
   E_FILE_NOT_FOUND: 404,

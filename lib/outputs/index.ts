@@ -36,6 +36,9 @@ export async function listOutputTree(outputRoot: string): Promise<OutputFileEntr
     }
     return entries;
   }
+  // Same rule as the sandbox: a conversation folder replaced by a link is not listed.
+  const st = await fs.lstat(outputRoot).catch(() => null);
+  if (!st?.isDirectory()) return [];
   return walk(outputRoot, '');
 }
 

@@ -267,8 +267,9 @@ const cases: Case[] = [
     name: 'the output folder itself swapped for a symlink outside',
     path: '{output_folder}/x.md',
     tool: 'save_output',
-    expect: 'ok',
-    // The mount root is the server's choice: following it is allowed, and writes land where it points.
+    expect: 'E_SANDBOX_VIOLATION',
+    // The conversation folder is made by the server; a link in its place would move the whole
+    // mount (to another conversation or the data folder), so it is refused.
     setup: async (sb) => {
       await fs.rm(sb.ctx.outputRoot, { recursive: true });
       await fs.mkdir(path.join(sb.base, 'real-out'));

@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expandVariables, resolveInRoot, resolvePath, toVirtual, today, type ResolvedPath } from '.';
 import type { ToolResult } from '../tools/types';
@@ -163,5 +164,24 @@ describe('toVirtual', () => {
     expect(toVirtual(sb.ctx.coreRoot, sb.ctx)).toBe('{core-root}');
     expect(toVirtual(`${sb.ctx.outputRoot}-evil/x`, sb.ctx)).toBeNull();
     expect(toVirtual(path.join(sb.project, '.env'), sb.ctx)).toBeNull();
+  });
+});
+
+describe('a conversation folder replaced by a symlink', () => {
+  it('is refused for reads and writes, and nothing lands in the link target', async () => {
+    const sb = await makeSandbox();
+    try {
+      const elsewhere = await fs.mkdtemp(path.join(os.tmpdir(), 'elsewhere-'));
+      await fs.writeFile(path.join(elsewhere, 'secret.db'), 'secret');
+      await fs.rm(sb.ctx.outputRoot, { recursive: true, force: true });
+      await fs.symlink(elsewhere, sb.ctx.outputRoot);
+      expect(code(await resolveInRoot(sb.ctx.outputRoot, 'secret.db', 'read'))).toBe('E_SANDBOX_VIOLATION');
+      expect(code(await resolvePath('{output_folder}/secret.db', sb.ctx, 'read'))).toBe('E_SANDBOX_VIOLATION');
+      expect(code(await resolvePath('{output_folder}/new.md', sb.ctx, 'write'))).toBe('E_SANDBOX_VIOLATION');
+      expect(await fs.readdir(elsewhere)).toEqual(['secret.db']);
+      await fs.rm(elsewhere, { recursive: true, force: true });
+    } finally {
+      await sb.cleanup();
+    }
   });
 });

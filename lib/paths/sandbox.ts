@@ -133,6 +133,13 @@ async function resolveUnder(
   const lexical = path.join(rootAbs, ...names);
   if (!isInside(rootAbs, lexical)) return violation(mountToken, 'path leaves the mount', virtualPath);
 
+  // A conversation's folder is made by the server; one replaced by a link would move the whole
+  // mount (another conversation, the data folder), so it must be a real folder.
+  if (mountToken === MOUNT_TOKENS.output_folder) {
+    const st = await fs.lstat(rootAbs).catch(() => null);
+    if (st && !st.isDirectory()) return violation(mountToken, 'the output folder is not a real folder', virtualPath);
+  }
+
   let root: string | null;
   try {
     root = await realRoot(rootAbs, access === 'write' && writable);

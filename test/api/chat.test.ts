@@ -196,6 +196,7 @@ describe('POST /api/chat errors', () => {
     [{}, 'agentId'],
     [{ agentId: 'product-lead' }, 'message'],
     [{ agentId: 'product-lead', message: '' }, 'message'],
+    [{ agentId: 'product-lead', message: '  \n ' }, 'message'],
     [{ agentId: 'product-lead', message: 'x'.repeat(20_001) }, 'message'],
     [{ agentId: 'product-lead', message: 'hi', stream: 'yes' }, 'stream'],
   ])('400 E_VALIDATION for %#', async (payload, field) => {
@@ -215,6 +216,20 @@ describe('POST /api/chat errors', () => {
     const res = await chat(jsonRequest('/api/chat', JSON.stringify({ agentId: 'a', message: 'x'.repeat(400_000) })));
     expect(res.status).toBe(413);
     expect((await res.json()).code).toBe('E_TOO_LARGE');
+  });
+
+  it('413 for an oversized body sent without a length, before reading all of it', async () => {
+    let pulled = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        pulled++;
+        if (pulled > 10_000) ctrl.close();
+        else ctrl.enqueue(new Uint8Array(64 * 1024).fill(120));
+      },
+    });
+    const res = await chat(new Request('http://localhost/api/chat', { method: 'POST', body, duplex: 'half' } as RequestInit));
+    expect(res.status).toBe(413);
+    expect(pulled).toBeLessThan(20);
   });
 
   it('404 for an unknown agent or conversation, never a silent new conversation', async () => {

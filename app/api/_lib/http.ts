@@ -20,12 +20,31 @@ export function toResponse(e: unknown, route: string): NextResponse {
 
 export const MAX_BODY_BYTES = 256 * 1024;
 
+const tooLarge = () => new AppError('E_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+
+/** Reads the body as text, counting bytes as they arrive: a chunked upload cannot fill the memory. */
+async function readBodyText(request: Request): Promise<string> {
+  if (Number(request.headers.get('content-length') ?? '0') > MAX_BODY_BYTES) throw tooLarge();
+  if (!request.body) return '';
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** Reads and validates a JSON body: 413 when too large, 400 naming the field otherwise. */
 export async function readJson<S extends z.ZodType>(request: Request, schema: S): Promise<z.infer<S>> {
-  const declared = Number(request.headers.get('content-length') ?? '0');
-  if (declared > MAX_BODY_BYTES) throw new AppError('E_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
-  const text = await request.text();
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new AppError('E_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+  const text = await readBodyText(request);
   let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;

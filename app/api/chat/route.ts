@@ -12,7 +12,10 @@ export const runtime = 'nodejs';
 
 const ChatBody = z.object({
   agentId: z.string().trim().min(1, 'agentId is required').max(200),
-  message: z.string().min(1, 'message must not be empty').max(20_000, 'message must be at most 20,000 characters'),
+  message: z
+    .string()
+    .max(20_000, 'message must be at most 20,000 characters')
+    .refine((m) => m.trim().length > 0, 'message must not be empty'),
   conversationId: z.string().min(1).max(200).optional(),
   stream: z.boolean().optional(),
 });
