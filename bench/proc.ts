@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
+import { freePort } from '../e2e/support';
 
 export const REPO = path.resolve(__dirname, '..');
 
@@ -77,18 +78,6 @@ export function treeRssMb(root: number): number {
     }
   }
   return kb / 1024;
-}
-
-export async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as import('node:net').AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 export interface Folders {
