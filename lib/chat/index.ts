@@ -5,7 +5,7 @@ import type OpenAI from 'openai';
 import type { Config, ToolLimits } from '../config';
 import { AppError } from '../errors';
 import { log } from '../log';
-import type { ConversationStore, StoredMessage, StoredToolCall, Usage } from '../conversations/types';
+import type { ConversationStore, StoredMessage, StoredToolCall, TurnLease, Usage } from '../conversations/types';
 import { executeTool, toolDefinitions } from '../tools';
 import type { ToolCallRequest, ToolContext, ToolResult } from '../tools/types';
 import { runTurn } from '../loop';
@@ -174,13 +174,15 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   }
 
   const command = matchCommand(resolved.agent, req.message);
-  let critical: { variables: Record<string, string>; context: string | null } | null = null;
   if (isNew) {
     // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
-    critical = await runCriticalActions(deps, resolved, conversationId);
+    const critical = await runCriticalActions(deps, resolved, conversationId);
     // No title: the store names the conversation from its first message or its workflow.
     deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
     deps.store.setVariables(conversationId, critical.variables);
+    if (critical.context) {
+      deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: critical.context, timestamp: (deps.now ?? (() => new Date()))().toISOString() });
+    }
   }
 
   const lease = deps.store.beginTurn(conversationId);
@@ -193,7 +195,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
 
   const id = conversationId;
   const messageId = newId('msg');
-  const events = turnEvents(deps, resolved, id, req.message, command, critical, signal, messageId, () => lease);
+  const events = turnEvents(deps, resolved, id, req.message, command, signal, messageId, lease);
   return { conversationId: id, messageId, events };
 }
 
@@ -203,10 +205,9 @@ async function* turnEvents(
   conversationId: string,
   message: string,
   command: ReturnType<typeof matchCommand>,
-  critical: { context: string | null } | null,
   signal: AbortSignal,
   messageId: string,
-  leaseOf: () => NonNullable<ReturnType<ConversationStore['beginTurn']>>,
+  lease: TurnLease,
 ): AsyncGenerator<TurnEvent> {
   const store = deps.store;
   const now = deps.now ?? (() => new Date());
@@ -214,7 +215,6 @@ async function* turnEvents(
   let outcome: 'done' | 'interrupted' = 'interrupted';
   const started = performance.now();
   try {
-    if (critical?.context) store.append(conversationId, { id: newId('sys'), role: 'system', content: critical.context, timestamp: stamp() });
     store.append(conversationId, { id: newId('msg'), role: 'user', content: message, timestamp: stamp() });
 
     const conversation = store.get(conversationId);
@@ -295,7 +295,7 @@ async function* turnEvents(
     if (!(e instanceof AppError)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
     yield { type: 'error', error };
   } finally {
-    store.endTurn(leaseOf(), outcome);
+    store.endTurn(lease, outcome);
     log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome, durationMs: Math.round(performance.now() - started) });
   }
 }
