@@ -29,7 +29,9 @@ async function greetingVariables(config: Config, catalog: Catalog, agentId: stri
     };
     for (const action of classifyCriticalActions(resolved.agent.criticalActions)) {
       if (action.kind !== 'load' || !/\.ya?ml$/i.test(action.load.path)) continue;
-      const target = await resolvePath(action.load.path, ctx, 'read');
+      let target = await resolvePath(action.load.path, ctx, 'read');
+      // The same fallback as the critical actions: a module config of an IDE install is the bundle's own.
+      if (!target.ok && /(^|\/)config\.ya?ml$/i.test(action.load.path)) target = await resolvePath('{bundle-root}/config.yaml', ctx, 'read');
       if (!target.ok) continue;
       const buf = await readResolved(target, config.limits.maxReadBytes);
       if (!Buffer.isBuffer(buf)) continue;

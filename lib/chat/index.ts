@@ -107,7 +107,17 @@ async function runCriticalActions(deps: ChatDeps, resolved: ResolvedAgent, conve
       continue;
     }
     const ctx = toolContext(deps, resolved, conversationId, variables);
-    const { result } = await runTool({ id: `critical_${crypto.randomUUID()}`, name: 'read_file', arguments: JSON.stringify({ file_path: action.load.path }) }, ctx);
+    const read = (file_path: string) => runTool({ id: `critical_${crypto.randomUUID()}`, name: 'read_file', arguments: JSON.stringify({ file_path }) }, ctx);
+    let { result } = await read(action.load.path);
+    // Agents written for an IDE install load their module's config from {project-root}/bmad/...;
+    // in a bundle that config is the bundle's own config.yaml, as the workflow loader also assumes.
+    if (!result.ok && /(^|\/)config\.ya?ml$/i.test(action.load.path) && !action.load.path.startsWith('{bundle-root}/')) {
+      const fallback = (await read('{bundle-root}/config.yaml')).result;
+      if (fallback.ok) {
+        instructions.push(`${action.load.path} is not available here; the bundle's {bundle-root}/config.yaml was loaded instead.`);
+        result = fallback;
+      }
+    }
     if (!result.ok) {
       throw new AppError('E_CRITICAL_ACTION', `The agent "${resolved.agent.id}" could not start: its critical action "${action.text}" failed to load ${result.path ?? action.load.path} (${result.error.code}: ${result.error.message}).`, { file: result.path ?? action.load.path });
     }

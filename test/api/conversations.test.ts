@@ -72,3 +72,19 @@ it('keeps a conversation with its agent', async () => {
   expect(res.status).toBe(400);
   expect((await res.json()).error).toContain('product-lead');
 });
+
+it("loads the bundle's config when an agent asks for an IDE install's {project-root}/bmad/.../config.yaml", async () => {
+  const bundles = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-bundles-')), 'bundles');
+  await fs.cp(path.join(REPO, 'bmad/custom/bundles'), bundles, { recursive: true });
+  const agentFile = path.join(bundles, 'product-studio/agents/product-lead.md');
+  const text = await fs.readFile(agentFile, 'utf8');
+  await fs.writeFile(agentFile, text.replace('Load into memory {bundle-root}/config.yaml', 'Load into memory {project-root}/bmad/bmm/config.yaml'));
+  h = await startHarness({ BUNDLES_ROOT: bundles });
+  h.model.setScript([reply.text('hello')]);
+  const res = await send({ agentId: 'product-lead', message: 'hi' });
+  expect(res.status).toBe(200);
+  const system = String(h.model.chatRequests()[0].body!.messages![0].content);
+  expect(system).toContain('{project-root}/bmad/bmm/config.yaml is not available here');
+  expect(system).toContain('{user_name} = Friend');
+  await fs.rm(path.dirname(bundles), { recursive: true, force: true });
+});
