@@ -165,3 +165,16 @@ describe('catalog', () => {
     expect((await catalog.listAgents()).map((a) => a.id)).toEqual(['solo']);
   });
 });
+
+describe('revalidateMs', () => {
+  it('reuses a fresh scan for listing, then notices a new bundle once the window has passed', async () => {
+    await writeFiles(root, { 'solo/bundle.yaml': standaloneManifest('solo', 'solo'), 'solo/agents/solo.md': agentMarkup('solo') });
+    const catalog = createCatalog(root, { revalidateMs: 150 });
+    expect((await catalog.listAgents()).map((a) => a.id)).toEqual(['solo']);
+    await writeFiles(root, { 'duo/bundle.yaml': standaloneManifest('duo', 'duo'), 'duo/agents/duo.md': agentMarkup('duo') });
+    await bump(root);
+    expect((await catalog.listAgents()).map((a) => a.id)).toEqual(['solo']);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await catalog.listAgents()).map((a) => a.id).sort()).toEqual(['duo', 'solo']);
+  });
+});

@@ -15,6 +15,11 @@ import { parseAgentFile, type AgentDefinition } from './parser';
 export interface CatalogOptions {
   /** When set, command targets under `{core-root}/` are checked too by listBundles. */
   coreRoot?: string;
+  /**
+   * A full scan younger than this is reused by listAgents/listBundles (0: always revalidate).
+   * The agent list is polled by every open page; edits still show within this delay.
+   */
+  revalidateMs?: number;
 }
 
 export interface BundleAgentView {
@@ -137,8 +142,25 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
     return snap;
   }
 
+  let scannedAt = 0;
+  let inFlight: Promise<BundleSnapshot> | null = null;
+
   async function snapshot(): Promise<BundleSnapshot> {
-    return adopt(await scanner.scan());
+    const fresh = options.revalidateMs ?? 0;
+    if (last && fresh > 0 && performance.now() - scannedAt < fresh) return last;
+    // Concurrent callers share one scan.
+    inFlight ??= scanner.scan().then(
+      (snap) => {
+        inFlight = null;
+        scannedAt = performance.now();
+        return adopt(snap);
+      },
+      (e) => {
+        inFlight = null;
+        throw e;
+      },
+    );
+    return inFlight;
   }
 
   async function listAgents(): Promise<AgentSummary[]> {

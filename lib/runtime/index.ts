@@ -20,7 +20,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   return {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
-    catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot }),
+    catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, revalidateMs: 250 }),
     auditDir: path.join(config.dataDir, 'audit'),
     llm: () => {
       if (!config.llm.configured) throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured.');
