@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { freePort } from '../e2e/support';
+import { appEnv, freePort, waitHealthy } from '../e2e/support';
 
 export const REPO = path.resolve(__dirname, '..');
 
@@ -162,37 +162,12 @@ export async function startApp(appDir: string, folders: Folders, env: Record<str
   const fd = fs.openSync(logFile, 'a');
   const proc = spawn(process.execPath, [...nodeArgs, path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', appDir, '-p', String(port), '-H', '127.0.0.1'], {
     cwd: appDir,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? os.tmpdir(),
-      NODE_ENV: 'production',
-      NEXT_TELEMETRY_DISABLED: '1',
-      BUNDLES_ROOT: folders.bundlesRoot,
-      CORE_ROOT: folders.coreRoot,
-      OUTPUT_PATH: folders.outputPath,
-      DATA_DIR: folders.dataDir,
-      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
-      ...env,
-    },
+    env: appEnv(folders, { LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info', ...env }),
     stdio: ['ignore', fd, fd],
   });
   fs.closeSync(fd);
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`next start exited early:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
-    try {
-      const res = await fetch(`${url}/api/health`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error('next start did not become healthy within 60 s');
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitHealthy(url, proc, () => fs.readFileSync(logFile, 'utf8').slice(-3000));
   return { proc, pid: proc.pid!, url, logFile, stop: stopper(proc) };
 }
 

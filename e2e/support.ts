@@ -54,45 +54,56 @@ export interface AppServer {
   kill9(): Promise<void>;
 }
 
+type AppFolders = Pick<Folders, 'bundlesRoot' | 'coreRoot' | 'outputPath' | 'dataDir'>;
+
+/** The environment of a production server over the given folders; `env` adds or overrides. */
+export function appEnv(folders: AppFolders, env: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH ?? '',
+    HOME: process.env.HOME ?? os.tmpdir(),
+    NODE_ENV: 'production',
+    NEXT_TELEMETRY_DISABLED: '1',
+    BUNDLES_ROOT: folders.bundlesRoot,
+    CORE_ROOT: folders.coreRoot,
+    OUTPUT_PATH: folders.outputPath,
+    DATA_DIR: folders.dataDir,
+    ...env,
+  };
+}
+
+/** Waits until the server answers /api/health; fails with its output when it exits or never does. */
+export async function waitHealthy(url: string, proc: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`next start exited early:\n${output()}`);
+    try {
+      const res = await fetch(`${url}/api/health`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`next start did not become healthy:\n${output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 /** Starts the production build (`next start`) with the given environment; waits for /api/health. */
 export async function startApp(folders: Folders, env: Record<string, string> = {}): Promise<AppServer> {
   const port = await freePort();
   let out = '';
   const proc = spawn(process.execPath, [path.join(REPO, 'node_modules/next/dist/bin/next'), 'start', '-p', String(port), '-H', '127.0.0.1'], {
     cwd: REPO,
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? os.tmpdir(),
-      NODE_ENV: 'production',
-      NEXT_TELEMETRY_DISABLED: '1',
-      BUNDLES_ROOT: folders.bundlesRoot,
-      CORE_ROOT: folders.coreRoot,
-      OUTPUT_PATH: folders.outputPath,
-      DATA_DIR: folders.dataDir,
-      LOG_LEVEL: process.env.E2E_SERVER_LOGS ? 'info' : 'silent',
-      ...env,
-    },
+    env: appEnv(folders, { LOG_LEVEL: process.env.E2E_SERVER_LOGS ? 'info' : 'silent', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   proc.stdout!.on('data', (d) => (out += d));
   proc.stderr!.on('data', (d) => (out += d));
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`next start exited early:\n${out}`);
-    try {
-      const res = await fetch(`${url}/api/health`);
-      if (res.ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`next start did not become healthy:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 150));
-  }
+  await waitHealthy(url, proc, () => out);
   return {
     url,
     port,
