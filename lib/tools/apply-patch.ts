@@ -1,9 +1,8 @@
 import yaml from 'js-yaml';
 import { z } from 'zod';
-import { writeFileAtomic } from '../paths';
-import { readForEdit } from './edit-target';
+import { readForEdit, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
-import { byteLength, fail, isFailure, sha256 } from './result';
+import { fail, isFailure, sha256 } from './result';
 import type { ToolResult } from './types';
 
 const OPS = ['stepsCompleted.append', 'variables.set', 'decisionLog.append', 'artifacts.append', 'currentNodeId.set', 'updatedAt.set'] as const;
@@ -190,12 +189,7 @@ export const applyPatchTool = defineTool({
     const next = split
       ? `${split.prefix}${dumped}${split.closing || `---${eol}`}${split.body}`
       : `---${eol}${dumped}---${eol}${text}`;
-    const size = byteLength(next);
-    if (size > ctx.limits.maxWriteBytes) {
-      return fail('E_WRITE_LIMIT', `The patched file would be ${size} bytes; the write limit is ${ctx.limits.maxWriteBytes}`, { path: target.virtual });
-    }
-    if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
-    const written = await writeFileAtomic(target, Buffer.from(next, 'utf8'));
+    const written = await writeBack(target, next, ctx, 'patched');
     if (isFailure(written)) return written;
     return { ok: true, path: target.virtual, sha256Before, sha256After: written.sha256 };
   },

@@ -1,9 +1,8 @@
 import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
-import { writeFileAtomic } from '../paths';
-import { readForEdit } from './edit-target';
+import { readForEdit, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
-import { byteLength, fail, isFailure, sha256 } from './result';
+import { fail, isFailure, sha256 } from './result';
 import type { ToolResult } from './types';
 
 const MAX_DIFF_CHARS = 20_000;
@@ -86,12 +85,7 @@ export const editFileTool = defineTool({
       );
     }
     const after = spliceAll(before, at, oldText.length, newText);
-    const size = byteLength(after);
-    if (size > ctx.limits.maxWriteBytes) {
-      return fail('E_WRITE_LIMIT', `The edited file would be ${size} bytes; the write limit is ${ctx.limits.maxWriteBytes}`, { path: target.virtual });
-    }
-    if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
-    const written = await writeFileAtomic(target, Buffer.from(after, 'utf8'));
+    const written = await writeBack(target, after, ctx, 'edited');
     if (isFailure(written)) return written;
     let diff = createTwoFilesPatch(target.virtual, target.virtual, before, after, undefined, undefined, { context: 3 });
     if (diff.length > MAX_DIFF_CHARS) diff = `${diff.slice(0, MAX_DIFF_CHARS)}\n…[diff cut: ${diff.length - MAX_DIFF_CHARS} more characters]\n`;

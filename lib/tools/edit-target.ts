@@ -1,5 +1,5 @@
-import { readResolved, resolvePath, type ResolvedPath } from '../paths';
-import { fail, isFailure } from './result';
+import { readResolved, resolvePath, writeFileAtomic, type ResolvedPath } from '../paths';
+import { byteLength, fail, isFailure } from './result';
 import type { ToolContext, ToolFailure } from './types';
 
 /**
@@ -19,4 +19,14 @@ export async function readForEdit(filePath: string, ctx: ToolContext): Promise<{
     return raw;
   }
   return { target, raw };
+}
+
+/** Writes an edited file back atomically, within the write limit. `what` names the change in the error. */
+export async function writeBack(target: ResolvedPath, text: string, ctx: ToolContext, what: 'edited' | 'patched'): Promise<{ sha256: string } | ToolFailure> {
+  const size = byteLength(text);
+  if (size > ctx.limits.maxWriteBytes) {
+    return fail('E_WRITE_LIMIT', `The ${what} file would be ${size} bytes; the write limit is ${ctx.limits.maxWriteBytes}`, { path: target.virtual });
+  }
+  if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
+  return writeFileAtomic(target, Buffer.from(text, 'utf8'));
 }
