@@ -1,5 +1,6 @@
 import OpenAI from 'openai';
 import type { LlmConfig } from '../config';
+import { createHttpFetch } from './transport';
 
 /**
  * Sent when no key is configured: local servers (Ollama, vLLM, LM Studio) ignore it, and the SDK
@@ -16,7 +17,7 @@ export interface LlmClientOptions {
    * outage reaches the user in seconds instead of after the SDK's default backoff chain.
    */
   maxRetries?: number;
-  /** For tests and proxies; defaults to the global fetch. */
+  /** For tests and proxies; defaults to keep-alive node:http(s) (see transport.ts). */
   fetch?: typeof fetch;
 }
 
@@ -31,6 +32,6 @@ export function createLlmClient(llm: LlmConfig, options: LlmClientOptions = {}):
     baseURL: llm.baseURL ?? null,
     maxRetries: options.maxRetries ?? 1,
     timeout: NO_SDK_TIMEOUT_MS,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
+    fetch: options.fetch ?? createHttpFetch(),
   });
 }

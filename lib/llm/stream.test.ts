@@ -44,7 +44,8 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 
 describe('streamChat against the scripted model', () => {
   it('streams a plain answer as several deltas and returns the whole message with usage', async () => {
-    model.setScript([reply.text('Hello there, this is a streamed answer.', { chunkSize: 5, usage: { prompt_tokens: 11, completion_tokens: 7 } })]);
+    // Chunks spaced apart arrive in separate reads, so each becomes its own delta.
+    model.setScript([reply.text('Hello there, this is a streamed answer.', { chunkSize: 5, tokenDelayMs: 3, usage: { prompt_tokens: 11, completion_tokens: 7 } })]);
     const { deltas, result } = await run([]);
     expect(deltas.length).toBeGreaterThan(3);
     expect(deltas.join('')).toBe('Hello there, this is a streamed answer.');
@@ -59,6 +60,24 @@ describe('streamChat against the scripted model', () => {
     expect(body.stream_options).toEqual({ include_usage: true });
     // Some servers reject an empty tools array, so none is sent.
     expect(body).not.toHaveProperty('tools');
+  });
+
+  it('hands over chunks that arrive in one read as one delta', async () => {
+    model.setScript([reply.text('All of this arrives at once.', { chunkSize: 3, tokenDelayMs: 0 })]);
+    const { deltas, result } = await run([]);
+    expect(deltas).toEqual(['All of this arrives at once.']);
+    expect(result.content).toBe('All of this arrives at once.');
+  });
+
+  it('reads the body through web streams when the client has another fetch', async () => {
+    const webClient = createLlmClient({ baseURL: model.url, model: 'm', configured: true }, { fetch: globalThis.fetch });
+    model.setScript([reply.text('Through the global fetch.', { chunkSize: 4, tokenDelayMs: 2, usage: { prompt_tokens: 3, completion_tokens: 4 } })]);
+    const gen = streamChat({ client: webClient, model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const deltas: string[] = [];
+    let next = await gen.next();
+    for (; !next.done; next = await gen.next()) deltas.push(next.value.delta);
+    expect(deltas.join('')).toBe('Through the global fetch.');
+    expect(next.value).toMatchObject({ content: 'Through the global fetch.', finishReason: 'stop', usage: { promptTokens: 3, completionTokens: 4 } });
   });
 
   it('sends the tool definitions and the placeholder key when none is configured', async () => {

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createParser } from 'eventsource-parser';
+import { APIError } from 'openai';
 import type OpenAI from 'openai';
 import type {
   ChatCompletionChunk,
@@ -7,6 +9,7 @@ import type {
 import type { StoredToolCall, Usage } from '../conversations/types';
 import type { ToolDefinition } from '../tools/types';
 import { isTimeoutSignal, mapLlmError } from './errors';
+import { nodeBody } from './transport';
 
 export interface StreamChatInput {
   client: OpenAI;
@@ -121,11 +124,131 @@ export class ToolCallAccumulator {
   }
 }
 
+/** Parsed chunks of one SSE body, handed over per network read rather than one by one. */
+class ChunkReader {
+  private queue: ChatCompletionChunk[] = [];
+  private ended = false;
+  private failure: unknown = undefined;
+  private failed = false;
+  private waiting: { resolve: (v: ChatCompletionChunk[] | null) => void; reject: (e: unknown) => void } | null = null;
+  private finished = false;
+  private readonly parser = createParser({
+    onEvent: (event) => {
+      if (this.finished || this.failed || !event.data) return;
+      if (event.data.startsWith('[DONE]')) {
+        this.finished = true;
+        return;
+      }
+      let data: unknown;
+      try {
+        data = JSON.parse(event.data);
+      } catch (e) {
+        return this.fail(e);
+      }
+      // The shapes the SDK's own stream turns into errors: an error object, or an `error` event.
+      const body = data as { error?: unknown; message?: unknown } | null;
+      if (event.event === 'error') return this.fail(new APIError(undefined, body?.error as object | undefined, typeof body?.message === 'string' ? body.message : undefined, undefined));
+      if (body && body.error) return this.fail(new APIError(undefined, body.error as object, undefined, this.headers));
+      this.queue.push(data as ChatCompletionChunk);
+    },
+  });
+
+  constructor(private readonly headers: Headers) {}
+
+  feed(text: string): void {
+    this.parser.feed(text);
+    this.wake();
+  }
+
+  end(): void {
+    this.parser.feed('\n\n');
+    this.ended = true;
+    this.wake();
+  }
+
+  fail(e: unknown): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.failure = e;
+    this.wake();
+  }
+
+  private wake(): void {
+    const w = this.waiting;
+    if (!w) return;
+    if (this.failed) {
+      this.waiting = null;
+      w.reject(this.failure);
+    } else if (this.queue.length) {
+      this.waiting = null;
+      w.resolve(this.take());
+    } else if (this.ended) {
+      this.waiting = null;
+      w.resolve(null);
+    }
+  }
+
+  private take(): ChatCompletionChunk[] {
+    const out = this.queue;
+    this.queue = [];
+    return out;
+  }
+
+  /** Every chunk parsed since the last call; null once the body has ended. */
+  next(): Promise<ChatCompletionChunk[] | null> {
+    if (this.failed) return Promise.reject(this.failure);
+    if (this.queue.length) return Promise.resolve(this.take());
+    if (this.ended) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+    });
+  }
+}
+
+/** Reads a body into the reader straight from the Node stream, or through the web stream otherwise. */
+function readBody(response: Response, reader: ChunkReader, signal: AbortSignal | undefined): () => void {
+  const node = nodeBody(response);
+  if (node) {
+    node.setEncoding('utf8');
+    node.on('data', (text: string) => reader.feed(text));
+    node.on('end', () => reader.end());
+    node.on('error', (e) => reader.fail(e));
+    // A connection that closes before the end is a broken answer, not a short one.
+    node.on('close', () => {
+      if (!node.readableEnded) reader.fail(signal?.aborted ? signal.reason : Object.assign(new Error('terminated: the connection closed mid-answer'), { code: 'ECONNRESET' }));
+    });
+    return () => {
+      if (!node.readableEnded) node.destroy();
+    };
+  }
+  if (!response.body) {
+    reader.end();
+    return () => undefined;
+  }
+  const web = response.body.getReader();
+  const decoder = new TextDecoder();
+  void (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await web.read();
+        if (done) break;
+        reader.feed(decoder.decode(value, { stream: true }));
+      }
+      reader.feed(decoder.decode());
+      reader.end();
+    } catch (e) {
+      reader.fail(e);
+    }
+  })();
+  return () => void web.cancel().catch(() => undefined);
+}
+
 /**
- * One streamed chat completion. Yields text deltas as they arrive and returns the whole message.
- * Throws an AppError (via mapLlmError) for upstream failures and deadlines, and LlmAbortError when
- * the caller's signal ends it — the SDK ends an aborted stream silently, which would otherwise
- * look like a complete (truncated) answer.
+ * One streamed chat completion. Yields text deltas as they arrive (one per network read, however
+ * many chunks it held) and returns the whole message. The SDK builds, authenticates and retries
+ * the request; the body is read here, straight from the connection. Throws an AppError (via
+ * mapLlmError) for upstream failures and deadlines, and LlmAbortError when the caller's signal
+ * ends it — an aborted stream must never look like a complete (truncated) answer.
  */
 export async function* streamChat(input: StreamChatInput): AsyncGenerator<StreamChatEvent, CompletionResult, undefined> {
   const { client, model, messages, tools, signal } = input;
@@ -140,41 +263,56 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
   let usage: Usage = { promptTokens: 0, completionTokens: 0 };
   const calls = new ToolCallAccumulator();
 
-  let stream: AsyncIterable<ChatCompletionChunk>;
+  let response: Response;
   try {
-    stream = await client.chat.completions.create(
-      {
-        model,
-        messages,
-        ...(tools && tools.length > 0 ? { tools } : {}),
-        stream: true,
-        stream_options: { include_usage: true },
-      },
-      { signal },
-    );
+    response = await client.chat.completions
+      .create(
+        {
+          model,
+          messages,
+          ...(tools && tools.length > 0 ? { tools } : {}),
+          stream: true,
+          stream_options: { include_usage: true },
+        },
+        { signal },
+      )
+      .asResponse();
   } catch (e) {
     return fail(e);
   }
 
+  const reader = new ChunkReader(response.headers);
+  const close = readBody(response, reader, signal);
+  const onAbort = () => reader.fail(signal!.reason);
+  signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    for await (const chunk of stream) {
-      if (chunk.usage) {
-        usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+    for (;;) {
+      const batch = await reader.next();
+      if (!batch) break;
+      let text = '';
+      for (const chunk of batch) {
+        if (chunk.usage) {
+          usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
+        }
+        const choice = chunk.choices?.[0];
+        if (!choice) continue;
+        const delta = choice.delta ?? {};
+        // A refusal is the model's answer too; showing it beats an empty bubble.
+        text += (delta.content ?? '') + (delta.refusal ?? '');
+        for (const tc of delta.tool_calls ?? []) calls.add(tc);
+        if (choice.finish_reason) finishReason = choice.finish_reason;
       }
-      const choice = chunk.choices?.[0];
-      if (!choice) continue;
-      const delta = choice.delta ?? {};
-      // A refusal is the model's answer too; showing it beats an empty bubble.
-      const text = (delta.content ?? '') + (delta.refusal ?? '');
       if (text) {
         content += text;
         yield { type: 'text-delta', delta: text };
       }
-      for (const tc of delta.tool_calls ?? []) calls.add(tc);
-      if (choice.finish_reason) finishReason = choice.finish_reason;
     }
   } catch (e) {
     return fail(e);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    // Stopped early (or failed): the connection must not keep the answer coming.
+    close();
   }
   if (signal?.aborted) return fail(signal.reason);
 
