@@ -177,4 +177,17 @@ describe('revalidateMs', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect((await catalog.listAgents()).map((a) => a.id).sort()).toEqual(['duo', 'solo']);
   });
+
+  it('getAgent trusts a bundle checked within the window, and sees an edit after it', async () => {
+    const file = path.join(root, 'solo/agents/solo.md');
+    await writeFiles(root, { 'solo/bundle.yaml': standaloneManifest('solo', 'solo'), 'solo/agents/solo.md': agentMarkup('solo') });
+    const catalog = createCatalog(root, { revalidateMs: 150 });
+    await catalog.getAgent('solo');
+    expect((await catalog.getAgent('solo'))?.agent.commands.map((c) => c.cmd)).toEqual(['*help']);
+    await fs.writeFile(file, agentMarkup('solo', '<c cmd="*help">Help</c><c cmd="*new">New</c>'));
+    await bump(file);
+    expect((await catalog.getAgent('solo'))?.agent.commands.map((c) => c.cmd)).toEqual(['*help']);
+    await new Promise((r) => setTimeout(r, 200));
+    expect((await catalog.getAgent('solo'))?.agent.commands.map((c) => c.cmd)).toEqual(['*help', '*new']);
+  });
 });

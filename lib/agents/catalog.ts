@@ -16,8 +16,9 @@ export interface CatalogOptions {
   /** When set, command targets under `{core-root}/` are checked too by listBundles. */
   coreRoot?: string;
   /**
-   * A full scan younger than this is reused by listAgents/listBundles (0: always revalidate).
-   * The agent list is polled by every open page; edits still show within this delay.
+   * A full scan younger than this is reused by listAgents/listBundles, and a bundle checked this
+   * recently by getAgent (0: always revalidate). The agent list is polled by every open page and
+   * every chat request gets its agent; edits still show within this delay.
    */
   revalidateMs?: number;
 }
@@ -143,6 +144,8 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
   }
 
   let scannedAt = 0;
+  /** When getAgent last confirmed each bundle folder unchanged. */
+  const checkedAt = new Map<string, number>();
   let inFlight: Promise<BundleSnapshot> | null = null;
 
   async function snapshot(): Promise<BundleSnapshot> {
@@ -241,9 +244,15 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
     const key = agentId.toLowerCase();
     let ref: OfferedAgentRef | undefined = last?.offered.get(key);
     let snap: BundleSnapshot;
-    if (ref) {
+    const fresh = options.revalidateMs ?? 0;
+    if (ref && last && fresh > 0 && performance.now() - (checkedAt.get(ref.bundle.folder) ?? -Infinity) < fresh) {
+      // Checked moments ago: every stat costs a thread-pool round trip, and each chat request is here.
+      snap = last;
+    } else if (ref) {
       // A chat turn only needs its own bundle to be current.
-      snap = adopt(await scanner.check(ref.bundle.folder));
+      const folder = ref.bundle.folder;
+      snap = adopt(await scanner.check(folder));
+      checkedAt.set(folder, performance.now());
     } else {
       snap = await snapshot();
     }
