@@ -80,7 +80,7 @@ function only<T extends TurnEvent['type']>(events: TurnEvent[], type: T): Extrac
 
 describe('runTurn', () => {
   it('streams a plain answer and finishes with stop', async () => {
-    model.setScript([reply.text('Hello from the model.', { chunkSize: 4, usage: { prompt_tokens: 20, completion_tokens: 5 } })]);
+    model.setScript([reply.text('Hello from the model.', { chunkSize: 4, tokenDelayMs: 3, usage: { prompt_tokens: 20, completion_tokens: 5 } })]);
     const events = await collect(runTurn(input()));
     expect(types(events)).toEqual([
       'step-start',

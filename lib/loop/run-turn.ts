@@ -57,25 +57,29 @@ async function execute(tools: LoopTools, call: ToolCallRequest, signal: AbortSig
 
 class Interrupted extends Error {}
 
-/** Settles with the promise, or rejects with Interrupted as soon as the signal fires — whichever is first. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  // The loser of the race may still reject later; that must not become an unhandled rejection.
-  promise.catch(() => undefined);
-  if (signal.aborted) return Promise.reject(new Interrupted());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new Interrupted());
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
+/** The reason given to whatever is still running when a turn ends; shared, as building one per turn costs a stack trace. */
+const TURN_ENDED = Object.assign(new Error('The turn ended.'), { name: 'AbortError' });
+
+/**
+ * Races promises against the signal: `race(p)` settles with p, or rejects with Interrupted as soon
+ * as the signal fires. One listener serves every race (a model answer is raced once per chunk).
+ */
+function abortRace(signal: AbortSignal): { race<T>(promise: Promise<T>): Promise<T>; dispose(): void } {
+  let onAbort = () => undefined as void;
+  const interrupted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new Interrupted());
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
+  interrupted.catch(() => undefined);
+  return {
+    race<T>(promise: Promise<T>): Promise<T> {
+      // The loser of the race may still reject later; that must not become an unhandled rejection.
+      promise.catch(() => undefined);
+      return Promise.race([promise, interrupted]);
+    },
+    dispose: () => signal.removeEventListener('abort', onAbort),
+  };
 }
 
 function assistantParam(c: CompletionResult): ChatCompletionAssistantMessageParam {
@@ -129,6 +133,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
       : undefined;
   const signal = controller.signal;
 
+  let aborts = abortRace(signal);
   const history = [...input.messages];
   let total: Usage = ZERO;
   let iterations = 0;
@@ -152,6 +157,11 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
         return;
       }
       iterations++;
+      if (iterations > 1) {
+        // A fresh race per model call, so the reactions of the last call's chunks can be freed.
+        aborts.dispose();
+        aborts = abortRace(signal);
+      }
       yield { type: 'step-start', iteration: iterations };
 
       let completion: CompletionResult | undefined;
@@ -160,7 +170,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
       try {
         while (!completion) {
           // Raced against the signal so a fetch that ignores aborts cannot hold the turn open.
-          const next = await untilAborted(stream.next(), signal);
+          const next = await aborts.race(stream.next());
           if (next.done) completion = next.value;
           else {
             partial += next.value.delta;
@@ -195,7 +205,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
       for (let i = 0; i < calls.length; i++) {
         let outcome: { result: ToolResult; durationMs: number };
         try {
-          outcome = await untilAborted(running[i], signal);
+          outcome = await aborts.race(running[i]);
         } catch {
           // Interrupted: the unfinished calls still need an answer in the history.
           for (let j = i; j < calls.length; j++) {
@@ -218,8 +228,9 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
     }
   } finally {
     if (timer) clearTimeout(timer);
+    aborts.dispose();
     input.signal.removeEventListener('abort', onCallerAbort);
     // The consumer may stop iterating early (return()); nothing we started may outlive the turn.
-    if (!signal.aborted) controller.abort(new DOMException('The turn ended.', 'AbortError'));
+    if (!signal.aborted) controller.abort(TURN_ENDED);
   }
 }
