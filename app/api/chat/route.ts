@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { startTurn, collectTurn } from '@/lib/chat';
-import { UiStreamEncoder, UI_STREAM_HEADERS, sse } from '@/lib/stream';
+import { UI_STREAM_HEADERS } from '@/lib/stream';
+import { sseBody } from '@/lib/stream/sse-body';
 import { isValidConversationId } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
 import { trackTurn } from '@/lib/runtime/shutdown';
@@ -70,38 +71,12 @@ export async function POST(request: Request) {
       });
     }
 
-    const encoder = new TextEncoder();
-    const ui = new UiStreamEncoder(turn.messageId);
-    const iterator = turn.events[Symbol.asyncIterator]();
-    let started = false;
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(ctrl) {
-        if (!started) {
-          started = true;
-          for (const chunk of ui.begin(turn.conversationId)) ctrl.enqueue(encoder.encode(sse(chunk)));
-        }
-        // A pull that enqueues nothing is not called again, so keep going until a chunk is out.
-        for (;;) {
-          const next = await iterator.next();
-          if (next.done) {
-            ctrl.enqueue(encoder.encode(sse('[DONE]')));
-            ctrl.close();
-            done();
-            return;
-          }
-          const text = ui.encode(next.value).map(sse).join('');
-          if (text) {
-            ctrl.enqueue(encoder.encode(text));
-            return;
-          }
-        }
-      },
-      async cancel() {
-        controller.abort();
-        done();
-        // Let the generator run its cleanup (persist, release the turn lock).
-        await iterator.return?.(undefined);
-      },
+    const stream = sseBody({
+      messageId: turn.messageId,
+      conversationId: turn.conversationId,
+      events: turn.events,
+      onCancel: () => controller.abort(),
+      onEnd: done,
     });
     return new Response(stream, { status: 200, headers: { ...UI_STREAM_HEADERS } });
   });

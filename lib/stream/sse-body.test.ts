@@ -1,0 +1,114 @@
+import type { TurnEvent } from '../loop/types';
+import { sseBody } from './sse-body';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Events of a plain answer, `gapMs` apart. */
+async function* answer(deltas: string[], gapMs: number, log: string[] = []): AsyncGenerator<TurnEvent> {
+  try {
+    yield { type: 'step-start', iteration: 1 };
+    for (const delta of deltas) {
+      await sleep(gapMs);
+      yield { type: 'text-delta', delta };
+    }
+    yield { type: 'assistant-message', content: deltas.join(''), toolCalls: [], usage: { promptTokens: 1, completionTokens: 2 } };
+    yield { type: 'step-finish', iteration: 1, usage: { promptTokens: 1, completionTokens: 2 } };
+    yield { type: 'finish', stopReason: 'stop', usage: { promptTokens: 1, completionTokens: 2 }, iterations: 1 };
+  } finally {
+    log.push('events closed');
+  }
+}
+
+/** Every write of the body as text, with the time it arrived. */
+async function writes(body: ReadableStream<Uint8Array>): Promise<{ text: string; at: number }[]> {
+  const out: { text: string; at: number }[] = [];
+  const decoder = new TextDecoder();
+  const t0 = performance.now();
+  const reader = body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return out;
+    out.push({ text: decoder.decode(value), at: performance.now() - t0 });
+  }
+}
+
+function frames(text: string): unknown[] {
+  return text
+    .split('\n\n')
+    .filter(Boolean)
+    .map((f) => f.replace(/^data: /, ''))
+    .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+}
+
+const deltas = Array.from({ length: 12 }, (_, i) => `w${i} `);
+
+describe('sseBody', () => {
+  it('sends the UI message stream frames in order, ending with [DONE]', async () => {
+    const ended: string[] = [];
+    const out = await writes(sseBody({ messageId: 'm1', conversationId: 'c1', events: answer(['Hel', 'lo'], 1), onEnd: () => ended.push('end') }));
+    const all = frames(out.map((w) => w.text).join(''));
+    expect(all.map((f) => (typeof f === 'string' ? f : (f as { type: string }).type))).toEqual([
+      'start',
+      'data-conversation',
+      'start-step',
+      'text-start',
+      'text-delta',
+      'text-delta',
+      'text-end',
+      'finish-step',
+      'data-usage',
+      'data-stop',
+      'finish',
+      '[DONE]',
+    ]);
+    expect(all[1]).toEqual({ type: 'data-conversation', data: { conversationId: 'c1' } });
+    expect(ended).toEqual(['end']);
+  });
+
+  it('writes the start with the step, then gathers tokens that arrive within the window', async () => {
+    const out = await writes(sseBody({ messageId: 'm', conversationId: 'c', events: answer(deltas, 2), coalesceMs: 40 }));
+    const text = out.map((w) => w.text).join('');
+    expect(frames(text).filter((f) => (f as { type?: string }).type === 'text-delta')).toHaveLength(12);
+    // The step opens before the turn first waits, so it shares the first write.
+    expect(frames(out[0].text).map((f) => (f as { type: string }).type)).toEqual(['start', 'data-conversation', 'start-step']);
+    // 12 tokens 2 ms apart (about 30 ms with timer slack) fit in a few 40 ms windows, not 12 writes.
+    expect(out.length).toBeLessThanOrEqual(5);
+    expect(out[out.length - 1].text.endsWith('data: [DONE]\n\n')).toBe(true);
+  });
+
+  it('sends the first token of an answer without waiting for the window', async () => {
+    async function* slowStart(): AsyncGenerator<TurnEvent> {
+      // The step opens before the model call; the first token comes after its think time.
+      yield { type: 'step-start', iteration: 1 };
+      await sleep(80);
+      yield { type: 'text-delta', delta: 'first' };
+      await sleep(80);
+      yield { type: 'finish', stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 1 };
+    }
+    const out = await writes(sseBody({ messageId: 'm', conversationId: 'c', events: slowStart(), coalesceMs: 200 }));
+    const first = out.find((w) => w.text.includes('"first"'))!;
+    expect(first.at).toBeLessThan(150);
+    expect(first.text).not.toContain('[DONE]');
+  });
+
+  it('with a zero window writes every event that yields frames on its own', async () => {
+    const out = await writes(sseBody({ messageId: 'm', conversationId: 'c', events: answer(deltas, 1), coalesceMs: 0 }));
+    expect(out.filter((w) => w.text.includes('"text-delta"'))).toHaveLength(12);
+  });
+
+  it('on cancel tells the owner, closes the events and ends once', async () => {
+    const log: string[] = [];
+    const body = sseBody({
+      messageId: 'm',
+      conversationId: 'c',
+      events: answer(deltas, 5, log),
+      onCancel: () => log.push('cancel'),
+      onEnd: () => log.push('end'),
+    });
+    const reader = body.getReader();
+    await reader.read();
+    await reader.read();
+    await reader.cancel();
+    expect(log).toEqual(['cancel', 'end', 'events closed']);
+  });
+});
