@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type OpenAI from 'openai';
 import { reply, startScriptedModel, type ScriptedModel } from '../../test/scripted-model';
 import { AppError } from '../errors';
@@ -179,6 +181,44 @@ describe('streamChat against the scripted model', () => {
     expect(e).toBeInstanceOf(AppError);
     expect((e as AppError).code).toBe('E_LLM_UPSTREAM');
     expect((e as AppError).message).toMatch(/mid-answer/);
+  });
+
+  it('hands over the text that came with an error chunk before failing', async () => {
+    model.setScript([reply.text('kept text', { chunkSize: 3, tokenDelayMs: 0, errorAfterChunks: 3 })]);
+    const gen = streamChat({ client, model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const deltas: string[] = [];
+    const e = await failure(
+      (async () => {
+        for (let r = await gen.next(); !r.done; r = await gen.next()) deltas.push(r.value.delta);
+      })(),
+    );
+    expect((e as AppError).code).toBe('E_LLM_UPSTREAM');
+    // Three chunks (the role chunk and two of text) arrive in the read that also holds the error.
+    expect(deltas.join('')).toBe('kept t');
+  });
+
+  it('does not take a body that just stops (no [DONE], no finish reason) for a whole answer', async () => {
+    const cut = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(`data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta: { content: 'Hel' }, finish_reason: null }] })}\n\n`);
+      });
+    });
+    await new Promise<void>((r) => cut.listen(0, '127.0.0.1', r));
+    try {
+      const cutClient = createLlmClient({ baseURL: `http://127.0.0.1:${(cut.address() as AddressInfo).port}/v1`, model: 'm', configured: true });
+      const gen = streamChat({ client: cutClient, model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+      const e = (await failure(
+        (async () => {
+          for (let r = await gen.next(); !r.done; r = await gen.next());
+        })(),
+      )) as AppError;
+      expect(e.code).toBe('E_LLM_UPSTREAM');
+      expect(e.message).toMatch(/broke mid-answer/);
+    } finally {
+      await new Promise((r) => cut.close(r));
+    }
   });
 
   it('maps a connection that dies mid-stream to E_LLM_UPSTREAM', async () => {

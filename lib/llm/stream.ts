@@ -155,6 +155,11 @@ class ChunkReader {
 
   constructor(private readonly headers: Headers) {}
 
+  /** Whether the body said `[DONE]`. */
+  get sawDone(): boolean {
+    return this.finished;
+  }
+
   feed(text: string): void {
     this.parser.feed(text);
     this.wake();
@@ -176,12 +181,13 @@ class ChunkReader {
   private wake(): void {
     const w = this.waiting;
     if (!w) return;
-    if (this.failed) {
-      this.waiting = null;
-      w.reject(this.failure);
-    } else if (this.queue.length) {
+    // What arrived before a failure is still handed over first: it is part of the partial answer.
+    if (this.queue.length) {
       this.waiting = null;
       w.resolve(this.take());
+    } else if (this.failed) {
+      this.waiting = null;
+      w.reject(this.failure);
     } else if (this.ended) {
       this.waiting = null;
       w.resolve(null);
@@ -196,8 +202,8 @@ class ChunkReader {
 
   /** Every chunk parsed since the last call; null once the body has ended. */
   next(): Promise<ChatCompletionChunk[] | null> {
-    if (this.failed) return Promise.reject(this.failure);
     if (this.queue.length) return Promise.resolve(this.take());
+    if (this.failed) return Promise.reject(this.failure);
     if (this.ended) return Promise.resolve(null);
     return new Promise((resolve, reject) => {
       this.waiting = { resolve, reject };
@@ -207,8 +213,14 @@ class ChunkReader {
 
 /** Reads a body into the reader straight from the Node stream, or through the web stream otherwise. */
 function readBody(response: Response, reader: ChunkReader, signal: AbortSignal | undefined): () => void {
-  const node = nodeBody(response);
-  if (node) {
+  const body = nodeBody(response);
+  if (body) {
+    const node = body.stream;
+    const early = body.failure();
+    if (early) {
+      reader.fail(early);
+      return () => undefined;
+    }
     node.setEncoding('utf8');
     node.on('data', (text: string) => reader.feed(text));
     node.on('end', () => reader.end());
@@ -315,6 +327,11 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
     close();
   }
   if (signal?.aborted) return fail(signal.reason);
+  // A body that just stops, with neither [DONE] nor a finish reason, lost its end (a proxy or a
+  // dying server closing the connection cleanly); it must not pass for a whole answer.
+  if (!reader.sawDone && finishReason === null) {
+    return fail(Object.assign(new Error('terminated: the answer ended without [DONE] or a finish reason'), { code: 'ECONNRESET' }));
+  }
 
   return { content, toolCalls: calls.finish(), finishReason, usage };
 }

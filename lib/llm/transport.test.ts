@@ -23,6 +23,10 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
         return res.end(zlib.gzipSync('compressed answer'));
       }
+      if (req.url === '/gzip-slow') {
+        res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' });
+        return res.write(zlib.gzipSync('never finished').subarray(0, 12)); // never ends
+      }
       if (req.url === '/empty') {
         res.writeHead(204);
         return res.end();
@@ -70,7 +74,7 @@ describe('createHttpFetch', () => {
 
   it('exposes the Node stream underneath, so a reader can skip web streams', async () => {
     const res = await f(`${base}/echo`, { method: 'POST', body: 'node' });
-    const node = nodeBody(res)!;
+    const node = nodeBody(res)!.stream;
     expect(node).toBeDefined();
     let text = '';
     for await (const c of node) text += String(c);
@@ -100,6 +104,34 @@ describe('createHttpFetch', () => {
     expect(empty.body).toBeNull();
   });
 
+  it('gives the connection of a bodiless answer back to the pool', async () => {
+    await f(`${base}/empty`);
+    await (await f(`${base}/echo`, { method: 'POST', body: 'after' })).text();
+    expect(sockets.size).toBe(1);
+  });
+
+  it('a body broken before anyone reads it fails the read, and never crashes the process', async () => {
+    const uncaught: unknown[] = [];
+    const onUncaught = (e: unknown) => uncaught.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const gz = new AbortController();
+      const compressed = await f(`${base}/gzip-slow`, { signal: gz.signal });
+      gz.abort();
+      await new Promise((r) => setTimeout(r, 20));
+      await expect(compressed.text()).rejects.toBeDefined();
+
+      const cut = await f(`${base}/slow`);
+      nodeBody(cut)!.stream.destroy();
+      await new Promise((r) => setTimeout(r, 20));
+      expect(nodeBody(cut)!.failure()).toBeInstanceOf(Error);
+      await expect(cut.text()).rejects.toBeDefined();
+      expect(uncaught).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+
   it('rejects network failures as TypeError with the code in its cause, like fetch', async () => {
     const closed = http.createServer();
     await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
@@ -117,7 +149,7 @@ describe('createHttpFetch', () => {
 
     const during = new AbortController();
     const res = await f(`${base}/slow`, { signal: during.signal });
-    const node = nodeBody(res)!;
+    const node = nodeBody(res)!.stream;
     const first = await new Promise<string>((r) => node.once('data', (c) => r(String(c))));
     expect(first).toBe('data: first\n\n');
     const closed = new Promise<void>((r) => node.once('close', () => r()));

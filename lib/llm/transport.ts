@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { Readable } from 'node:stream';
+import { pipeline, Readable } from 'node:stream';
 import zlib from 'node:zlib';
 
 /**
@@ -11,11 +11,32 @@ import zlib from 'node:zlib';
  * web body is only built if someone reads `response.body`.
  */
 
-const bodies = new WeakMap<Response, Readable>();
+/** A response body as a Node stream, with whatever broke it before anyone started reading. */
+export interface NodeBody {
+  stream: Readable;
+  failure(): Error | undefined;
+}
 
-/** The Node stream behind a Response made by `createHttpFetch`, or undefined for any other Response. */
-export function nodeBody(response: Response): Readable | undefined {
+const bodies = new WeakMap<Response, NodeBody>();
+
+/** The Node body behind a Response made by `createHttpFetch`, or undefined for any other Response. */
+export function nodeBody(response: Response): NodeBody | undefined {
   return bodies.get(response);
+}
+
+/**
+ * Watches a body from the moment it arrives: a stream nobody listens to yet would drop its error
+ * (or throw it as uncaught), and a reader that comes later must still learn the body is broken.
+ */
+function tracked(stream: Readable): NodeBody {
+  let failure: Error | undefined;
+  stream.on('error', (e) => {
+    failure ??= e;
+  });
+  stream.on('close', () => {
+    if (!stream.readableEnded) failure ??= Object.assign(new Error('terminated: the connection closed before the body ended'), { code: 'ECONNRESET' });
+  });
+  return { stream, failure: () => failure };
 }
 
 const MAX_REDIRECTS = 5;
@@ -39,21 +60,23 @@ function abortError(signal: AbortSignal): Error {
   return e;
 }
 
-/** A web stream over a Node stream, started only when first read. */
-function lazyWebStream(source: Readable): ReadableStream<Uint8Array> {
-  let web: ReadableStream<Uint8Array> | undefined;
+/** A web stream over a Node body, started only when first read. */
+function lazyWebStream(body: NodeBody): ReadableStream<Uint8Array> {
   let reader: ReadableStreamDefaultReader<Uint8Array> | undefined;
   return new ReadableStream<Uint8Array>(
     {
       async pull(controller) {
-        web ??= Readable.toWeb(source) as ReadableStream<Uint8Array>;
-        reader ??= web.getReader();
+        if (!reader) {
+          const early = body.failure();
+          if (early) return controller.error(early);
+          reader = (Readable.toWeb(body.stream) as ReadableStream<Uint8Array>).getReader();
+        }
         const { done, value } = await reader.read();
         if (done) controller.close();
         else controller.enqueue(value);
       },
       cancel(reason) {
-        source.destroy(reason instanceof Error ? reason : undefined);
+        body.stream.destroy(reason instanceof Error ? reason : undefined);
       },
     },
     { highWaterMark: 0 },
@@ -71,9 +94,8 @@ function decoded(res: http.IncomingMessage): Readable {
           ? zlib.createBrotliDecompress()
           : null;
   if (!decoder) return res;
-  res.on('error', (e) => decoder.destroy(e));
-  decoder.on('close', () => res.destroy());
-  return res.pipe(decoder);
+  // pipeline destroys both ends on a failure of either; the error reaches the body's reader.
+  return pipeline(res, decoder, () => undefined);
 }
 
 function responseHeaders(res: http.IncomingMessage): Headers {
@@ -92,7 +114,9 @@ export interface HttpFetchOptions {
 }
 
 export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
-  const agentOptions = { keepAlive: true, maxFreeSockets: options.maxFreeSockets ?? 64, scheduling: 'lifo' as const };
+  // Idle connections are dropped after 4 s, as the global fetch does: servers close theirs after
+  // about 5 s (uvicorn, Node), often without saying so, and a reused dying socket fails the request.
+  const agentOptions = { keepAlive: true, timeout: 4_000, maxFreeSockets: options.maxFreeSockets ?? 64, scheduling: 'lifo' as const };
   const agents = { 'http:': new http.Agent(agentOptions), 'https:': new https.Agent(agentOptions) };
 
   const send = (url: URL, method: string, headers: Record<string, string>, body: Buffer | string | undefined, signal: AbortSignal | undefined, hops: number): Promise<Response> =>
@@ -137,17 +161,19 @@ export function createHttpFetch(options: HttpFetchOptions = {}): typeof fetch {
           return;
         }
         incoming.once('close', settle);
-        const source = decoded(incoming);
         const hasBody = !NULL_BODY_STATUS.has(status) && method !== 'HEAD';
+        // Drained, so the connection goes back to the pool.
+        if (!hasBody) incoming.resume();
+        const payload = hasBody ? tracked(decoded(incoming)) : null;
         let response: Response;
         try {
-          response = new Response(hasBody ? lazyWebStream(source) : null, { status, statusText: incoming.statusMessage ?? '', headers: responseHeaders(incoming) });
+          response = new Response(payload ? lazyWebStream(payload) : null, { status, statusText: incoming.statusMessage ?? '', headers: responseHeaders(incoming) });
         } catch (e) {
           incoming.destroy();
           return reject(e);
         }
         Object.defineProperty(response, 'url', { value: url.toString() });
-        if (hasBody) bodies.set(response, source);
+        if (payload) bodies.set(response, payload);
         resolve(response);
       });
       req.end(body);

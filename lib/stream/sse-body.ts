@@ -9,7 +9,8 @@ export interface SseBodyOptions {
    * Tokens that continue an answer already on screen are gathered into one write per this many
    * milliseconds. The first token of an answer, tool activity, step changes and the end of the turn
    * are written at once, so neither the first token nor the last is delayed; a fast model's tokens
-   * cost one write per window instead of one each. 0 writes every event.
+   * cost one write per window instead of one each. With 0, only events that are ready together
+   * in the same turn of the event loop share a write.
    */
   coalesceMs?: number;
   /** Runs once when the body ends, however it ends. */
