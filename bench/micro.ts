@@ -201,3 +201,53 @@ export async function bareHttpCpuUs(requests: number): Promise<number> {
     p.kill();
   }
 }
+
+/**
+ * The floor of a plain turn in Node on this machine: a bare node:http process that forwards each
+ * request to the model (keep-alive) and relays the streamed answer to its client chunk by chunk.
+ * No framework, storage, prompt or parsing; only the two connections a turn cannot avoid.
+ */
+export async function bareRelayCpuMs(modelUrl: string, turns: number): Promise<number> {
+  const { spawn } = await import('node:child_process');
+  const http = await import('node:http');
+  const { treeCpuMs } = await import('./proc');
+  const script = `
+const http = require('http');
+const up = new URL(${JSON.stringify(modelUrl)} + '/chat/completions');
+const agent = new http.Agent({ keepAlive: true });
+let n = 0;
+http.createServer((q, s) => {
+  q.resume();
+  q.on('end', () => {
+    const body = JSON.stringify({ model: 'scripted', stream: true, messages: [{ role: 'user', content: 'bench#relay-' + n++ + ' hi' }] });
+    const r = http.request({ agent, host: up.hostname, port: up.port, path: up.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (m) => {
+      s.writeHead(200, { 'content-type': 'text/event-stream' });
+      m.on('data', (c) => s.write(c));
+      m.on('end', () => s.end());
+    });
+    r.end(body);
+  });
+}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
+  const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const agent = new http.Agent({ keepAlive: true });
+  try {
+    const port = await new Promise<number>((resolve) => p.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const turn = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent }, (r) => {
+          r.resume();
+          r.on('end', () => resolve());
+        });
+        req.on('error', reject);
+        req.end('{}');
+      });
+    for (let i = 0; i < 100; i++) await turn();
+    const c0 = treeCpuMs(p.pid!);
+    for (let i = 0; i < turns; i++) await turn();
+    const c1 = treeCpuMs(p.pid!);
+    return (c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / turns;
+  } finally {
+    agent.destroy();
+    p.kill();
+  }
+}
