@@ -1,4 +1,5 @@
 import type { TurnEvent } from '../loop/types';
+import { sse, UiStreamEncoder } from './index';
 import { sseBody } from './sse-body';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -94,6 +95,35 @@ describe('sseBody', () => {
   it('with a zero window writes every event that yields frames on its own', async () => {
     const out = await writes(sseBody({ messageId: 'm', conversationId: 'c', events: answer(deltas, 1), coalesceMs: 0 }));
     expect(out.filter((w) => w.text.includes('"text-delta"'))).toHaveLength(12);
+  });
+
+  it('loses, repeats and reorders nothing, whatever the timing', async () => {
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    for (let run = 0; run < 5; run++) {
+      const events: TurnEvent[] = [{ type: 'step-start', iteration: 1 }];
+      for (let i = 0; i < 60; i++) {
+        if (rand() < 0.1) {
+          const call = { id: `c${run}-${i}`, name: 'read_file', arguments: '{}' };
+          events.push({ type: 'tool-call', call, input: {} }, { type: 'tool-result', call, result: { ok: true }, durationMs: 1 });
+        } else events.push({ type: 'text-delta', delta: `d${i} ` });
+      }
+      events.push({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 1 });
+      const gaps = events.map(() => rand());
+      async function* timed(): AsyncGenerator<TurnEvent> {
+        for (let i = 0; i < events.length; i++) {
+          const g = gaps[i];
+          if (g < 0.3) await new Promise((r) => setImmediate(r));
+          else if (g < 0.6) await sleep(Math.ceil(g * 6));
+          else if (g < 0.8) await Promise.resolve();
+          yield events[i];
+        }
+      }
+      const expected = new UiStreamEncoder('m');
+      const want = [...expected.begin('c'), ...events.flatMap((e) => expected.encode(e))].map(sse).join('') + sse('[DONE]');
+      const out = await writes(sseBody({ messageId: 'm', conversationId: 'c', events: timed(), coalesceMs: 4 }));
+      expect(out.map((w) => w.text).join('')).toBe(want);
+    }
   });
 
   it('on cancel tells the owner, closes the events and ends once', async () => {

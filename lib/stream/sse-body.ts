@@ -40,7 +40,15 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
     options.onEnd?.();
   };
 
+  /** Resolves with null when the buffer must go out; one per window, shared by the events in it. */
+  let closing: { at: number; promise: Promise<null>; cancel: () => void } | null = null;
+  const stopClosing = () => {
+    closing?.cancel();
+    closing = null;
+  };
+
   const write = (ctrl: ReadableStreamDefaultController<Uint8Array>) => {
+    stopClosing();
     ctrl.enqueue(encoder.encode(buffered.join('')));
     buffered = [];
     lastWrite = performance.now();
@@ -48,28 +56,32 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   };
 
   /**
-   * The next event, or null when the wait ends first (what is buffered must go out then). A wait
-   * of 0 still takes every event that is ready before the next turn of the event loop, so the
-   * events that end a turn, which come back to back, share one write.
+   * The next event, or null when the deadline comes first (what is buffered must go out then). A
+   * deadline already due still takes every event that is ready before the next turn of the event
+   * loop, so the events that end a turn, which come back to back, share one write.
    */
-  const nextWithin = async (waitMs: number): Promise<IteratorResult<TurnEvent> | null> => {
+  const nextEvent = async (): Promise<IteratorResult<TurnEvent> | null> => {
     const next = (pending ??= iterator.next());
-    if (waitMs === Infinity) {
+    if (!buffered.length) {
       pending = null;
       return next;
     }
-    let cancel = () => undefined as void;
-    const closed = new Promise<null>((resolve) => {
-      if (waitMs <= 0) {
-        const t = setImmediate(() => resolve(null));
-        cancel = () => clearImmediate(t);
-      } else {
-        const t = setTimeout(() => resolve(null), waitMs);
-        cancel = () => clearTimeout(t);
-      }
-    });
-    const winner = await Promise.race([next, closed]);
-    cancel();
+    if (!closing || closing.at !== deadline) {
+      stopClosing();
+      const waitMs = deadline - performance.now();
+      let cancel = () => undefined as void;
+      const promise = new Promise<null>((resolve) => {
+        if (waitMs <= 0) {
+          const t = setImmediate(() => resolve(null));
+          cancel = () => clearImmediate(t);
+        } else {
+          const t = setTimeout(() => resolve(null), waitMs);
+          cancel = () => clearTimeout(t);
+        }
+      });
+      closing = { at: deadline, promise, cancel };
+    }
+    const winner = await Promise.race([next, closing.promise]);
     if (winner) pending = null;
     return winner;
   };
@@ -84,7 +96,7 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
       try {
         // A pull that enqueues nothing is not called again, so keep going until a write is made.
         for (;;) {
-          const next = await nextWithin(buffered.length ? deadline - performance.now() : Infinity);
+          const next = await nextEvent();
           if (next === null) return write(ctrl);
           if (next.done) {
             buffered.push(sse('[DONE]'));
@@ -103,11 +115,13 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
           deadline = Math.min(deadline, continues ? lastWrite + windowMs : now);
         }
       } catch (e) {
+        stopClosing();
         end();
         throw e;
       }
     },
     async cancel() {
+      stopClosing();
       options.onCancel?.();
       end();
       // Let the events run their cleanup (persist, release the turn lock).
