@@ -73,11 +73,8 @@ function abortRace(signal: AbortSignal): { race<T>(promise: Promise<T>): Promise
   });
   interrupted.catch(() => undefined);
   return {
-    race<T>(promise: Promise<T>): Promise<T> {
-      // The loser of the race may still reject later; that must not become an unhandled rejection.
-      promise.catch(() => undefined);
-      return Promise.race([promise, interrupted]);
-    },
+    // Promise.race subscribes to the promise, so a loser that rejects later is never unhandled.
+    race: <T>(promise: Promise<T>): Promise<T> => Promise.race([promise, interrupted]),
     dispose: () => signal.removeEventListener('abort', onAbort),
   };
 }
