@@ -41,7 +41,8 @@ export async function openForRead(target: ResolvedPath): Promise<OpenedFile | To
     return fsFailure(e, target.mount, target.virtual);
   }
   try {
-    const st = await handle.stat();
+    // Asked together: both only read the open descriptor.
+    const [st, where] = await Promise.all([handle.stat(), openedPath(handle, target.abs)]);
     if (st.isDirectory()) {
       await handle.close();
       return fail('EISDIR', `${target.virtual} is a folder, not a file; use list_files`, { path: target.virtual });
@@ -50,7 +51,6 @@ export async function openForRead(target: ResolvedPath): Promise<OpenedFile | To
       await handle.close();
       return violation(target.mount, 'not a regular file (FIFO, socket or device)', target.virtual);
     }
-    const where = await openedPath(handle, target.abs);
     if (!isInside(target.root, where)) {
       await handle.close();
       return violation(target.mount, 'path changed to point outside the mount', target.virtual);

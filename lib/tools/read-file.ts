@@ -135,7 +135,8 @@ export const readFileTool = defineTool({
         flush();
       }
     } finally {
-      await opened.handle.close().catch(() => undefined);
+      // Nothing waits on the close: the bytes are read, and the answer should not queue behind it.
+      void opened.handle.close().catch(() => undefined);
     }
 
     const lines = newlines + (total > 0 && lastByte !== 10 ? 1 : 0);
