@@ -296,7 +296,8 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
   const reader = new ChunkReader(response.headers);
   const close = readBody(response, reader, signal);
   const onAbort = () => reader.fail(signal!.reason);
-  signal?.addEventListener('abort', onAbort, { once: true });
+  if (signal?.aborted) onAbort();
+  else signal?.addEventListener('abort', onAbort, { once: true });
   try {
     for (;;) {
       const batch = await reader.next();
