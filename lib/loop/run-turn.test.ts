@@ -80,15 +80,13 @@ function only<T extends TurnEvent['type']>(events: TurnEvent[], type: T): Extrac
 
 describe('runTurn', () => {
   it('streams a plain answer and finishes with stop', async () => {
-    model.setScript([reply.text('Hello from the model.', { chunkSize: 4, tokenDelayMs: 3, usage: { prompt_tokens: 20, completion_tokens: 5 } })]);
+    model.setScript([reply.text('Hello from the model.', { chunkSize: 4, tokenDelayMs: 10, usage: { prompt_tokens: 20, completion_tokens: 5 } })]);
     const events = await collect(runTurn(input()));
-    expect(types(events)).toEqual([
-      'step-start',
-      ...Array(6).fill('text-delta'),
-      'assistant-message',
-      'step-finish',
-      'finish',
-    ]);
+    // One delta per network read: how many chunks share a read depends on timing, not on the loop.
+    const deltas = only(events, 'text-delta');
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.map((d) => d.delta).join('')).toBe('Hello from the model.');
+    expect(types(events)).toEqual(['step-start', ...Array(deltas.length).fill('text-delta'), 'assistant-message', 'step-finish', 'finish']);
     expect(only(events, 'assistant-message')[0]).toEqual({
       type: 'assistant-message',
       content: 'Hello from the model.',
