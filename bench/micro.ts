@@ -169,33 +169,31 @@ export async function tools(tmp: string, runs: number): Promise<ToolFigures> {
 }
 
 /**
- * Calibration: CPU per request of a bare node:http server answering a small JSON body, so the
- * figures can be compared across machines.
+ * CPU milliseconds per request of a one-file node:http server (`script` prints its port once
+ * listening), measured from /proc over `requests` keep-alive requests after `warm` untimed ones.
  */
-export async function bareHttpCpuUs(requests: number): Promise<number> {
+async function inlineServerCpuMs(script: string, method: 'GET' | 'POST', requests: number, warm: number): Promise<number> {
   const { spawn } = await import('node:child_process');
   const http = await import('node:http');
   const { treeCpuMs } = await import('./proc');
+  const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const agent = new http.Agent({ keepAlive: true });
-  const p = spawn(
-    process.execPath,
-    ['-e', "require('http').createServer((q,s)=>{s.setHeader('content-type','application/json');s.end(JSON.stringify({success:true,data:{status:'ok'}}))}).listen(0,'127.0.0.1',function(){console.log(this.address().port)})"],
-    { stdio: ['ignore', 'pipe', 'inherit'] },
-  );
   try {
     const port = await new Promise<number>((resolve) => p.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
-    const get = () =>
-      new Promise<void>((resolve, reject) =>
-        http.get({ host: '127.0.0.1', port, path: '/', agent }, (r) => {
+    const call = () =>
+      new Promise<void>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port, path: '/', method, agent }, (r) => {
           r.resume();
           r.on('end', () => resolve());
-        }).on('error', reject),
-      );
-    for (let i = 0; i < 200; i++) await get();
+        });
+        req.on('error', reject);
+        req.end(method === 'POST' ? '{}' : undefined);
+      });
+    for (let i = 0; i < warm; i++) await call();
     const c0 = treeCpuMs(p.pid!);
-    for (let i = 0; i < requests; i++) await get();
+    for (let i = 0; i < requests; i++) await call();
     const c1 = treeCpuMs(p.pid!);
-    return ((c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / requests) * 1000;
+    return (c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / requests;
   } finally {
     agent.destroy();
     p.kill();
@@ -203,14 +201,21 @@ export async function bareHttpCpuUs(requests: number): Promise<number> {
 }
 
 /**
+ * Calibration: CPU per request of a bare node:http server answering a small JSON body, so the
+ * figures can be compared across machines.
+ */
+export async function bareHttpCpuUs(requests: number): Promise<number> {
+  const script =
+    "require('http').createServer((q,s)=>{s.setHeader('content-type','application/json');s.end(JSON.stringify({success:true,data:{status:'ok'}}))}).listen(0,'127.0.0.1',function(){console.log(this.address().port)})";
+  return (await inlineServerCpuMs(script, 'GET', requests, 200)) * 1000;
+}
+
+/**
  * The floor of a plain turn in Node on this machine: a bare node:http process that forwards each
  * request to the model (keep-alive) and relays the streamed answer to its client chunk by chunk.
  * No framework, storage, prompt or parsing; only the two connections a turn cannot avoid.
  */
-export async function bareRelayCpuMs(modelUrl: string, turns: number): Promise<number> {
-  const { spawn } = await import('node:child_process');
-  const http = await import('node:http');
-  const { treeCpuMs } = await import('./proc');
+export function bareRelayCpuMs(modelUrl: string, turns: number): Promise<number> {
   const script = `
 const http = require('http');
 const up = new URL(${JSON.stringify(modelUrl)} + '/chat/completions');
@@ -228,26 +233,5 @@ http.createServer((q, s) => {
     r.end(body);
   });
 }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
-  const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const agent = new http.Agent({ keepAlive: true });
-  try {
-    const port = await new Promise<number>((resolve) => p.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
-    const turn = () =>
-      new Promise<void>((resolve, reject) => {
-        const req = http.request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent }, (r) => {
-          r.resume();
-          r.on('end', () => resolve());
-        });
-        req.on('error', reject);
-        req.end('{}');
-      });
-    for (let i = 0; i < 100; i++) await turn();
-    const c0 = treeCpuMs(p.pid!);
-    for (let i = 0; i < turns; i++) await turn();
-    const c1 = treeCpuMs(p.pid!);
-    return (c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / turns;
-  } finally {
-    agent.destroy();
-    p.kill();
-  }
+  return inlineServerCpuMs(script, 'POST', turns, 100);
 }
