@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { appendAudit, buildAuditEntry, deleteAudit, isSafeConversationId, readAudit, summarizeOutput } from '.';
+import { appendAudit, buildAuditEntry, deleteAudit, isSafeConversationId, openAuditLog, readAudit, summarizeOutput } from '.';
 
 let dir: string;
 beforeEach(async () => {
@@ -64,5 +64,44 @@ describe('audit log', () => {
     const out = summarizeOutput({ ok: true, path: 'p', content: 'x'.repeat(10_000), matches: [{}, {}], sha256: 'h' });
     expect(out).toMatchObject({ ok: true, path: 'p', matches: { count: 2 }, sha256: 'h', content: { length: 10_000 } });
     expect(JSON.stringify(out).length).toBeLessThan(400);
+  });
+});
+
+describe('openAuditLog (a turn holding the file open)', () => {
+  it('opens the file once for many lines, which land whole and in order', async () => {
+    const open = jest.spyOn(fs, 'open');
+    try {
+      const log = openAuditLog(path.join(dir, 'audit'), 'c1');
+      for (let i = 0; i < 5; i++) await log.append(entry(String(i)));
+      await Promise.all([log.append(entry('p1')), log.append(entry('p2')), log.append(entry('p3'))]);
+      await log.close();
+      expect(open).toHaveBeenCalledTimes(1);
+      const ids = (await readAudit(path.join(dir, 'audit'), 'c1')).map((e) => e.toolCallId);
+      expect(ids.slice(0, 5)).toEqual(['0', '1', '2', '3', '4']);
+      expect(ids.slice(5).sort()).toEqual(['p1', 'p2', 'p3']);
+    } finally {
+      open.mockRestore();
+    }
+  });
+
+  it('still writes after close, and never opens a file it was not asked for', async () => {
+    const log = openAuditLog(dir, 'c1');
+    await log.close();
+    await log.append(entry('late'));
+    expect((await readAudit(dir, 'c1')).map((e) => e.toolCallId)).toEqual(['late']);
+    const other = { ...entry('x'), conversationId: 'c2' };
+    const log2 = openAuditLog(dir, 'c1');
+    await log2.append(other);
+    await log2.close();
+    expect((await readAudit(dir, 'c2')).map((e) => e.toolCallId)).toEqual(['x']);
+    expect((await readAudit(dir, 'c1')).map((e) => e.toolCallId)).toEqual(['late']);
+  });
+
+  it('a close racing an append loses no line', async () => {
+    const log = openAuditLog(dir, 'c1');
+    const pending = log.append(entry('racing'));
+    await log.close();
+    await pending;
+    expect((await readAudit(dir, 'c1')).map((e) => e.toolCallId)).toEqual(['racing']);
   });
 });

@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../errors';
 import { sha256 } from '../tools/result';
@@ -137,6 +138,54 @@ export async function appendAudit(auditDir: string, entry: AuditEntry): Promise<
     await fs.mkdir(auditDir, { recursive: true });
     await fs.appendFile(file, line, 'utf8');
   }
+}
+
+/** A conversation's audit file, held open while a turn writes to it. */
+export interface AuditLog {
+  append(entry: AuditEntry): Promise<void>;
+  /** Later appends still land (path by path); the open file is only given back. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens lazily, then writes each line with one O_APPEND write: a turn's calls cost one write each
+ * instead of an open, a write and a close (three thread-pool round trips). Lines are written before
+ * the call's result is returned, as with `appendAudit`; any failure of the open file falls back to it.
+ */
+export function openAuditLog(auditDir: string, conversationId: string): AuditLog {
+  const file = auditFile(auditDir, conversationId);
+  let handle: Promise<FileHandle | null> | null = null;
+  let closed = false;
+  const open = async (): Promise<FileHandle | null> => {
+    try {
+      if (!readyDirs.has(auditDir)) {
+        await fs.mkdir(auditDir, { recursive: true });
+        readyDirs.add(auditDir);
+      }
+      return await fs.open(file, 'a');
+    } catch {
+      return null;
+    }
+  };
+  return {
+    async append(entry) {
+      if (entry.conversationId !== conversationId) return appendAudit(auditDir, entry);
+      if (!closed) handle ??= open();
+      const h = closed ? null : await handle;
+      if (!h) return appendAudit(auditDir, entry);
+      try {
+        await h.write(`${JSON.stringify(entry)}\n`, null, 'utf8');
+      } catch {
+        await appendAudit(auditDir, entry);
+      }
+    },
+    async close() {
+      closed = true;
+      const h = await handle;
+      handle = null;
+      await h?.close().catch(() => undefined);
+    },
+  };
 }
 
 /** Entries oldest first; a torn last line (a crash mid-append) is skipped. */

@@ -16,6 +16,7 @@ import type { Catalog, ResolvedAgent } from '../agents';
 import { matchCommand, isWorkflowCommand } from '../agents';
 import { parseToolArguments } from './views';
 import { sweepTempFiles } from '../outputs';
+import { openAuditLog, type AuditLog } from '../audit';
 
 export interface ChatDeps {
   config: Config;
@@ -50,7 +51,7 @@ export function outputRootOf(config: Config, conversationId: string): string {
   return path.join(config.outputPath, conversationId);
 }
 
-function toolContext(deps: ChatDeps, resolved: ResolvedAgent, conversationId: string, variables: Record<string, string>, signal?: AbortSignal): ToolContext {
+function toolContext(deps: ChatDeps, resolved: ResolvedAgent, conversationId: string, variables: Record<string, string>, audit: AuditLog, signal?: AbortSignal): ToolContext {
   const now = (deps.now ?? (() => new Date()))();
   return {
     conversationId,
@@ -62,6 +63,7 @@ function toolContext(deps: ChatDeps, resolved: ResolvedAgent, conversationId: st
     variables: { ...variables, date: today(now) },
     limits: effectiveLimits(deps.config.limits, resolved.bundle.limits),
     auditDir: deps.auditDir,
+    audit,
     signal,
   };
 }
@@ -95,7 +97,7 @@ function stringValues(obj: unknown): Record<string, string> {
  * through the sandboxed read_file tool (audited like any call) and YAML configs become
  * variables; every other item is an instruction for the model.
  */
-async function runCriticalActions(deps: ChatDeps, resolved: ResolvedAgent, conversationId: string): Promise<{ variables: Record<string, string>; context: string | null }> {
+async function runCriticalActions(deps: ChatDeps, resolved: ResolvedAgent, conversationId: string, audit: AuditLog): Promise<{ variables: Record<string, string>; context: string | null }> {
   const actions = classifyCriticalActions(resolved.agent.criticalActions);
   if (!actions.length) return { variables: {}, context: null };
   const variables: Record<string, string> = {};
@@ -106,7 +108,7 @@ async function runCriticalActions(deps: ChatDeps, resolved: ResolvedAgent, conve
       instructions.push(action.text);
       continue;
     }
-    const ctx = toolContext(deps, resolved, conversationId, variables);
+    const ctx = toolContext(deps, resolved, conversationId, variables, audit);
     const read = (file_path: string) => runTool({ id: `critical_${crypto.randomUUID()}`, name: 'read_file', arguments: JSON.stringify({ file_path }) }, ctx);
     let { result } = await read(action.load.path);
     // Agents written for an IDE install load their module's config from {project-root}/bmad/...;
@@ -184,19 +186,26 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   }
 
   const command = matchCommand(resolved.agent, req.message);
-  if (isNew) {
-    // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
-    const critical = await runCriticalActions(deps, resolved, conversationId);
-    // No title: the store names the conversation from its first message or its workflow.
-    deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
-    deps.store.setVariables(conversationId, critical.variables);
-    if (critical.context) {
-      deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: critical.context, timestamp: (deps.now ?? (() => new Date()))().toISOString() });
+  // One open audit file for the critical actions and every tool call of the turn.
+  const audit = openAuditLog(deps.auditDir, conversationId);
+  let lease: TurnLease | null;
+  try {
+    if (isNew) {
+      // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
+      const critical = await runCriticalActions(deps, resolved, conversationId, audit);
+      // No title: the store names the conversation from its first message or its workflow.
+      deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
+      deps.store.setVariables(conversationId, critical.variables);
+      if (critical.context) {
+        deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: critical.context, timestamp: (deps.now ?? (() => new Date()))().toISOString() });
+      }
     }
+    lease = deps.store.beginTurn(conversationId);
+    if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
+  } catch (e) {
+    void audit.close();
+    throw e;
   }
-
-  const lease = deps.store.beginTurn(conversationId);
-  if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
   if (wasInterrupted) {
     // Never throws: the lock is held and must reach the turn's own cleanup.
     const removed = await sweepTempFiles(outputRootOf(deps.config, conversationId)).catch(() => 0);
@@ -205,7 +214,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
 
   const id = conversationId;
   const messageId = newId('msg');
-  const events = turnEvents(deps, resolved, id, req.message, command, signal, messageId, lease);
+  const events = turnEvents(deps, resolved, id, req.message, command, signal, messageId, lease, audit);
   return { conversationId: id, messageId, events };
 }
 
@@ -218,6 +227,7 @@ async function* turnEvents(
   signal: AbortSignal,
   messageId: string,
   lease: TurnLease,
+  audit: AuditLog,
 ): AsyncGenerator<TurnEvent> {
   const store = deps.store;
   const now = deps.now ?? (() => new Date());
@@ -229,7 +239,7 @@ async function* turnEvents(
 
     const conversation = store.get(conversationId);
     const variables = conversation?.variables ?? {};
-    const ctx = toolContext(deps, resolved, conversationId, variables, signal);
+    const ctx = toolContext(deps, resolved, conversationId, variables, audit, signal);
 
     // A workflow command is executed before the first model call, as a real tool call in the
     // history, so the model's first answer already follows the workflow.
@@ -305,6 +315,8 @@ async function* turnEvents(
     if (!(e instanceof AppError)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
     yield { type: 'error', error };
   } finally {
+    // Every line is written by now (each call awaited its own); only the file is given back.
+    void audit.close();
     store.endTurn(lease, outcome);
     log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome, durationMs: Math.round(performance.now() - started) });
   }

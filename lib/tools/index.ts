@@ -154,18 +154,16 @@ export async function executeTool(call: ToolCallRequest, ctx: ToolContext): Prom
   }
   if (ctx.auditDir) {
     try {
-      await appendAudit(
-        ctx.auditDir,
-        buildAuditEntry({
-          conversationId: ctx.conversationId,
-          toolCallId: call?.id ?? '',
-          toolName: call?.name ?? '',
-          agentId: ctx.agentId,
-          input,
-          result,
-          durationMs: performance.now() - started,
-        }),
-      );
+      const entry = buildAuditEntry({
+        conversationId: ctx.conversationId,
+        toolCallId: call?.id ?? '',
+        toolName: call?.name ?? '',
+        agentId: ctx.agentId,
+        input,
+        result,
+        durationMs: performance.now() - started,
+      });
+      await (ctx.audit ? ctx.audit.append(entry) : appendAudit(ctx.auditDir, entry));
     } catch (e) {
       log.warn('audit.append_failed', { error: e instanceof Error ? e.name : 'unknown', code: (e as NodeJS.ErrnoException)?.code });
     }

@@ -1,3 +1,4 @@
+import type { AuditLog } from '../audit';
 import type { ToolLimits } from '../config';
 
 /** Codes a tool failure may carry (see the brief). */
@@ -46,6 +47,8 @@ export interface ToolContext {
   limits: ToolLimits;
   /** Folder for audit logs (one JSONL file per conversation); outside every mount. */
   auditDir?: string;
+  /** The conversation's audit file held open for a turn; without it each line opens the file. */
+  audit?: AuditLog;
   signal?: AbortSignal;
 }
 
