@@ -122,13 +122,16 @@ export function buildAuditEntry(rec: AuditRecordInput): AuditEntry {
 
 const readyDirs = new Set<string>();
 
+async function ensureDir(auditDir: string): Promise<void> {
+  if (readyDirs.has(auditDir)) return;
+  await fs.mkdir(auditDir, { recursive: true });
+  readyDirs.add(auditDir);
+}
+
 /** One line per call, written with a single append so parallel calls never interleave. */
 export async function appendAudit(auditDir: string, entry: AuditEntry): Promise<void> {
   const file = auditFile(auditDir, entry.conversationId);
-  if (!readyDirs.has(auditDir)) {
-    await fs.mkdir(auditDir, { recursive: true });
-    readyDirs.add(auditDir);
-  }
+  await ensureDir(auditDir);
   const line = `${JSON.stringify(entry)}\n`;
   try {
     await fs.appendFile(file, line, 'utf8');
@@ -158,10 +161,7 @@ export function openAuditLog(auditDir: string, conversationId: string): AuditLog
   let closed = false;
   const open = async (): Promise<FileHandle | null> => {
     try {
-      if (!readyDirs.has(auditDir)) {
-        await fs.mkdir(auditDir, { recursive: true });
-        readyDirs.add(auditDir);
-      }
+      await ensureDir(auditDir);
       return await fs.open(file, 'a');
     } catch {
       return null;
