@@ -4,9 +4,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { appEnv, freePort, waitHealthy } from '../e2e/support';
+import { appEnv, freePort, REPO, waitHealthy, type Folders } from '../e2e/support';
 
-export const REPO = path.resolve(__dirname, '..');
+export { makeFolders, REPO, type Folders } from '../e2e/support';
+
 
 let clkTck = 0;
 function ticksPerSecond(): number {
@@ -78,30 +79,6 @@ export function treeRssMb(root: number): number {
     }
   }
   return kb / 1024;
-}
-
-export interface Folders {
-  root: string;
-  bundlesRoot: string;
-  coreRoot: string;
-  outputPath: string;
-  dataDir: string;
-}
-
-/** Absolute folders outside the repo with a copy of the sample bundles, as a deployment has them. */
-export function makeFolders(label: string): Folders {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), `bmad-bench-${label}-`));
-  const f: Folders = {
-    root,
-    bundlesRoot: path.join(root, 'bundles'),
-    coreRoot: path.join(root, 'core'),
-    outputPath: path.join(root, 'output'),
-    dataDir: path.join(root, 'data'),
-  };
-  fs.cpSync(path.join(REPO, 'bmad/custom/bundles'), f.bundlesRoot, { recursive: true });
-  fs.cpSync(path.join(REPO, 'bmad/core'), f.coreRoot, { recursive: true });
-  fs.mkdirSync(f.dataDir, { recursive: true });
-  return f;
 }
 
 export interface Started {

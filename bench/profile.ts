@@ -18,7 +18,7 @@ async function main() {
   const profDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmad-prof-'));
   const { appDir } = await snapshotBuild((s) => process.stderr.write(s + '\n'));
   const model = await startModel(5, 0);
-  const folders = makeFolders('prof');
+  const folders = await makeFolders('bench-prof');
   const app = await startApp(appDir, folders, {
     OPENAI_BASE_URL: model.url,
     OPENAI_API_KEY: 'bench',

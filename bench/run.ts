@@ -616,7 +616,7 @@ async function main() {
 
     // Run 1: an empty database.
     {
-      const folders = makeFolders('empty');
+      const folders = await makeFolders('bench-empty');
       cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
       const app = await startApp(appDir, folders, env);
       cleanups.push(() => app.stop());
@@ -636,7 +636,7 @@ async function main() {
 
     // Run 2: the same with many stored conversations.
     if (!OPT.skipGrowth) {
-      const folders = makeFolders('stored');
+      const folders = await makeFolders('bench-stored');
       cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
       say(`seeding ${OPT.stored} conversations × ${OPT.storedMessages} messages`);
       const seeded = await seedConversations(folders.dataDir, OPT.stored, OPT.storedMessages);

@@ -26,19 +26,24 @@ export interface Folders {
   cleanup(): Promise<void>;
 }
 
-/** Absolute folders outside the repo, with a copy of the sample bundles — as a deployment has them. */
-export async function makeFolders(): Promise<Folders> {
-  const root = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-e2e-'));
+/**
+ * Absolute folders outside the repo, with a copy of the sample bundles — as a deployment has them.
+ * The data folder exists already, so a database can be seeded before the server starts.
+ */
+export async function makeFolders(label = 'e2e'): Promise<Folders> {
+  const root = await fs.mkdtemp(path.join(os.tmpdir(), `bmad-${label}-`));
   const bundlesRoot = path.join(root, 'bundles');
   const coreRoot = path.join(root, 'core');
+  const dataDir = path.join(root, 'data');
   await fs.cp(path.join(REPO, 'bmad/custom/bundles'), bundlesRoot, { recursive: true });
   await fs.cp(path.join(REPO, 'bmad/core'), coreRoot, { recursive: true });
+  await fs.mkdir(dataDir, { recursive: true });
   return {
     root,
     bundlesRoot,
     coreRoot,
     outputPath: path.join(root, 'output'),
-    dataDir: path.join(root, 'data'),
+    dataDir,
     cleanup: () => fs.rm(root, { recursive: true, force: true }),
   };
 }
