@@ -10,7 +10,7 @@ import path from 'node:path';
 import { loadConfig } from '../lib/config';
 import { createLlmClient } from '../lib/llm';
 import { runTurn } from '../lib/loop';
-import { executeTool, toolDefinitions } from '../lib/tools';
+import { runToolCall, toolDefinitions } from '../lib/tools';
 import type { ToolContext } from '../lib/tools/types';
 
 function line(label: string, value: string) {
@@ -56,7 +56,7 @@ async function main(): Promise<number> {
         { role: 'system', content: 'You are a test agent. Use the tools you are given; never guess file contents.' },
         { role: 'user', content: 'Call the read_file tool with file_path "{bundle-root}/smoke.txt", then reply with the smoke token it contains and nothing else.' },
       ],
-      tools: { definitions: toolDefinitions(), execute: (call, signal) => executeTool(call, { ...ctx, signal }) },
+      tools: { definitions: toolDefinitions(), execute: (call, signal) => runToolCall(call, { ...ctx, signal }) },
       maxIterations: 4,
       signal: controller.signal,
       timeoutMs: Number(process.env.SMOKE_TIMEOUT_MS ?? 60_000),

@@ -1,7 +1,8 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { appendAudit, buildAuditEntry, deleteAudit, isSafeConversationId, openAuditLog, readAudit, summarizeOutput } from '.';
+import { appendAudit, buildAuditEntry, deleteAudit, openAuditLog, readAudit, summarizeOutput } from '.';
+import { isValidConversationId } from '../conversations/ids';
 
 let dir: string;
 beforeEach(async () => {
@@ -46,8 +47,8 @@ describe('audit log', () => {
   });
 
   it('refuses unsafe conversation ids', async () => {
-    for (const id of ['../x', '', '.', '..', 'a/b', 'a\\b', 'x\0', '.hidden']) expect(isSafeConversationId(id)).toBe(false);
-    expect(isSafeConversationId('3f2b-9c_1.a')).toBe(true);
+    for (const id of ['../x', '', '.', '..', 'a/b', 'a\\b', 'x\0', '.hidden']) expect(isValidConversationId(id)).toBe(false);
+    expect(isValidConversationId('3f2b-9c_1-a')).toBe(true);
     await expect(readAudit(dir, '../escape')).rejects.toThrow();
     await expect(appendAudit(dir, { ...entry('1'), conversationId: '../../x' })).rejects.toThrow();
   });

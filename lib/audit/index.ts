@@ -2,8 +2,8 @@ import { promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { AppError } from '../errors';
-import { sha256 } from '../tools/result';
-import type { ToolResult } from '../tools/types';
+import { isValidConversationId } from '../conversations/ids';
+import { sha256, type ToolResult } from '../results';
 
 export interface AuditEntry {
   ts: string;
@@ -27,14 +27,8 @@ const MAX_DEPTH = 3;
 /** Keys that hold file text: summarised whatever their length, so the log never keeps a document. */
 const CONTENT_KEYS = new Set(['content', 'diff', 'text', 'new_text', 'old_text', 'before', 'after']);
 
-const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-export function isSafeConversationId(id: unknown): id is string {
-  return typeof id === 'string' && SAFE_ID.test(id) && !id.includes('..');
-}
-
 export function auditFile(auditDir: string, conversationId: string): string {
-  if (!isSafeConversationId(conversationId)) throw new AppError('E_VALIDATION', 'conversationId is not a safe identifier');
+  if (!isValidConversationId(conversationId)) throw new AppError('E_VALIDATION', 'conversationId is not a safe identifier');
   return path.join(auditDir, `${conversationId}.jsonl`);
 }
 

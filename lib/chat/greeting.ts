@@ -1,9 +1,10 @@
 import path from 'node:path';
-import yaml from 'js-yaml';
 import type { AgentSummary } from '../../types/api';
 import type { Catalog } from '../agents';
 import type { Config } from '../config';
-import { expandVariables, isReservedVariable, readResolved, resolvePath } from '../paths';
+import { loadAgentYaml, type ConfigReader } from '../agents/config';
+import { expandVariables, readResolved, resolvePath } from '../paths';
+import { isFailure } from '../results';
 import { classifyCriticalActions } from '../prompt';
 
 const TTL_MS = 2000;
@@ -16,7 +17,7 @@ const cache = new Map<string, { at: number; variables: Record<string, unknown> }
 async function greetingVariables(config: Config, catalog: Catalog, agentId: string): Promise<Record<string, unknown>> {
   const hit = cache.get(agentId);
   if (hit && Date.now() - hit.at < TTL_MS) return hit.variables;
-  const variables: Record<string, unknown> = {};
+  const variables: Record<string, string> = {};
   const resolved = await catalog.getAgent(agentId);
   if (resolved) {
     const ctx = {
@@ -27,24 +28,17 @@ async function greetingVariables(config: Config, catalog: Catalog, agentId: stri
       outputRoot: path.join(config.outputPath, '.greeting-none'),
       variables: {},
     };
+    const read: ConfigReader = async (p) => {
+      const target = await resolvePath(p, ctx, 'read');
+      if (!target.ok) return target;
+      const buf = await readResolved(target, config.limits.maxReadBytes);
+      return Buffer.isBuffer(buf) ? { path: target.virtual, content: buf.toString('utf8') } : buf;
+    };
     for (const action of classifyCriticalActions(resolved.agent.criticalActions)) {
       if (action.kind !== 'load' || !/\.ya?ml$/i.test(action.load.path)) continue;
-      let target = await resolvePath(action.load.path, ctx, 'read');
-      // The same fallback as the critical actions: a module config of an IDE install is the bundle's own.
-      if (!target.ok && /(^|\/)config\.ya?ml$/i.test(action.load.path)) target = await resolvePath('{bundle-root}/config.yaml', ctx, 'read');
-      if (!target.ok) continue;
-      const buf = await readResolved(target, config.limits.maxReadBytes);
-      if (!Buffer.isBuffer(buf)) continue;
-      try {
-        const parsed = yaml.load(buf.toString('utf8'));
-        if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
-          for (const [k, v] of Object.entries(parsed)) {
-            if (!isReservedVariable(k) && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) variables[k] = String(v);
-          }
-        }
-      } catch {
-        // A broken config shows up when the conversation starts; the greeting keeps its placeholders.
-      }
+      // A missing or broken config shows up when the conversation starts; the greeting keeps its placeholders.
+      const loaded = await loadAgentYaml(action.load.path, read);
+      if (!isFailure(loaded)) Object.assign(variables, loaded.variables);
     }
   }
   cache.set(agentId, { at: Date.now(), variables });

@@ -1,15 +1,6 @@
+import { toolArgumentsView } from '../llm/types';
 import type { Conversation, ConversationSummary, StoredMessage } from '../conversations/types';
 import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView, MessagePartView } from '../../types/api';
-
-/** Tool-call arguments as data when they are JSON; the raw text when the model sent broken JSON. */
-export function parseToolArguments(raw: string): unknown {
-  if (!raw.trim()) return {};
-  try {
-    return JSON.parse(raw);
-  } catch {
-    return raw;
-  }
-}
 
 /**
  * What a person sees of the history: user messages, and per turn one assistant message holding
@@ -38,7 +29,7 @@ export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
         current.parts.push({ type: 'text', text: m.content });
       }
       for (const c of m.toolCalls ?? []) {
-        const view: FunctionCallView = { id: c.id, name: c.name, arguments: parseToolArguments(c.arguments), result: undefined };
+        const view: FunctionCallView = { id: c.id, name: c.name, arguments: toolArgumentsView(c.arguments), result: undefined };
         calls.set(c.id, view);
         current.functionCalls.push(view);
         current.parts.push({ type: 'tool', toolCallId: c.id });

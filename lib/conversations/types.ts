@@ -1,16 +1,8 @@
-import type { ToolResult } from '../tools/types';
+import type { ToolCall, Usage } from '../llm/types';
+import type { ToolResult } from '../results';
 
-export interface Usage {
-  promptTokens: number;
-  completionTokens: number;
-}
+export type { Usage };
 
-export interface StoredToolCall {
-  id: string;
-  name: string;
-  /** Raw JSON text as the model sent it (may be invalid JSON). */
-  arguments: string;
-}
 
 /**
  * The conversation history, in model order. It is the one source of truth: the model's
@@ -22,7 +14,7 @@ export type StoredMessage =
       id: string;
       role: 'assistant';
       content: string;
-      toolCalls?: StoredToolCall[];
+      toolCalls?: ToolCall[];
       usage?: Usage;
       timestamp: string;
     }

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type OpenAI from 'openai';
 import { reply, startScriptedModel, type ScriptedModel } from '../../test/scripted-model';
 import { AppError } from '../errors';
-import type { ToolDefinition } from '../tools/types';
+import type { ToolDefinition } from './types';
 import { createLlmClient } from './client';
 import { LlmAbortError, streamChat, ToolCallAccumulator, type CompletionResult } from './stream';
 

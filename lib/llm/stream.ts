@@ -6,8 +6,7 @@ import type {
   ChatCompletionChunk,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { StoredToolCall, Usage } from '../conversations/types';
-import type { ToolDefinition } from '../tools/types';
+import type { ToolCall, ToolDefinition, Usage } from './types';
 import { isTimeoutSignal, mapLlmError } from './errors';
 import { nodeBody } from './transport';
 
@@ -25,7 +24,7 @@ export type StreamChatEvent = { type: 'text-delta'; delta: string };
 export interface CompletionResult {
   content: string;
   /** Normalised: every call has an id and a name; arguments are never empty ("" becomes "{}"). */
-  toolCalls: StoredToolCall[];
+  toolCalls: ToolCall[];
   /** As the server sent it; `toolCalls` decides whether tools run, not this (servers say "stop" with calls). */
   finishReason: string | null;
   /** Zeros when the server sends no usage: an estimate would look like a measurement. */
@@ -109,9 +108,9 @@ export class ToolCallAccumulator {
     return this.calls.length;
   }
 
-  finish(): StoredToolCall[] {
+  finish(): ToolCall[] {
     const seen = new Set<string>();
-    const out: StoredToolCall[] = [];
+    const out: ToolCall[] = [];
     for (const c of this.calls) {
       if (!c.name && c.args.trim() === '') continue;
       let id = c.id;

@@ -1,3 +1,3 @@
 export { runTurn } from './run-turn';
 export type { RunTurnInput } from './run-turn';
-export type { LoopTools, StopReason, TurnEvent } from './types';
+export type { LoopTools, StopReason, ToolOutcome, TurnEvent } from './types';

@@ -2,7 +2,8 @@ import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { reply, startScriptedModel, type ScriptedModel } from '../../test/scripted-model';
 import { createLlmClient } from '../llm';
-import type { ToolCallRequest, ToolDefinition, ToolResult } from '../tools/types';
+import type { ToolCall, ToolDefinition } from '../llm/types';
+import type { ToolResult } from '../results';
 import { runTurn, type RunTurnInput } from './run-turn';
 import type { LoopTools, TurnEvent } from './types';
 
@@ -12,23 +13,26 @@ const DEFINITIONS: ToolDefinition[] = NAMES.map((name) => ({
   function: { name, description: name, parameters: { type: 'object', properties: {} } },
 }));
 
-type Handler = (call: ToolCallRequest, signal: AbortSignal) => Promise<ToolResult> | ToolResult;
+type Handler = (call: ToolCall, signal: AbortSignal) => Promise<ToolResult> | ToolResult;
 
 /** Stands in for the tool registry: unknown names and bad JSON come back as tool errors, like the real one. */
-function fakeTools(handler: Handler = () => ({ ok: true })): LoopTools & { calls: ToolCallRequest[] } {
-  const calls: ToolCallRequest[] = [];
+function fakeTools(handler: Handler = () => ({ ok: true })): LoopTools & { calls: ToolCall[] } {
+  const calls: ToolCall[] = [];
   return {
     calls,
     definitions: DEFINITIONS,
     async execute(call, signal) {
       calls.push(call);
-      if (!NAMES.includes(call.name)) return { ok: false, error: { code: 'E_UNKNOWN_TOOL', message: `No tool named ${call.name}` } };
-      try {
-        JSON.parse(call.arguments);
-      } catch {
-        return { ok: false, error: { code: 'E_INVALID_ARGS', message: 'arguments are not valid JSON' } };
-      }
-      return handler(call, signal);
+      const run = async (): Promise<ToolResult> => {
+        if (!NAMES.includes(call.name)) return { ok: false, error: { code: 'E_UNKNOWN_TOOL', message: `No tool named ${call.name}` } };
+        try {
+          JSON.parse(call.arguments);
+        } catch {
+          return { ok: false, error: { code: 'E_INVALID_ARGS', message: 'arguments are not valid JSON' } };
+        }
+        return handler(call, signal);
+      };
+      return { result: await run(), durationMs: 0 };
     },
   };
 }
@@ -157,7 +161,7 @@ describe('runTurn', () => {
     expect(maxRunning).toBe(3);
     expect(finished).toEqual(['fast', 'mid', 'slow']);
     // All calls are announced before any result, results come in the model's order.
-    const flow = events.filter((e) => e.type === 'tool-call' || e.type === 'tool-result').map((e) => `${e.type}:${(e as { call: ToolCallRequest }).call.id}`);
+    const flow = events.filter((e) => e.type === 'tool-call' || e.type === 'tool-result').map((e) => `${e.type}:${(e as { call: ToolCall }).call.id}`);
     expect(flow).toEqual(['tool-call:slow', 'tool-call:fast', 'tool-call:mid', 'tool-result:slow', 'tool-result:fast', 'tool-result:mid']);
     const toolMessages = model.chatRequests()[1].body!.messages!.filter((m) => m.role === 'tool');
     expect(toolMessages.map((m) => m.tool_call_id)).toEqual(['slow', 'fast', 'mid']);

@@ -4,12 +4,12 @@ import type {
   ChatCompletionAssistantMessageParam,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { Usage } from '../conversations/types';
 import { AppError } from '../errors';
 import { mapLlmError, streamChat } from '../llm';
 import type { CompletionResult } from '../llm';
-import type { ToolCallRequest, ToolResult } from '../tools/types';
-import type { LoopTools, TurnEvent } from './types';
+import { toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
+import type { ToolResult } from '../results';
+import type { LoopTools, ToolOutcome, TurnEvent } from './types';
 
 export interface RunTurnInput {
   client: OpenAI;
@@ -23,6 +23,13 @@ export interface RunTurnInput {
   signal: AbortSignal;
   /** Deadline for the whole turn (model calls and tools). Ends it with an E_LLM_TIMEOUT `error`. 0 = none. */
   timeoutMs: number;
+  /**
+   * Tool calls the server makes before the first model call (a `*command` that starts a
+   * workflow). They run as step 0, through the same path as the model's calls, so the model's
+   * first answer already follows their results. Step 0 is no model call: it counts for neither
+   * `maxIterations` nor usage.
+   */
+  serverCalls?: ToolCall[];
 }
 
 const ZERO: Usage = { promptTokens: 0, completionTokens: 0 };
@@ -31,26 +38,21 @@ function add(a: Usage, b: Usage): Usage {
   return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens };
 }
 
-function parseInput(args: string): unknown {
-  try {
-    return JSON.parse(args);
-  } catch {
-    return args;
-  }
-}
-
 function abortedResult(): ToolResult {
   return { ok: false, error: { code: 'E_ABORTED', message: 'The turn was stopped before this tool finished.' } };
 }
 
 /** A tool that throws is still an answer the model must get, or the history would be invalid. */
-async function execute(tools: LoopTools, call: ToolCallRequest, signal: AbortSignal): Promise<ToolResult> {
+async function execute(tools: LoopTools, call: ToolCall, signal: AbortSignal): Promise<ToolOutcome> {
   try {
     return await tools.execute(call, signal);
   } catch (e) {
     return {
-      ok: false,
-      error: { code: 'E_INTERNAL', message: `The tool failed unexpectedly: ${e instanceof Error ? e.message : String(e)}` },
+      result: {
+        ok: false,
+        error: { code: 'E_INTERNAL', message: `The tool failed unexpectedly: ${e instanceof Error ? e.message : String(e)}` },
+      },
+      durationMs: 0,
     };
   }
 }
@@ -79,7 +81,7 @@ function abortRace(signal: AbortSignal): { race<T>(promise: Promise<T>): Promise
   };
 }
 
-function assistantParam(c: CompletionResult): ChatCompletionAssistantMessageParam {
+function assistantParam(c: Pick<CompletionResult, 'content' | 'toolCalls'>): ChatCompletionAssistantMessageParam {
   if (c.toolCalls.length === 0) return { role: 'assistant', content: c.content };
   return {
     role: 'assistant',
@@ -147,7 +149,44 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
     return { type: 'error', error: mapLlmError(cause, { model, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined }) };
   };
 
+  /**
+   * Runs one step's calls in parallel and yields their results in the model's order; false when
+   * the turn was interrupted (the terminal event is already out then).
+   */
+  async function* runTools(toolCalls: ToolCall[]): AsyncGenerator<TurnEvent, boolean, undefined> {
+    const calls: ToolCall[] = toolCalls.map((t) => ({ id: t.id, name: t.name, arguments: t.arguments }));
+    for (const call of calls) yield { type: 'tool-call', call, input: toolArgumentsView(call.arguments) };
+    const started = performance.now();
+    const running = calls.map((call) => execute(tools, call, signal));
+    for (let i = 0; i < calls.length; i++) {
+      let outcome: ToolOutcome;
+      try {
+        outcome = await aborts.race(running[i]);
+      } catch {
+        // Interrupted: the unfinished calls still need an answer in the history.
+        for (let j = i; j < calls.length; j++) {
+          const result = abortedResult();
+          history.push({ role: 'tool', tool_call_id: calls[j].id, content: JSON.stringify(result) });
+          yield { type: 'tool-result', call: calls[j], result, durationMs: performance.now() - started };
+        }
+        yield terminal(signal.reason);
+        return false;
+      }
+      history.push({ role: 'tool', tool_call_id: calls[i].id, content: JSON.stringify(outcome.result) });
+      yield { type: 'tool-result', call: calls[i], result: outcome.result, durationMs: outcome.durationMs };
+    }
+    return true;
+  }
+
   try {
+    if (input.serverCalls?.length) {
+      const planned = { content: '', toolCalls: input.serverCalls, usage: ZERO };
+      yield { type: 'step-start', iteration: 0 };
+      yield { type: 'assistant-message', ...planned, byServer: true };
+      history.push(assistantParam(planned));
+      if (!(yield* runTools(planned.toolCalls))) return;
+      yield { type: 'step-finish', iteration: 0, usage: ZERO };
+    }
     while (true) {
       if (signal.aborted) {
         yield terminal(signal.reason);
@@ -191,31 +230,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
         return;
       }
 
-      const calls: ToolCallRequest[] = completion.toolCalls.map((t) => ({ id: t.id, name: t.name, arguments: t.arguments }));
-      for (const call of calls) yield { type: 'tool-call', call, input: parseInput(call.arguments) };
-
-      const started = performance.now();
-      const running = calls.map((call) => {
-        const t0 = performance.now();
-        return execute(tools, call, signal).then((result) => ({ result, durationMs: performance.now() - t0 }));
-      });
-      for (let i = 0; i < calls.length; i++) {
-        let outcome: { result: ToolResult; durationMs: number };
-        try {
-          outcome = await aborts.race(running[i]);
-        } catch {
-          // Interrupted: the unfinished calls still need an answer in the history.
-          for (let j = i; j < calls.length; j++) {
-            const result = abortedResult();
-            history.push({ role: 'tool', tool_call_id: calls[j].id, content: JSON.stringify(result) });
-            yield { type: 'tool-result', call: calls[j], result, durationMs: performance.now() - started };
-          }
-          yield terminal(signal.reason);
-          return;
-        }
-        history.push({ role: 'tool', tool_call_id: calls[i].id, content: JSON.stringify(outcome.result) });
-        yield { type: 'tool-result', call: calls[i], result: outcome.result, durationMs: outcome.durationMs };
-      }
+      if (!(yield* runTools(completion.toolCalls))) return;
       yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
 
       if (iterations >= maxIterations) {

@@ -1,13 +1,20 @@
 import type { AppError } from '../errors';
-import type { Usage, StoredToolCall } from '../conversations/types';
-import type { ToolCallRequest, ToolDefinition, ToolResult } from '../tools/types';
+import type { ToolCall, ToolDefinition, Usage } from '../llm/types';
+import type { ToolResult } from '../results';
 
 export type StopReason = 'stop' | 'max_iterations' | 'aborted';
 
 /** The tools the loop may call; the loop knows nothing else about them. */
 export interface LoopTools {
   definitions: ToolDefinition[];
-  execute(call: ToolCallRequest, signal: AbortSignal): Promise<ToolResult>;
+  /** Runs one call; never throws for a tool's own failure (that is a result). */
+  execute(call: ToolCall, signal: AbortSignal): Promise<ToolOutcome>;
+}
+
+/** A tool's answer and how long it took, measured once where the tool runs. */
+export interface ToolOutcome {
+  result: ToolResult;
+  durationMs: number;
 }
 
 /**
@@ -18,9 +25,10 @@ export type TurnEvent =
   | { type: 'step-start'; iteration: number }
   | { type: 'text-delta'; delta: string }
   /** A complete assistant message of one model call (text and/or tool calls). */
-  | { type: 'assistant-message'; content: string; toolCalls: StoredToolCall[]; usage: Usage }
-  | { type: 'tool-call'; call: ToolCallRequest; input: unknown }
-  | { type: 'tool-result'; call: ToolCallRequest; result: ToolResult; durationMs: number }
+  /** `byServer`: calls the server planned before the first model call (no model spoke). */
+  | { type: 'assistant-message'; content: string; toolCalls: ToolCall[]; usage: Usage; byServer?: boolean }
+  | { type: 'tool-call'; call: ToolCall; input: unknown }
+  | { type: 'tool-result'; call: ToolCall; result: ToolResult; durationMs: number }
   | { type: 'step-finish'; iteration: number; usage: Usage }
   | { type: 'finish'; stopReason: StopReason; usage: Usage; iterations: number }
   | { type: 'error'; error: AppError };

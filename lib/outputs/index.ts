@@ -6,6 +6,11 @@ import { resolveInRoot } from '../paths';
 
 const MAX_TREE_ENTRIES = 2000;
 
+/** Where a conversation's outputs live: OUTPUT_PATH/<conversationId>. */
+export function outputRootOf(config: { outputPath: string }, conversationId: string): string {
+  return path.join(config.outputPath, conversationId);
+}
+
 /**
  * The files of one conversation's output folder as a tree. Hidden entries (temp files of
  * atomic writes among them) and symlinks are left out: a link could point anywhere.

@@ -10,7 +10,8 @@ import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { executeTool } from '../tools';
-import type { ToolContext, ToolResult } from '../tools/types';
+import type { ToolContext } from '../tools/types';
+import type { ToolResult } from '../results';
 import { resolvePath, writeFileAtomic, type ResolvedPath } from '.';
 import { makeSandbox, type Sandbox } from './test-fixtures';
 

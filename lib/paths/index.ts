@@ -3,6 +3,7 @@ export {
   expandDeep,
   rewriteProjectRoot,
   isReservedVariable,
+  withoutReserved,
   today,
   MOUNT_TOKENS,
   type MountName,

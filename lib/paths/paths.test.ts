@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { expandVariables, resolveInRoot, resolvePath, toVirtual, today, type ResolvedPath } from '.';
-import type { ToolResult } from '../tools/types';
+import type { ToolResult } from '../results';
 import { makeSandbox, type Sandbox } from './test-fixtures';
 
 let sb: Sandbox;

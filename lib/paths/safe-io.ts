@@ -2,8 +2,7 @@ import { constants, promises as fs } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import { createHash, randomBytes } from 'node:crypto';
 import path from 'node:path';
-import type { ToolFailure } from '../tools/types';
-import { fail, sha256 } from '../tools/result';
+import { fail, sha256, type ToolFailure } from '../results';
 import { fsFailure, isInside, violation, type ResolvedPath } from './sandbox';
 
 const O_NOFOLLOW = constants.O_NOFOLLOW ?? 0;

@@ -1,13 +1,20 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { ToolContext, ToolFailure } from '../tools/types';
-import { fail } from '../tools/result';
-import { expandVariables, isReservedVariable, MOUNT_TOKENS, type MountName, today } from './variables';
+import { fail, type ToolFailure } from '../results';
+import { expandVariables, MOUNT_TOKENS, type MountName, today, withoutReserved } from './variables';
 
 export type Access = 'read' | 'write';
 
-/** What the sandbox needs from a tool context. */
-export type PathContext = Pick<ToolContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot' | 'variables'>;
+/** The mounts a path may land in, as absolute server paths, and the variables paths may use. */
+export interface PathContext {
+  bundleRoot: string;
+  coreRoot: string;
+  /** The conversation's output folder: OUTPUT_PATH/<conversationId>. */
+  outputRoot: string;
+  projectRoot: string;
+  /** Variables from the agent's loaded config (user_name, ...), plus date. */
+  variables: Record<string, string>;
+}
 
 /**
  * A path the sandbox accepted. `abs` and `root` are real (symlink-free) server paths: they must
@@ -202,11 +209,6 @@ function mountRoot(ctx: PathContext, mount: MountName): string {
   return mount === 'bundle-root' ? ctx.bundleRoot : mount === 'core-root' ? ctx.coreRoot : ctx.outputRoot;
 }
 
-function userVariables(ctx: PathContext): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(ctx.variables ?? {})) if (!isReservedVariable(k)) out[k] = v;
-  return out;
-}
 
 function contextDate(ctx: PathContext): string {
   const d = ctx.variables?.date;
@@ -230,7 +232,7 @@ export async function resolvePath(
 
   const expansion = expandVariables(normaliseInput(input), {
     roots: ctx,
-    variables: userVariables(ctx),
+    variables: withoutReserved(ctx.variables),
     date: contextDate(ctx),
   });
   if (expansion.recursive.length) {
@@ -313,7 +315,7 @@ export async function resolveInRoot(
 }
 
 /** The virtual path of a server path inside a mount, or null when it is in none. */
-export function toVirtual(abs: string, ctx: Pick<ToolContext, 'bundleRoot' | 'coreRoot' | 'outputRoot'>): string | null {
+export function toVirtual(abs: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot'>): string | null {
   const mounts: Array<[string, string]> = [
     [MOUNT_TOKENS.output_folder, ctx.outputRoot],
     [MOUNT_TOKENS['bundle-root'], ctx.bundleRoot],
@@ -329,7 +331,7 @@ export function toVirtual(abs: string, ctx: Pick<ToolContext, 'bundleRoot' | 'co
 }
 
 /** Replaces any mount root (or the project root) in free text with its token: a last guard for messages. */
-export function redactPaths(text: string, ctx: Pick<ToolContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot'>): string {
+export function redactPaths(text: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot'>): string {
   const pairs: Array<[string, string]> = [
     [ctx.outputRoot, MOUNT_TOKENS.output_folder],
     [ctx.bundleRoot, MOUNT_TOKENS['bundle-root']],

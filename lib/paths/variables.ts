@@ -62,6 +62,13 @@ export function isReservedVariable(name: string): boolean {
   return RESERVED.has(name);
 }
 
+/** A copy without the names the app owns: user data never redefines a mount or a path variable. */
+export function withoutReserved<T>(values: Record<string, T> | undefined): Record<string, T> {
+  const out: Record<string, T> = {};
+  for (const [k, v] of Object.entries(values ?? {})) if (!RESERVED.has(k)) out[k] = v;
+  return out;
+}
+
 type Lookup = { literal: string } | { expand: string } | undefined;
 
 function scalar(value: unknown): string | undefined {

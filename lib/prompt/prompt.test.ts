@@ -1,6 +1,6 @@
 import { buildSystemPrompt, classifyCriticalActions, toModelMessages, type PromptAgent } from '.';
 import type { StoredMessage } from '../conversations/types';
-import type { ToolResult } from '../tools/types';
+import type { ToolResult } from '../results';
 
 const agent: PromptAgent = {
   id: 'pl',

@@ -1,5 +1,5 @@
 import type { TurnEvent, StopReason } from '../loop/types';
-import type { ToolResult } from '../tools/types';
+import type { ToolResult } from '../results';
 
 /** Headers of the AI SDK UI message stream protocol v1, so `useChat` can consume it. */
 export const UI_STREAM_HEADERS: Record<string, string> = {

@@ -2,8 +2,8 @@ import yaml from 'js-yaml';
 import { z } from 'zod';
 import { readForEdit, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
-import { fail, isFailure, sha256 } from './result';
-import type { ToolResult } from './types';
+import { fail, isFailure, sha256 } from '../results';
+import type { ToolResult } from '../results';
 
 const OPS = ['stepsCompleted.append', 'variables.set', 'decisionLog.append', 'artifacts.append', 'currentNodeId.set', 'updatedAt.set'] as const;
 

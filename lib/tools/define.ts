@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import type { ToolContext, ToolResult } from './types';
+import type { ToolResult } from '../results';
+import type { ToolContext } from './types';
 
 /** One tool: its OpenAI name, what the model reads about it, its argument schema and its body. */
 export interface Tool<S extends z.ZodType = z.ZodType> {

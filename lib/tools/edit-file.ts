@@ -2,8 +2,8 @@ import { createTwoFilesPatch } from 'diff';
 import { z } from 'zod';
 import { readForEdit, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
-import { fail, isFailure, sha256 } from './result';
-import type { ToolResult } from './types';
+import { fail, isFailure, sha256 } from '../results';
+import type { ToolResult } from '../results';
 
 const MAX_DIFF_CHARS = 20_000;
 

@@ -1,6 +1,7 @@
 import { readResolved, resolvePath, writeFileAtomic, type ResolvedPath } from '../paths';
-import { byteLength, fail, isFailure } from './result';
-import type { ToolContext, ToolFailure } from './types';
+import { byteLength, fail, isFailure } from '../results';
+import type { ToolFailure } from '../results';
+import type { ToolContext } from './types';
 
 /**
  * An existing file of the output folder, read whole for an in-place change. Files above the write

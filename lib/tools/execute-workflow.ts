@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { loadWorkflow } from '../workflows';
 import { coerceArgs, defineTool } from './define';
-import type { ToolResult } from './types';
+import type { ToolResult } from '../results';
 
 const schema = z.object({
   workflow_path: z

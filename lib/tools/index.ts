@@ -8,13 +8,13 @@ import { editFileTool } from './edit-file';
 import { executeWorkflowTool } from './execute-workflow';
 import { listFilesTool } from './list-files';
 import { readFileTool } from './read-file';
-import { fail } from './result';
+import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
+import { fail, type ToolResult } from '../results';
 import { saveOutputTool } from './save-output';
 import { searchFilesTool } from './search-files';
-import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from './types';
+import type { ToolContext } from './types';
 
-export type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult, ToolFailure, ToolErrorCode } from './types';
-export { fail, isFailure, sha256 } from './result';
+export type { ToolContext } from './types';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const TOOLS: Tool<any>[] = [
@@ -52,30 +52,14 @@ export function toolDefinitions(): ToolDefinition[] {
 
 type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false; result: ToolResult; raw: unknown };
 
-/** Raw model arguments to an object; tolerates empty strings and double-encoded JSON. */
 function parseArguments(raw: unknown): Parsed {
-  if (raw === undefined || raw === null) return { ok: true, value: {} };
-  if (typeof raw === 'object' && !Array.isArray(raw)) return { ok: true, value: raw as Record<string, unknown> };
-  if (typeof raw !== 'string') {
-    return { ok: false, raw, result: fail('E_INVALID_ARGS', 'Tool arguments must be a JSON object') };
-  }
-  if (raw.trim() === '') return { ok: true, value: {} };
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-    if (typeof value === 'string' && value.trim().startsWith('{')) value = JSON.parse(value);
-  } catch (e) {
-    const detail = e instanceof Error ? e.message : 'syntax error';
-    return {
-      ok: false,
-      raw,
-      result: fail('E_INVALID_ARGS', `Tool arguments are not valid JSON (${detail}). Send one JSON object, e.g. {"file_path": "{output_folder}/plan.md"}.`),
-    };
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return { ok: false, raw, result: fail('E_INVALID_ARGS', 'Tool arguments must be a JSON object with named fields') };
-  }
-  return { ok: true, value: value as Record<string, unknown> };
+  const parsed = parseToolArguments(raw);
+  if (parsed.ok) return parsed;
+  const result =
+    parsed.reason === 'not-json'
+      ? fail('E_INVALID_ARGS', `Tool arguments are not valid JSON (${parsed.detail}). Send one JSON object, e.g. {"file_path": "{output_folder}/plan.md"}.`)
+      : fail('E_INVALID_ARGS', 'Tool arguments must be a JSON object with named fields');
+  return { ok: false, raw: parsed.raw, result };
 }
 
 function describeIssues(error: z.ZodError): string {
@@ -100,7 +84,7 @@ function whenAborted(signal: AbortSignal | undefined): { promise: Promise<ToolRe
   return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
-async function runTool(call: ToolCallRequest, ctx: ToolContext): Promise<{ result: ToolResult; input: unknown }> {
+async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: ToolResult; input: unknown }> {
   const parsed = parseArguments(call.arguments);
   const input = parsed.ok ? parsed.value : parsed.raw;
   const tool = BY_NAME.get(call.name);
@@ -130,9 +114,10 @@ async function runTool(call: ToolCallRequest, ctx: ToolContext): Promise<{ resul
 
 /**
  * Runs one tool call. Never throws: every problem comes back as `{ ok: false, error }`, and
- * every call (rejected and malformed ones included) leaves one audit line when ctx.auditDir is set.
+ * every call (rejected and malformed ones included) leaves one audit line when ctx.auditDir is
+ * set and one log line (names and outcome only). The duration is measured here, once.
  */
-export async function executeTool(call: ToolCallRequest, ctx: ToolContext): Promise<ToolResult> {
+export async function runToolCall(call: ToolCall, ctx: ToolContext): Promise<{ result: ToolResult; durationMs: number }> {
   const started = performance.now();
   let result: ToolResult;
   let input: unknown = call?.arguments;
@@ -152,6 +137,7 @@ export async function executeTool(call: ToolCallRequest, ctx: ToolContext): Prom
     const message = redactPaths(result.error.message, ctx);
     if (message !== result.error.message) result = { ...result, error: { ...result.error, message } };
   }
+  const durationMs = Math.round((performance.now() - started) * 100) / 100;
   if (ctx.auditDir) {
     try {
       const entry = buildAuditEntry({
@@ -161,14 +147,26 @@ export async function executeTool(call: ToolCallRequest, ctx: ToolContext): Prom
         agentId: ctx.agentId,
         input,
         result,
-        durationMs: performance.now() - started,
+        durationMs,
       });
       await (ctx.audit ? ctx.audit.append(entry) : appendAudit(ctx.auditDir, entry));
     } catch (e) {
       log.warn('audit.append_failed', { error: e instanceof Error ? e.name : 'unknown', code: (e as NodeJS.ErrnoException)?.code });
     }
   }
-  return result;
+  log.info('tool.call', {
+    conversationId: ctx.conversationId,
+    agent: ctx.agentId,
+    tool: typeof call?.name === 'string' ? call.name.slice(0, 64) : undefined,
+    durationMs,
+    outcome: result.ok ? 'ok' : result.error.code,
+  });
+  return { result, durationMs };
+}
+
+/** {@link runToolCall} for callers that only need the result. */
+export async function executeTool(call: ToolCall, ctx: ToolContext): Promise<ToolResult> {
+  return (await runToolCall(call, ctx)).result;
 }
 
 export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool };

@@ -3,8 +3,8 @@ import path from 'node:path';
 import { z } from 'zod';
 import { fsFailure, MOUNT_TOKENS, resolvePath } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { fail } from './result';
-import type { ToolResult } from './types';
+import { fail } from '../results';
+import type { ToolResult } from '../results';
 
 export interface ListEntry {
   name: string;

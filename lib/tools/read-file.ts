@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { openForRead, resolvePath } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { fail } from './result';
-import type { ToolResult } from './types';
+import { fail } from '../results';
+import type { ToolResult } from '../results';
 
 const CHUNK_BYTES = 1 << 20;
 const BINARY_SNIFF_BYTES = 8000;

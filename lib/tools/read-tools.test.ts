@@ -3,7 +3,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { executeTool } from '.';
 import { makeSandbox, type Sandbox } from '../paths/test-fixtures';
-import type { ToolContext, ToolResult } from './types';
+import type { ToolContext } from './types';
+import type { ToolResult } from '../results';
 
 let sb: Sandbox;
 let ctx: ToolContext;

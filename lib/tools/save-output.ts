@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { hashResolved, resolvePath, writeFileAtomic } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { byteLength, fail, isFailure } from './result';
-import type { ToolResult } from './types';
+import { byteLength, fail, isFailure } from '../results';
+import type { ToolResult } from '../results';
 
 const schema = z.object({
   file_path: z

@@ -4,8 +4,9 @@ import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
 import { fsFailure, openForRead, resolvePath, type ResolvedPath } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { fail, isFailure } from './result';
-import type { ToolContext, ToolFailure, ToolResult } from './types';
+import { fail, isFailure } from '../results';
+import type { ToolFailure, ToolResult } from '../results';
+import type { ToolContext } from './types';
 
 export const SEARCH_BUDGET_MS = 2000;
 const MAX_PATTERN_CHARS = 500;

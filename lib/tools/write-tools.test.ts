@@ -4,7 +4,8 @@ import path from 'node:path';
 import { executeTool } from '.';
 import { splitFrontmatter } from './apply-patch';
 import { makeSandbox, type Sandbox } from '../paths/test-fixtures';
-import type { ToolContext, ToolResult } from './types';
+import type { ToolContext } from './types';
+import type { ToolResult } from '../results';
 
 let sb: Sandbox;
 let ctx: ToolContext;

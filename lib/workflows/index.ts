@@ -1,17 +1,18 @@
-import yaml from 'js-yaml';
+import { loadConfigFile, parseConfig } from '../agents/config';
 import {
   expandDeep,
   expandVariables,
   isReservedVariable,
   MOUNT_TOKENS,
+  withoutReserved,
   readResolved,
   resolvePath,
   today,
+  type PathContext,
   type ResolvedPath,
   type VariableScope,
 } from '../paths';
-import { fail, isFailure } from '../tools/result';
-import type { ToolContext, ToolFailure, ToolResult } from '../tools/types';
+import { fail, isFailure, type ToolFailure, type ToolResult } from '../results';
 
 /** Workflow files are small; anything bigger is a mistake, not a workflow. */
 const MAX_WORKFLOW_FILE_BYTES = 1_000_000;
@@ -39,22 +40,7 @@ export interface LoadWorkflowOptions {
   userInput?: unknown;
 }
 
-function parseYaml(text: string, virtualPath: string): Record<string, unknown> | ToolFailure {
-  let parsed: unknown;
-  try {
-    parsed = yaml.load(text, { schema: yaml.CORE_SCHEMA });
-  } catch (e) {
-    const reason = e instanceof yaml.YAMLException ? `${e.reason} (line ${e.mark.line + 1})` : 'unreadable YAML';
-    return fail('E_INVALID_YAML', `${virtualPath} is not valid YAML: ${reason}`, { path: virtualPath });
-  }
-  if (parsed === undefined || parsed === null) return {};
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    return fail('E_INVALID_YAML', `${virtualPath} must be a YAML map of keys`, { path: virtualPath });
-  }
-  return parsed as Record<string, unknown>;
-}
-
-async function readText(input: string, ctx: ToolContext): Promise<(LoadedFile & { target: ResolvedPath }) | ToolFailure> {
+async function readText(input: string, ctx: PathContext): Promise<(LoadedFile & { target: ResolvedPath }) | ToolFailure> {
   const target = await resolvePath(input, ctx, 'read');
   if (!target.ok) return target;
   if (target.kind === 'directory') return fail('EISDIR', `${target.virtual} is a folder, not a file`, { path: target.virtual });
@@ -77,21 +63,20 @@ function withContext(failure: ToolFailure, what: string): ToolFailure {
  * variable expanded to virtual paths or values. `{output_folder}` always means the conversation's
  * output folder, whatever the workflow or its config says.
  */
-export async function loadWorkflow(workflowPath: string, ctx: ToolContext, options: LoadWorkflowOptions = {}): Promise<ToolResult> {
+export async function loadWorkflow(workflowPath: string, ctx: PathContext, options: LoadWorkflowOptions = {}): Promise<ToolResult> {
   let file = await readText(workflowPath, ctx);
   if (isFailure(file) && file.error.code === 'EISDIR') {
     const inFolder = await readText(`${file.path}/workflow.yaml`, ctx);
     if (!isFailure(inFolder)) file = inFolder;
   }
   if (isFailure(file)) return file;
-  const raw = parseYaml(file.content, file.path);
+  const raw = parseConfig(file.content, file.path);
   if (isFailure(raw)) return raw;
 
   const warnings: string[] = [];
   const installedPath = dirnameVirtual(file.path);
   const date = typeof ctx.variables?.date === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(ctx.variables.date) ? ctx.variables.date : today();
-  const agentVars: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(ctx.variables ?? {})) if (!isReservedVariable(k)) agentVars[k] = v;
+  const agentVars: Record<string, unknown> = withoutReserved(ctx.variables);
   const baseScope: VariableScope = { roots: ctx, variables: agentVars, installedPath, date };
 
   // The config file first: workflow values refer to it through {config_source}:key.
@@ -99,23 +84,13 @@ export async function loadWorkflow(workflowPath: string, ctx: ToolContext, optio
   let configSource: string | undefined;
   if (typeof raw.config_source === 'string' && raw.config_source.trim() !== '') {
     const where = expandVariables(raw.config_source, baseScope);
-    const loaded = await readText(where.text, ctx);
+    const loaded = await loadConfigFile(where.text, (p) => readText(p, ctx));
     if (isFailure(loaded)) {
       if (loaded.error.code !== 'ENOENT') return withContext(loaded, 'config_source');
-      const fallback = await readText(`${MOUNT_TOKENS['bundle-root']}/config.yaml`, ctx);
-      if (isFailure(fallback)) {
-        warnings.push(`config_source ${loaded.path ?? ''} was not found; {config_source}:key values fall back to the agent's config`);
-      } else {
-        warnings.push(`config_source was not found; used ${fallback.path} instead`);
-        const parsed = parseYaml(fallback.content, fallback.path);
-        if (isFailure(parsed)) return withContext(parsed, 'config_source');
-        configRaw = parsed;
-        configSource = fallback.path;
-      }
+      warnings.push(`config_source ${loaded.path ?? where.text} was not found; {config_source}:key values fall back to the agent's config`);
     } else {
-      const parsed = parseYaml(loaded.content, loaded.path);
-      if (isFailure(parsed)) return withContext(parsed, 'config_source');
-      configRaw = parsed;
+      if (loaded.replaced) warnings.push(`config_source was not found; used ${loaded.path} instead`);
+      configRaw = loaded.data;
       configSource = loaded.path;
     }
   }
@@ -129,8 +104,7 @@ export async function loadWorkflow(workflowPath: string, ctx: ToolContext, optio
   for (const [k, v] of Object.entries(raw)) {
     if (!isReservedVariable(k) && (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')) workflowVars[k] = v;
   }
-  const configScalars: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(configRaw)) if (!isReservedVariable(k)) configScalars[k] = v;
+  const configScalars = withoutReserved(configRaw);
 
   const configScope: VariableScope = { ...baseScope, variables: { ...agentVars, ...configScalars }, configSource };
   const config = expandDeep(configRaw, configScope, sink) as Record<string, unknown>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { toDetailView } from '@/lib/chat/views';
-import { outputRootOf } from '@/lib/chat';
+import { outputRootOf } from '@/lib/outputs';
 import { removeOutputs } from '@/lib/outputs';
 import { deleteAudit } from '@/lib/audit';
 import { AppError } from '@/lib/errors';

@@ -1,5 +1,5 @@
 import { getRuntime } from '@/lib/runtime';
-import { outputRootOf } from '@/lib/chat';
+import { outputRootOf } from '@/lib/outputs';
 import { listOutputTree } from '@/lib/outputs';
 import { handle, ok } from '../../../_lib/http';
 import { conversationOr404 } from '../../../_lib/conversations';

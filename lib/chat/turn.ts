@@ -1,0 +1,181 @@
+import { AppError } from '../errors';
+import { log } from '../log';
+import type { StoredMessage, TurnLease } from '../conversations/types';
+import { runToolCall, toolDefinitions } from '../tools';
+import type { ToolCall } from '../llm/types';
+import { runTurn, type TurnEvent } from '../loop';
+import { buildSystemPrompt, toModelMessages } from '../prompt';
+import type { ResolvedAgent } from '../agents';
+import { matchCommand, isWorkflowCommand, type CommandMatch } from '../agents';
+import { outputRootOf, sweepTempFiles } from '../outputs';
+import { openAuditLog, type AuditLog } from '../audit';
+import { newConversationId } from '../conversations/ids';
+import { activate } from './activation';
+import { clock, newId, toolContext, type ChatDeps } from './context';
+
+export interface ChatRequest {
+  agentId: string;
+  message: string;
+  conversationId?: string;
+}
+
+export interface TurnHandle {
+  conversationId: string;
+  /** Id of the assistant message this turn answers with. */
+  messageId: string;
+  events: AsyncGenerator<TurnEvent>;
+}
+
+/** A workflow command becomes a tool call the server makes before the first model call. */
+function shortcutCall(command: CommandMatch | null): ToolCall | null {
+  if (!command || !isWorkflowCommand(command.command)) return null;
+  const args = command.userInput ? { workflow_path: command.command.target, user_input: command.userInput } : { workflow_path: command.command.target };
+  return { id: newId('call'), name: 'execute_workflow', arguments: JSON.stringify(args) };
+}
+
+/**
+ * Starts one turn: validates the request, takes the conversation's turn lock and returns the
+ * turn's events. Everything is persisted as it happens; the lock is released when the events
+ * end (or the consumer stops reading them).
+ */
+export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortSignal): Promise<TurnHandle> {
+  const resolved = await deps.catalog.getAgent(req.agentId);
+  if (!resolved) throw new AppError('E_AGENT_NOT_FOUND', `No agent with id "${req.agentId}". GET /api/agents lists the available agents.`);
+  if (!deps.config.llm.configured) {
+    throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured. Set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL (for a local OpenAI-compatible server such as Ollama, vLLM or LM Studio), and OPENAI_MODEL, then restart the server.');
+  }
+
+  let conversationId = req.conversationId;
+  let isNew = false;
+  let wasInterrupted = false;
+  if (conversationId) {
+    const existing = await deps.store.get(conversationId);
+    if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
+    wasInterrupted = existing.status === 'interrupted';
+    if (existing.agentId !== resolved.agent.id) {
+      throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to agent "${existing.agentId}", not "${resolved.agent.id}".`, { field: 'agentId' });
+    }
+  } else {
+    conversationId = newConversationId();
+    isNew = true;
+  }
+
+  const command = matchCommand(resolved.agent, req.message);
+  // One open audit file for the critical actions and every tool call of the turn.
+  const audit = openAuditLog(deps.auditDir, conversationId);
+  let lease: TurnLease | null;
+  try {
+    if (isNew) {
+      // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
+      const activation = await activate(deps, resolved, conversationId, audit);
+      // No title: the store names the conversation from its first message or its workflow.
+      await deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
+      await deps.store.setVariables(conversationId, activation.variables);
+      if (activation.context) {
+        await deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: activation.context, timestamp: clock(deps)().toISOString() });
+      }
+    }
+    lease = await deps.store.beginTurn(conversationId);
+    if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
+  } catch (e) {
+    void audit.close();
+    throw e;
+  }
+  if (wasInterrupted) {
+    // Never throws: the lock is held and must reach the turn's own cleanup.
+    const removed = await sweepTempFiles(outputRootOf(deps.config, conversationId)).catch(() => 0);
+    if (removed) log.warn('outputs.swept', { conversationId, tempFiles: removed });
+  }
+
+  const messageId = newId('msg');
+  const events = turnEvents(deps, { resolved, conversationId, message: req.message, command, signal, messageId, lease, audit });
+  return { conversationId, messageId, events };
+}
+
+interface Turn {
+  resolved: ResolvedAgent;
+  conversationId: string;
+  message: string;
+  command: CommandMatch | null;
+  signal: AbortSignal;
+  messageId: string;
+  lease: TurnLease;
+  audit: AuditLog;
+}
+
+async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
+  const { resolved, conversationId, signal, audit } = turn;
+  const store = deps.store;
+  const now = clock(deps);
+  const stamp = () => now().toISOString();
+  let outcome: 'done' | 'interrupted' = 'interrupted';
+  const started = performance.now();
+  try {
+    await store.append(conversationId, { id: newId('msg'), role: 'user', content: turn.message, timestamp: stamp() });
+
+    const conversation = await store.get(conversationId);
+    const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);
+    const definitions = toolDefinitions();
+    const systemPrompt = buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.bundle.name, toolNames: definitions.map((d) => d.function.name) });
+    const messages = toModelMessages(systemPrompt, await store.messages(conversationId));
+    const shortcut = shortcutCall(turn.command);
+    let stepStarted = performance.now();
+
+    for await (const event of runTurn({
+      client: deps.llm(),
+      model: deps.config.llm.model,
+      messages,
+      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig }) },
+      maxIterations: deps.config.maxIterations,
+      signal,
+      timeoutMs: deps.config.turnTimeoutMs,
+      ...(shortcut ? { serverCalls: [shortcut] } : {}),
+    })) {
+      switch (event.type) {
+        case 'step-start':
+          stepStarted = performance.now();
+          break;
+        case 'assistant-message': {
+          // A message without tool calls ends the turn, so it carries the turn's answer id.
+          const msg: StoredMessage = {
+            id: event.toolCalls.length ? newId('msg') : turn.messageId,
+            role: 'assistant',
+            content: event.content,
+            ...(event.toolCalls.length ? { toolCalls: event.toolCalls } : {}),
+            ...(event.byServer ? {} : { usage: event.usage }),
+            timestamp: stamp(),
+          };
+          await store.append(conversationId, msg);
+          if (event.byServer) break;
+          await store.addUsage(conversationId, event.usage);
+          log.info('model.call', {
+            conversationId,
+            agent: resolved.agent.id,
+            model: deps.config.llm.model,
+            durationMs: Math.round(performance.now() - stepStarted),
+            toolCalls: event.toolCalls.length,
+            promptTokens: event.usage.promptTokens,
+            completionTokens: event.usage.completionTokens,
+          });
+          break;
+        }
+        case 'tool-result':
+          await store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
+          break;
+        case 'finish':
+          outcome = event.stopReason === 'aborted' ? 'interrupted' : 'done';
+          break;
+      }
+      yield event;
+    }
+  } catch (e) {
+    const error = e instanceof AppError ? e : new AppError('E_INTERNAL', 'The turn failed unexpectedly.');
+    if (!(e instanceof AppError)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
+    yield { type: 'error', error };
+  } finally {
+    // Every line is written by now (each call awaited its own); only the file is given back.
+    void audit.close();
+    await store.endTurn(turn.lease, outcome);
+    log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome, durationMs: Math.round(performance.now() - started) });
+  }
+}

@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The result vocabulary every room shares: tools return these values, and the sandbox, the audit
+ * log and the workflow loader produce or read them. A leaf, so lower rooms never import tools.
+ */
+
+/** Codes a tool failure may carry (see the brief). */
+export type ToolErrorCode =
+  | 'ENOENT'
+  | 'EISDIR'
+  | 'ENOTDIR'
+  | 'E_BINARY'
+  | 'E_SANDBOX_VIOLATION'
+  | 'E_READ_ONLY'
+  | 'E_READ_LIMIT'
+  | 'E_WRITE_LIMIT'
+  | 'E_INVALID_ARGS'
+  | 'E_UNKNOWN_TOOL'
+  | 'E_NO_MATCH'
+  | 'E_AMBIGUOUS_MATCH'
+  | 'E_PRECONDITION_FAILED'
+  | 'E_INVALID_FRONTMATTER'
+  | 'E_INVALID_YAML'
+  | 'E_UNRESOLVED_VARIABLE'
+  | 'E_ABORTED'
+  | 'E_INTERNAL';
+
+export interface ToolFailure {
+  ok: false;
+  error: { code: ToolErrorCode; message: string; details?: Record<string, unknown> };
+  /** Virtual path, when one is known. */
+  path?: string;
+}
+
+export type ToolSuccess = { ok: true } & Record<string, unknown>;
+export type ToolResult = ToolSuccess | ToolFailure;
+
+export function fail(
+  code: ToolErrorCode,
+  message: string,
+  extra?: { path?: string; details?: Record<string, unknown> },
+): ToolFailure {
+  const failure: ToolFailure = { ok: false, error: { code, message } };
+  if (extra?.details) failure.error.details = extra.details;
+  if (extra?.path) failure.path = extra.path;
+  return failure;
+}
+
+export function isFailure(value: unknown): value is ToolFailure {
+  return typeof value === 'object' && value !== null && (value as { ok?: unknown }).ok === false;
+}
+
+export function sha256(data: string | Buffer): string {
+  return createHash('sha256').update(data).digest('hex');
+}
+
+export function byteLength(text: string): number {
+  return Buffer.byteLength(text, 'utf8');
+}
