@@ -174,7 +174,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   let isNew = false;
   let wasInterrupted = false;
   if (conversationId) {
-    const existing = deps.store.get(conversationId);
+    const existing = await deps.store.get(conversationId);
     wasInterrupted = existing?.status === 'interrupted';
     if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
     if (existing.agentId !== resolved.agent.id) {
@@ -194,13 +194,13 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
       // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
       const critical = await runCriticalActions(deps, resolved, conversationId, audit);
       // No title: the store names the conversation from its first message or its workflow.
-      deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
-      deps.store.setVariables(conversationId, critical.variables);
+      await deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
+      await deps.store.setVariables(conversationId, critical.variables);
       if (critical.context) {
-        deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: critical.context, timestamp: (deps.now ?? (() => new Date()))().toISOString() });
+        await deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: critical.context, timestamp: (deps.now ?? (() => new Date()))().toISOString() });
       }
     }
-    lease = deps.store.beginTurn(conversationId);
+    lease = await deps.store.beginTurn(conversationId);
     if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
   } catch (e) {
     void audit.close();
@@ -235,9 +235,9 @@ async function* turnEvents(
   let outcome: 'done' | 'interrupted' = 'interrupted';
   const started = performance.now();
   try {
-    store.append(conversationId, { id: newId('msg'), role: 'user', content: message, timestamp: stamp() });
+    await store.append(conversationId, { id: newId('msg'), role: 'user', content: message, timestamp: stamp() });
 
-    const conversation = store.get(conversationId);
+    const conversation = await store.get(conversationId);
     const variables = conversation?.variables ?? {};
     const ctx = toolContext(deps, resolved, conversationId, variables, audit, signal);
 
@@ -249,18 +249,18 @@ async function* turnEvents(
         name: 'execute_workflow',
         arguments: JSON.stringify(command.userInput ? { workflow_path: command.command.target, user_input: command.userInput } : { workflow_path: command.command.target }),
       };
-      store.append(conversationId, { id: newId('msg'), role: 'assistant', content: '', toolCalls: [call], timestamp: stamp() });
+      await store.append(conversationId, { id: newId('msg'), role: 'assistant', content: '', toolCalls: [call], timestamp: stamp() });
       yield { type: 'step-start', iteration: 0 };
       yield { type: 'tool-call', call, input: parseToolArguments(call.arguments) };
       const { result, durationMs } = await runTool(call, ctx);
-      store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: call.id, name: call.name, result, timestamp: stamp() });
+      await store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: call.id, name: call.name, result, timestamp: stamp() });
       yield { type: 'tool-result', call, result, durationMs };
       yield { type: 'step-finish', iteration: 0, usage: { promptTokens: 0, completionTokens: 0 } };
     }
 
     const definitions = toolDefinitions();
     const systemPrompt = buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.bundle.name, toolNames: definitions.map((d) => d.function.name) });
-    const messages = toModelMessages(systemPrompt, store.messages(conversationId));
+    const messages = toModelMessages(systemPrompt, await store.messages(conversationId));
     const pending: { assistantId?: string } = {};
     let stepStarted = performance.now();
 
@@ -288,8 +288,8 @@ async function* turnEvents(
             usage: event.usage,
             timestamp: stamp(),
           };
-          store.append(conversationId, msg);
-          store.addUsage(conversationId, event.usage);
+          await store.append(conversationId, msg);
+          await store.addUsage(conversationId, event.usage);
           log.info('model.call', {
             conversationId,
             agent: resolved.agent.id,
@@ -302,7 +302,7 @@ async function* turnEvents(
           break;
         }
         case 'tool-result':
-          store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
+          await store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
           break;
         case 'finish':
           outcome = event.stopReason === 'aborted' ? 'interrupted' : 'done';
@@ -317,7 +317,7 @@ async function* turnEvents(
   } finally {
     // Every line is written by now (each call awaited its own); only the file is given back.
     void audit.close();
-    store.endTurn(lease, outcome);
+    await store.endTurn(lease, outcome);
     log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome, durationMs: Math.round(performance.now() - started) });
   }
 }
