@@ -233,7 +233,7 @@ export class SqliteConversationStore implements ConversationStore {
     this.interruptAbandonedTurns();
   }
 
-  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Conversation {
+  async create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
     const now = monotonicNow();
     try {
@@ -255,13 +255,13 @@ export class SqliteConversationStore implements ConversationStore {
     };
   }
 
-  get(id: string): Conversation | null {
+  async get(id: string): Promise<Conversation | null> {
     if (!isValidConversationId(id)) return null;
     const row = this.stmt.get.get(id);
     return row ? toConversation(row) : null;
   }
 
-  list(options?: ListOptions): Page<ConversationSummary> {
+  async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
     const limit = pageSize(options);
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
     const byAgent = options?.agentId !== undefined;
@@ -278,41 +278,41 @@ export class SqliteConversationStore implements ConversationStore {
     return rows.length > limit && last ? { items, nextCursor: encodeCursor({ updatedAt: last.updated_at, id: last.id }) } : { items };
   }
 
-  rename(id: string, title: string): Conversation | null {
+  async rename(id: string, title: string): Promise<Conversation | null> {
     const t = prepareRename(title);
     if (!isValidConversationId(id)) return null;
     const row = this.stmt.rename.get(t, id);
     return row ? toConversation(row) : null;
   }
 
-  delete(id: string): boolean {
+  async delete(id: string): Promise<boolean> {
     if (!isValidConversationId(id)) return false;
     this.held.delete(id);
     return this.stmt.delete.run(id).changes === 1;
   }
 
-  messages(id: string): StoredMessage[] {
+  async messages(id: string): Promise<StoredMessage[]> {
     if (!isValidConversationId(id)) return [];
     return this.stmt.messages.all(id).map(toMessage);
   }
 
-  append(id: string, message: StoredMessage): void {
+  async append(id: string, message: StoredMessage): Promise<void> {
     assertMessage(message);
     if (!isValidConversationId(id)) throw notFound(id);
     this.appendTx(id, message);
   }
 
-  setVariables(id: string, variables: Record<string, string>): void {
+  async setVariables(id: string, variables: Record<string, string>): Promise<void> {
     assertVariables(variables);
     if (!isValidConversationId(id) || this.stmt.setVariables.run(JSON.stringify(variables), id).changes !== 1) throw notFound(id);
   }
 
-  addUsage(id: string, usage: Usage): void {
+  async addUsage(id: string, usage: Usage): Promise<void> {
     const u = cleanUsage(usage);
     if (!isValidConversationId(id) || this.stmt.addUsage.run(u.promptTokens, u.completionTokens, id).changes !== 1) throw notFound(id);
   }
 
-  beginTurn(id: string): TurnLease | null {
+  async beginTurn(id: string): Promise<TurnLease | null> {
     if (!isValidConversationId(id)) throw notFound(id);
     const token = randomUUID();
     const args = { id, token, owner: this.holder.tag, now: new Date().toISOString() };
@@ -328,20 +328,25 @@ export class SqliteConversationStore implements ConversationStore {
     return { conversationId: id, token };
   }
 
-  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
-    if (this.closed || !isValidConversationId(lease.conversationId)) return;
-    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, interrupted: outcome === 'interrupted' ? 1 : 0 });
-    if (changes === 1 || this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
+  async endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void> {
+    this.release(lease, outcome);
   }
 
   /** Ends this instance's turns as interrupted and closes the file; later calls are no-ops. */
-  close(): void {
+  async close(): Promise<void> {
+    // All in one go, no await: a call that comes in meanwhile cannot take a turn close() misses.
     if (this.closed) return;
-    for (const [conversationId, token] of this.held) this.endTurn({ conversationId, token }, 'interrupted');
+    for (const [conversationId, token] of this.held) this.release({ conversationId, token }, 'interrupted');
     this.held.clear();
     this.closed = true;
     this.holder.release();
     this.db.close();
+  }
+
+  private release(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
+    if (this.closed || !isValidConversationId(lease.conversationId)) return;
+    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, interrupted: outcome === 'interrupted' ? 1 : 0 });
+    if (changes === 1 || this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
   }
 
   /** EXPLAIN QUERY PLAN details of the statement list(options) runs; for tests and diagnostics. */
