@@ -18,25 +18,25 @@ export async function seedConversations(dataDir: string, conversations: number, 
   try {
     for (let c = 0; c < conversations; c++) {
       const id = `seed-${String(c).padStart(6, '0')}`;
-      store.create({ id, agentId: c % 2 ? 'product-lead' : 'story-writer', bundleName: 'product-studio' });
-      store.append(id, { id: `${id}-sys`, role: 'system', content: CONTEXT, timestamp: ts });
+      await store.create({ id, agentId: c % 2 ? 'product-lead' : 'story-writer', bundleName: 'product-studio' });
+      await store.append(id, { id: `${id}-sys`, role: 'system', content: CONTEXT, timestamp: ts });
       messages++;
       for (let m = 1; m < messagesEach; m++) {
         const mid = `${id}-m${m}`;
         if (m === 2) {
-          store.append(id, { id: mid, role: 'assistant', content: '', toolCalls: [{ id: `${mid}-c`, name: 'read_file', arguments: '{"file_path":"{bundle-root}/config.yaml"}' }], timestamp: ts });
+          await store.append(id, { id: mid, role: 'assistant', content: '', toolCalls: [{ id: `${mid}-c`, name: 'read_file', arguments: '{"file_path":"{bundle-root}/config.yaml"}' }], timestamp: ts });
         } else if (m === 3) {
-          store.append(id, { id: mid, role: 'tool', toolCallId: `${id}-m2-c`, name: 'read_file', result: { ok: true, path: '{bundle-root}/config.yaml', content: CONTEXT.repeat(2) }, timestamp: ts });
+          await store.append(id, { id: mid, role: 'tool', toolCallId: `${id}-m2-c`, name: 'read_file', result: { ok: true, path: '{bundle-root}/config.yaml', content: CONTEXT.repeat(2) }, timestamp: ts });
         } else if (m % 2 === 1) {
-          store.append(id, { id: mid, role: 'user', content: `Stored question ${m} of conversation ${c}: what comes next?`, timestamp: ts });
+          await store.append(id, { id: mid, role: 'user', content: `Stored question ${m} of conversation ${c}: what comes next?`, timestamp: ts });
         } else {
-          store.append(id, { id: mid, role: 'assistant', content: ANSWER, usage: { promptTokens: 1200, completionTokens: 120 }, timestamp: ts });
+          await store.append(id, { id: mid, role: 'assistant', content: ANSWER, usage: { promptTokens: 1200, completionTokens: 120 }, timestamp: ts });
         }
         messages++;
       }
     }
   } finally {
-    store.close();
+    await store.close();
   }
   return { ms: performance.now() - t0, messages };
 }

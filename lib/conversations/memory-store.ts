@@ -45,7 +45,7 @@ interface Entry {
 export class MemoryConversationStore implements ConversationStore {
   private readonly entries = new Map<string, Entry>();
 
-  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Conversation {
+  async create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
     if (this.entries.has(c.id)) throw duplicateId(c.id);
     const now = monotonicNow();
@@ -64,12 +64,12 @@ export class MemoryConversationStore implements ConversationStore {
     return structuredClone(conversation);
   }
 
-  get(id: string): Conversation | null {
+  async get(id: string): Promise<Conversation | null> {
     const e = this.entry(id);
     return e ? structuredClone(e.conversation) : null;
   }
 
-  list(options?: ListOptions): Page<ConversationSummary> {
+  async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
     const limit = pageSize(options);
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
     const rows = [...this.entries.values()]
@@ -86,7 +86,7 @@ export class MemoryConversationStore implements ConversationStore {
     return rows.length > limit && last ? { items, nextCursor: encodeCursor(last.conversation) } : { items };
   }
 
-  rename(id: string, title: string): Conversation | null {
+  async rename(id: string, title: string): Promise<Conversation | null> {
     const t = prepareRename(title);
     const e = this.entry(id);
     if (!e) return null;
@@ -95,16 +95,16 @@ export class MemoryConversationStore implements ConversationStore {
     return structuredClone(e.conversation);
   }
 
-  delete(id: string): boolean {
+  async delete(id: string): Promise<boolean> {
     return isValidConversationId(id) && this.entries.delete(id);
   }
 
-  messages(id: string): StoredMessage[] {
+  async messages(id: string): Promise<StoredMessage[]> {
     const e = this.entry(id);
     return e ? structuredClone(e.messages) : [];
   }
 
-  append(id: string, message: StoredMessage): void {
+  async append(id: string, message: StoredMessage): Promise<void> {
     assertMessage(message);
     const e = this.required(id);
     // JSON round trip, not structuredClone: the SQLite store keeps JSON, so both stores hand
@@ -118,34 +118,35 @@ export class MemoryConversationStore implements ConversationStore {
     e.conversation.updatedAt = monotonicNow();
   }
 
-  setVariables(id: string, variables: Record<string, string>): void {
+  async setVariables(id: string, variables: Record<string, string>): Promise<void> {
     assertVariables(variables);
     this.required(id).conversation.variables = { ...variables };
   }
 
-  addUsage(id: string, usage: Usage): void {
+  async addUsage(id: string, usage: Usage): Promise<void> {
     const u = cleanUsage(usage);
     const total = this.required(id).conversation.usage;
     total.promptTokens += u.promptTokens;
     total.completionTokens += u.completionTokens;
   }
 
-  beginTurn(id: string): TurnLease | null {
+  async beginTurn(id: string): Promise<TurnLease | null> {
     const e = this.required(id);
+    // No await between this check and the set below: that is what keeps a second turn out.
     if (e.turn !== null) return null;
     e.turn = randomUUID();
     e.conversation.status = 'running';
     return { conversationId: id, token: e.turn };
   }
 
-  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
+  async endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void> {
     const e = this.entry(lease.conversationId);
     if (!e || e.turn === null || e.turn !== lease.token) return;
     e.turn = null;
     e.conversation.status = (outcome === 'interrupted' ? 'interrupted' : 'idle') satisfies ConversationStatus;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     // Nothing to flush; kept so callers can treat both stores alike.
   }
 

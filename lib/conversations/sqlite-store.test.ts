@@ -32,14 +32,14 @@ beforeEach(() => {
   file = path.join(dir, 'conversations.db');
 });
 
-afterEach(() => {
-  for (const s of open.splice(0)) s.close();
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
 describe('SqliteConversationStore', () => {
-  it('sets up WAL, NORMAL sync, foreign keys and the schema version', () => {
-    openStore().close();
+  it('sets up WAL, NORMAL sync, foreign keys and the schema version', async () => {
+    await openStore().close();
     const raw = new Database(file);
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
@@ -58,98 +58,98 @@ describe('SqliteConversationStore', () => {
     expect(() => new SqliteConversationStore(file)).toThrow(/schema version 999/);
   });
 
-  it('keeps everything across a reopen', () => {
+  it('keeps everything across a reopen', async () => {
     const a = openStore();
-    const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
+    const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
     const msgs: StoredMessage[] = [
       { id: 'u', role: 'user', content: 'Draft a brief', timestamp: '2025-01-01T00:00:00.000Z' },
       { id: 'a', role: 'assistant', content: 'Done', usage: { promptTokens: 3, completionTokens: 4 }, timestamp: '2025-01-01T00:00:01.000Z' },
     ];
-    for (const m of msgs) a.append(c.id, m);
-    a.setVariables(c.id, { user_name: 'Ada' });
-    a.addUsage(c.id, { promptTokens: 3, completionTokens: 4 });
-    const before = { conv: a.get(c.id), list: a.list() };
-    a.close();
+    for (const m of msgs) await a.append(c.id, m);
+    await a.setVariables(c.id, { user_name: 'Ada' });
+    await a.addUsage(c.id, { promptTokens: 3, completionTokens: 4 });
+    const before = { conv: await a.get(c.id), list: await a.list() };
+    await a.close();
 
     const b = openStore();
-    expect(b.get(c.id)).toEqual(before.conv);
-    expect(b.list()).toEqual(before.list);
-    expect(b.messages(c.id)).toStrictEqual(msgs);
-    expect(b.get(c.id)).toMatchObject({ title: 'Draft a brief', status: 'idle', variables: { user_name: 'Ada' } });
+    expect(await b.get(c.id)).toEqual(before.conv);
+    expect(await b.list()).toEqual(before.list);
+    expect(await b.messages(c.id)).toStrictEqual(msgs);
+    expect(await b.get(c.id)).toMatchObject({ title: 'Draft a brief', status: 'idle', variables: { user_name: 'Ada' } });
   });
 
-  it('removes messages through the foreign-key cascade', () => {
+  it('removes messages through the foreign-key cascade', async () => {
     const s = openStore();
-    const c = s.create({ agentId: 'pm', bundleName: 'bmm' });
-    s.append(c.id, { id: 'u', role: 'user', content: 'x', timestamp: 't' });
-    s.delete(c.id);
+    const c = await s.create({ agentId: 'pm', bundleName: 'bmm' });
+    await s.append(c.id, { id: 'u', role: 'user', content: 'x', timestamp: 't' });
+    await s.delete(c.id);
     const raw = new Database(file, { readonly: true });
     expect(raw.prepare('SELECT count(*) AS n FROM messages').get()).toEqual({ n: 0 });
     raw.close();
   });
 
   describe('turn lock across store instances', () => {
-    it('lets only one of two stores on the same file hold a turn', () => {
+    it('lets only one of two stores on the same file hold a turn', async () => {
       const a = openStore();
       const b = openStore();
-      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
-      const lease = a.beginTurn(c.id)!;
+      const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
+      const lease = (await a.beginTurn(c.id))!;
       expect(lease).not.toBeNull();
-      expect(b.beginTurn(c.id)).toBeNull();
-      b.endTurn({ conversationId: c.id, token: 'guess' }, 'done');
-      expect(a.beginTurn(c.id)).toBeNull();
-      b.endTurn(lease, 'done'); // the token, not the instance, owns the lock
-      expect(b.get(c.id)?.status).toBe('idle');
-      expect(a.beginTurn(c.id)).not.toBeNull();
+      expect(await b.beginTurn(c.id)).toBeNull();
+      await b.endTurn({ conversationId: c.id, token: 'guess' }, 'done');
+      expect(await a.beginTurn(c.id)).toBeNull();
+      await b.endTurn(lease, 'done'); // the token, not the instance, owns the lock
+      expect((await b.get(c.id))?.status).toBe('idle');
+      expect(await a.beginTurn(c.id)).not.toBeNull();
       const third = openStore(); // opening must not clear a live holder's lock
-      expect(third.get(c.id)?.status).toBe('running');
-      expect(third.beginTurn(c.id)).toBeNull();
+      expect((await third.get(c.id))?.status).toBe('running');
+      expect(await third.beginTurn(c.id)).toBeNull();
     });
 
-    it('marks a turn whose process is gone as interrupted on open, and the conversation goes on', () => {
+    it('marks a turn whose process is gone as interrupted on open, and the conversation goes on', async () => {
       const a = openStore();
-      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
-      a.beginTurn(c.id);
+      const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
+      await a.beginTurn(c.id);
       orphanLock(c.id);
       const b = openStore();
-      expect(b.get(c.id)?.status).toBe('interrupted');
-      const lease = b.beginTurn(c.id)!;
+      expect((await b.get(c.id))?.status).toBe('interrupted');
+      const lease = (await b.beginTurn(c.id))!;
       expect(lease).not.toBeNull();
-      expect(b.get(c.id)?.status).toBe('running');
-      b.endTurn(lease, 'done');
-      expect(b.get(c.id)?.status).toBe('idle');
+      expect((await b.get(c.id))?.status).toBe('running');
+      await b.endTurn(lease, 'done');
+      expect((await b.get(c.id))?.status).toBe('idle');
     });
 
-    it('takes over the lock of a dead holder without waiting for a restart', () => {
+    it('takes over the lock of a dead holder without waiting for a restart', async () => {
       const a = openStore();
       const b = openStore();
-      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
-      const stale = a.beginTurn(c.id)!;
+      const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
+      const stale = (await a.beginTurn(c.id))!;
       orphanLock(c.id);
-      const lease = b.beginTurn(c.id)!;
+      const lease = (await b.beginTurn(c.id))!;
       expect(lease).not.toBeNull();
-      a.endTurn(stale, 'done'); // the old holder's late release must not free the new turn
-      expect(b.get(c.id)?.status).toBe('running');
-      expect(a.beginTurn(c.id)).toBeNull();
+      await a.endTurn(stale, 'done'); // the old holder's late release must not free the new turn
+      expect((await b.get(c.id))?.status).toBe('running');
+      expect(await a.beginTurn(c.id)).toBeNull();
     });
 
-    it('ends its own turns as interrupted when closed', () => {
+    it('ends its own turns as interrupted when closed', async () => {
       const a = openStore();
-      const c = a.create({ agentId: 'pm', bundleName: 'bmm' });
-      a.beginTurn(c.id);
-      a.close();
-      a.close();
+      const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
+      await a.beginTurn(c.id);
+      await a.close();
+      await a.close();
       const b = openStore();
-      expect(b.get(c.id)?.status).toBe('interrupted');
-      expect(b.beginTurn(c.id)).not.toBeNull();
+      expect((await b.get(c.id))?.status).toBe('interrupted');
+      expect(await b.beginTurn(c.id)).not.toBeNull();
     });
   });
 
   it('survives kill -9 in the middle of a turn', async () => {
     const setup = openStore();
-    const c = setup.create({ agentId: 'pm', bundleName: 'bmm' });
-    setup.append(c.id, { id: 'u0', role: 'user', content: 'go', timestamp: 't' });
-    setup.close();
+    const c = await setup.create({ agentId: 'pm', bundleName: 'bmm' });
+    await setup.append(c.id, { id: 'u0', role: 'user', content: 'go', timestamp: 't' });
+    await setup.close();
 
     const child = spawn(process.execPath, ['--import', 'tsx', path.join(__dirname, '__fixtures__', 'crash-child.ts'), file, c.id], {
       cwd: REPO_ROOT,
@@ -182,10 +182,10 @@ describe('SqliteConversationStore', () => {
     raw.close();
 
     const s = openStore();
-    expect(s.get(c.id)?.status).toBe('interrupted');
-    const messages = s.messages(c.id);
+    expect((await s.get(c.id))?.status).toBe('interrupted');
+    const messages = await s.messages(c.id);
     expect(messages.length - 1).toBeGreaterThanOrEqual(committed);
-    expect(s.list().items[0]!.messageCount).toBe(messages.length);
+    expect((await s.list()).items[0]!.messageCount).toBe(messages.length);
     messages.slice(1).forEach((m, n) => {
       const i = Math.floor(n / 2);
       if (n % 2 === 0) {
@@ -195,20 +195,23 @@ describe('SqliteConversationStore', () => {
       }
     });
 
-    const lease = s.beginTurn(c.id)!;
+    const lease = (await s.beginTurn(c.id))!;
     expect(lease).not.toBeNull();
-    s.append(c.id, { id: 'u1', role: 'user', content: 'continue', timestamp: 't' });
-    s.endTurn(lease, 'done');
-    expect(s.get(c.id)?.status).toBe('idle');
-    expect(s.messages(c.id).at(-1)).toMatchObject({ id: 'u1' });
+    await s.append(c.id, { id: 'u1', role: 'user', content: 'continue', timestamp: 't' });
+    await s.endTurn(lease, 'done');
+    expect((await s.get(c.id))?.status).toBe('idle');
+    expect((await s.messages(c.id)).at(-1)).toMatchObject({ id: 'u1' });
   });
 
-  it('lists and reads messages through indexes with 10,000 conversations stored', () => {
+  it('lists and reads messages through indexes with 10,000 conversations stored', async () => {
     const s = openStore();
     const db = (s as unknown as { db: Database.Database }).db;
+    // create() writes before it returns its promise, so all 10,000 inserts share one transaction.
+    const created: Promise<unknown>[] = [];
     db.transaction(() => {
-      for (let i = 0; i < 10_000; i++) s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm' });
+      for (let i = 0; i < 10_000; i++) created.push(s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm' }));
     })();
+    await Promise.all(created);
 
     const noFullScan = (plan: string[]) => {
       expect(plan.join(' | ')).toMatch(/USING (COVERING )?INDEX conversations_by_(updated|agent)/);
@@ -221,12 +224,12 @@ describe('SqliteConversationStore', () => {
     noFullScan(s.explainList({ agentId: 'architect', withCursor: true }));
     expect(s.explainMessages().join(' | ')).toMatch(/SEARCH messages USING (INDEX|PRIMARY KEY)/);
 
-    const first = s.list({ limit: 20 });
+    const first = await s.list({ limit: 20 });
     expect(first.items).toHaveLength(20);
-    const second = s.list({ limit: 20, cursor: first.nextCursor });
+    const second = await s.list({ limit: 20, cursor: first.nextCursor });
     expect(second.items).toHaveLength(20);
     expect(second.items[0]!.updatedAt <= first.items[19]!.updatedAt).toBe(true);
-    const architect = s.list({ agentId: 'architect', limit: 100 });
+    const architect = await s.list({ agentId: 'architect', limit: 100 });
     expect(architect.items).toHaveLength(100);
     expect(architect.items.every((x) => x.agentId === 'architect')).toBe(true);
   });

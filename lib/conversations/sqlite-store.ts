@@ -1,6 +1,4 @@
-import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
-import os from 'node:os';
 import Database from 'better-sqlite3';
 import type {
   Conversation,
@@ -30,6 +28,7 @@ import {
   titleCandidates,
 } from './internal';
 import { migrate } from './migrations';
+import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 
 const CONVERSATION_COLUMNS =
   'id, agent_id, bundle_name, title, created_at, updated_at, status, variables, prompt_tokens, completion_tokens';
@@ -86,62 +85,6 @@ type ListKind = keyof typeof LIST_SQL;
 const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, timestamp
   FROM messages WHERE conversation_id = ? ORDER BY seq`;
 
-// Store instances alive in this process, by owner nonce. Kept on globalThis so that a dev-mode
-// module reload, which builds a fresh copy of this module, still sees the leases of the old one.
-const LIVE_KEY = Symbol.for('bmad-orchestrator.conversations.liveStores');
-const liveStores: Set<string> = ((globalThis as Record<symbol, unknown>)[LIVE_KEY] ??= new Set<string>()) as Set<string>;
-
-/**
- * When a process started (clock ticks since boot, /proc/<pid>/stat field 22), or null where
- * /proc is missing. With the pid it names one process for good: a reused pid has a new start time.
- */
-function processStartTime(pid: number): string | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-const OWN_START = processStartTime(process.pid);
-
-/**
- * Who holds a turn: host, pid, store instance and the process's start time. A lock is only
- * honoured while its holder could still be running, so a `kill -9` never leaves a conversation
- * busy forever, even when another process has taken the dead holder's pid.
- */
-function ownerTag(nonce: string): string {
-  return JSON.stringify([os.hostname(), process.pid, nonce, OWN_START]);
-}
-
-function ownerAlive(owner: string | null): boolean {
-  let parsed: unknown;
-  try {
-    parsed = owner ? JSON.parse(owner) : null;
-  } catch {
-    return false;
-  }
-  if (!Array.isArray(parsed) || parsed.length !== 4) return false;
-  const [host, pid, nonce, started] = parsed as [unknown, unknown, unknown, unknown];
-  // SQLite's WAL mode only works between processes on one host (shared memory), so a holder on
-  // another host is a previous incarnation of this machine or container: gone.
-  if (host !== os.hostname() || typeof pid !== 'number') return false;
-  // Same pid: either us, or a process before a restart that reused our pid (common as pid 1 in
-  // containers); only our own open stores count.
-  if (pid === process.pid) return typeof nonce === 'string' && liveStores.has(nonce);
-  if (typeof started === 'string') {
-    const now = processStartTime(pid);
-    if (now !== null) return now === started;
-  }
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export interface SqliteStoreOptions {
   /** How long a writer waits for another process's write lock before failing (ms). */
   busyTimeoutMs?: number;
@@ -156,8 +99,7 @@ export interface SqliteStoreOptions {
 export class SqliteConversationStore implements ConversationStore {
   readonly file: string;
   private readonly db: Database.Database;
-  private readonly nonce = randomUUID();
-  private readonly owner: string;
+  private readonly holder: LeaseHolder;
   /** Leases this instance holds, so close() can end them. */
   private readonly held = new Map<string, string>();
   private closed = false;
@@ -197,8 +139,7 @@ export class SqliteConversationStore implements ConversationStore {
       this.db.close();
       throw e;
     }
-    this.owner = ownerTag(this.nonce);
-    liveStores.add(this.nonce);
+    this.holder = registerHolder();
 
     const db = this.db;
     const endSql = (status: string) =>
@@ -292,7 +233,7 @@ export class SqliteConversationStore implements ConversationStore {
     this.interruptAbandonedTurns();
   }
 
-  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Conversation {
+  async create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
     const now = monotonicNow();
     try {
@@ -314,13 +255,13 @@ export class SqliteConversationStore implements ConversationStore {
     };
   }
 
-  get(id: string): Conversation | null {
+  async get(id: string): Promise<Conversation | null> {
     if (!isValidConversationId(id)) return null;
     const row = this.stmt.get.get(id);
     return row ? toConversation(row) : null;
   }
 
-  list(options?: ListOptions): Page<ConversationSummary> {
+  async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
     const limit = pageSize(options);
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
     const byAgent = options?.agentId !== undefined;
@@ -337,70 +278,75 @@ export class SqliteConversationStore implements ConversationStore {
     return rows.length > limit && last ? { items, nextCursor: encodeCursor({ updatedAt: last.updated_at, id: last.id }) } : { items };
   }
 
-  rename(id: string, title: string): Conversation | null {
+  async rename(id: string, title: string): Promise<Conversation | null> {
     const t = prepareRename(title);
     if (!isValidConversationId(id)) return null;
     const row = this.stmt.rename.get(t, id);
     return row ? toConversation(row) : null;
   }
 
-  delete(id: string): boolean {
+  async delete(id: string): Promise<boolean> {
     if (!isValidConversationId(id)) return false;
     this.held.delete(id);
     return this.stmt.delete.run(id).changes === 1;
   }
 
-  messages(id: string): StoredMessage[] {
+  async messages(id: string): Promise<StoredMessage[]> {
     if (!isValidConversationId(id)) return [];
     return this.stmt.messages.all(id).map(toMessage);
   }
 
-  append(id: string, message: StoredMessage): void {
+  async append(id: string, message: StoredMessage): Promise<void> {
     assertMessage(message);
     if (!isValidConversationId(id)) throw notFound(id);
     this.appendTx(id, message);
   }
 
-  setVariables(id: string, variables: Record<string, string>): void {
+  async setVariables(id: string, variables: Record<string, string>): Promise<void> {
     assertVariables(variables);
     if (!isValidConversationId(id) || this.stmt.setVariables.run(JSON.stringify(variables), id).changes !== 1) throw notFound(id);
   }
 
-  addUsage(id: string, usage: Usage): void {
+  async addUsage(id: string, usage: Usage): Promise<void> {
     const u = cleanUsage(usage);
     if (!isValidConversationId(id) || this.stmt.addUsage.run(u.promptTokens, u.completionTokens, id).changes !== 1) throw notFound(id);
   }
 
-  beginTurn(id: string): TurnLease | null {
+  async beginTurn(id: string): Promise<TurnLease | null> {
     if (!isValidConversationId(id)) throw notFound(id);
     const token = randomUUID();
-    const args = { id, token, owner: this.owner, now: new Date().toISOString() };
+    const args = { id, token, owner: this.holder.tag, now: new Date().toISOString() };
     if (this.stmt.begin.run(args).changes !== 1) {
       const row = this.stmt.turnOf.get(id);
       if (!row) throw notFound(id);
       // The holder died without releasing (another process was killed): take the lock over,
       // conditional on its token so two takers cannot both win.
-      if (row.active_turn === null || ownerAlive(row.turn_owner)) return null;
+      if (row.active_turn === null || isHolderAlive(row.turn_owner)) return null;
       if (this.stmt.takeOver.run({ ...args, stale: row.active_turn }).changes !== 1) return null;
     }
     this.held.set(id, token);
     return { conversationId: id, token };
   }
 
-  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
-    if (this.closed || !isValidConversationId(lease.conversationId)) return;
-    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, interrupted: outcome === 'interrupted' ? 1 : 0 });
-    if (changes === 1 || this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
+  async endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void> {
+    this.release(lease, outcome);
   }
 
   /** Ends this instance's turns as interrupted and closes the file; later calls are no-ops. */
-  close(): void {
+  async close(): Promise<void> {
+    // All in one go, no await: a call that comes in meanwhile cannot take a turn close() misses.
     if (this.closed) return;
-    for (const [conversationId, token] of this.held) this.endTurn({ conversationId, token }, 'interrupted');
+    for (const [conversationId, token] of this.held) this.release({ conversationId, token }, 'interrupted');
     this.held.clear();
     this.closed = true;
-    liveStores.delete(this.nonce);
+    this.holder.release();
     this.db.close();
+  }
+
+  private release(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
+    if (this.closed || !isValidConversationId(lease.conversationId)) return;
+    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, interrupted: outcome === 'interrupted' ? 1 : 0 });
+    if (changes === 1 || this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
   }
 
   /** EXPLAIN QUERY PLAN details of the statement list(options) runs; for tests and diagnostics. */
@@ -425,7 +371,7 @@ export class SqliteConversationStore implements ConversationStore {
   /** Turns whose holder is gone (the process was killed mid-turn) become interrupted, unlocked. */
   private interruptAbandonedTurns(): void {
     for (const row of this.stmt.held.all()) {
-      if (row.active_turn !== null && !ownerAlive(row.turn_owner)) {
+      if (row.active_turn !== null && !isHolderAlive(row.turn_owner)) {
         this.stmt.end.run({ id: row.id, token: row.active_turn, interrupted: 1 });
       }
     }

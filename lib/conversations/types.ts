@@ -72,23 +72,30 @@ export interface TurnLease {
 }
 
 /**
- * Storage for conversations. Synchronous on purpose: both stores answer in microseconds
- * (memory, or SQLite through better-sqlite3), and the turn lock stays race-free.
+ * Storage for conversations. Every method returns a Promise so that a store may sit across a
+ * network (a Postgres store comes next); the memory and SQLite stores answer inside the call
+ * (better-sqlite3 is synchronous) and only wrap the result. Errors come as rejections.
+ *
+ * The turn lock stays race-free because beginTurn checks and takes it in one step nothing can
+ * interleave with, never as a read and a later write with an await between: one conditional
+ * UPDATE in SQLite (a statement is its own transaction), a check-and-set with no await inside
+ * the async method in the memory store. A network store must do the same on the server, in one
+ * atomic statement.
  */
 export interface ConversationStore {
-  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Conversation;
-  get(id: string): Conversation | null;
-  list(options?: ListOptions): Page<ConversationSummary>;
-  rename(id: string, title: string): Conversation | null;
-  delete(id: string): boolean;
+  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation>;
+  get(id: string): Promise<Conversation | null>;
+  list(options?: ListOptions): Promise<Page<ConversationSummary>>;
+  rename(id: string, title: string): Promise<Conversation | null>;
+  delete(id: string): Promise<boolean>;
   /** Messages in order. */
-  messages(id: string): StoredMessage[];
-  append(id: string, message: StoredMessage): void;
-  setVariables(id: string, variables: Record<string, string>): void;
-  addUsage(id: string, usage: Usage): void;
+  messages(id: string): Promise<StoredMessage[]>;
+  append(id: string, message: StoredMessage): Promise<void>;
+  setVariables(id: string, variables: Record<string, string>): Promise<void>;
+  addUsage(id: string, usage: Usage): Promise<void>;
   /** Takes the conversation's turn lock; null when a turn is already running. */
-  beginTurn(id: string): TurnLease | null;
+  beginTurn(id: string): Promise<TurnLease | null>;
   /** Releases the lock; `interrupted` marks a turn cut short by an abort or error. */
-  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): void;
-  close?(): void;
+  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void>;
+  close(): Promise<void>;
 }

@@ -39,7 +39,9 @@ export function getRuntime(): Runtime {
 }
 
 /** For tests: replace (or drop) the process runtime. */
-export function setRuntime(runtime: Runtime | undefined): void {
-  if (holder.__bmadRuntime && holder.__bmadRuntime !== runtime) holder.__bmadRuntime.store.close?.();
+export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
+  const previous = holder.__bmadRuntime;
+  // Swapped before the close, so no caller picks up a store that is closing.
   holder.__bmadRuntime = runtime;
+  if (previous && previous !== runtime) await previous.store.close();
 }

@@ -37,14 +37,14 @@ export async function startHarness(env: Record<string, string> = {}, opts: { sto
     tmp,
   );
   const runtime = createRuntime(config, opts.store === 'sqlite' ? undefined : new MemoryConversationStore());
-  setRuntime(runtime);
+  await setRuntime(runtime);
   return {
     model,
     runtime,
     config,
     tmp,
     async close() {
-      setRuntime(undefined);
+      await setRuntime(undefined);
       await model.close();
       await fs.rm(tmp, { recursive: true, force: true });
     },

@@ -6,8 +6,8 @@ export function notFound(id: string): AppError {
   return new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${id.slice(0, 80)}".`);
 }
 
-export function conversationOr404(id: string) {
-  const conversation = isValidConversationId(id) ? getRuntime().store.get(id) : null;
+export async function conversationOr404(id: string) {
+  const conversation = isValidConversationId(id) ? await getRuntime().store.get(id) : null;
   if (!conversation) throw notFound(id);
   return conversation;
 }

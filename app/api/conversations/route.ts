@@ -16,7 +16,7 @@ export async function GET(request: Request) {
   return handle('GET /api/conversations', request, async () => {
     const params = Object.fromEntries(new URL(request.url).searchParams);
     const query = parseWith(Query, params);
-    const page = getRuntime().store.list({ agentId: query.agentId, limit: query.limit ?? 20, cursor: query.cursor });
+    const page = await getRuntime().store.list({ agentId: query.agentId, limit: query.limit ?? 20, cursor: query.cursor });
     return ok({ items: page.items.map(toSummaryView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   });
 }

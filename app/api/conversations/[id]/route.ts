@@ -16,8 +16,8 @@ type Params = { params: Promise<{ id: string }> };
 export async function GET(request: Request, { params }: Params) {
   return handle('GET /api/conversations/:id', request, async () => {
     const { id } = await params;
-    const conversation = conversationOr404(id);
-    return ok(toDetailView(conversation, getRuntime().store.messages(id)));
+    const conversation = await conversationOr404(id);
+    return ok(toDetailView(conversation, await getRuntime().store.messages(id)));
   });
 }
 
@@ -26,23 +26,23 @@ const Patch = z.object({ title: z.string().trim().min(1, 'title must not be empt
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/conversations/:id', request, async () => {
     const { id } = await params;
-    conversationOr404(id);
+    await conversationOr404(id);
     const { title } = await readJson(request, Patch);
-    const updated = getRuntime().store.rename(id, title);
+    const updated = await getRuntime().store.rename(id, title);
     if (!updated) throw notFound(id);
-    return ok(toDetailView(updated, getRuntime().store.messages(id)));
+    return ok(toDetailView(updated, await getRuntime().store.messages(id)));
   });
 }
 
 export async function DELETE(request: Request, { params }: Params) {
   return handle('DELETE /api/conversations/:id', request, async () => {
     const { id } = await params;
-    conversationOr404(id);
+    await conversationOr404(id);
     const rt = getRuntime();
-    if (rt.store.get(id)?.status === 'running') {
+    if ((await rt.store.get(id))?.status === 'running') {
       throw new AppError('E_CONVERSATION_BUSY', 'A turn is running on this conversation; stop it before deleting.');
     }
-    rt.store.delete(id);
+    await rt.store.delete(id);
     await Promise.all([removeOutputs(outputRootOf(rt.config, id)), deleteAudit(rt.auditDir, id)]);
     return ok({ id, deleted: true });
   });

@@ -9,7 +9,7 @@ export const runtime = 'nodejs';
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return handle('GET /api/conversations/:id/audit', request, async () => {
     const { id } = await params;
-    conversationOr404(id);
+    await conversationOr404(id);
     return ok(await readAudit(getRuntime().auditDir, id));
   });
 }

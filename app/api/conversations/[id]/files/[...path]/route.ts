@@ -10,7 +10,7 @@ export const runtime = 'nodejs';
 export async function GET(request: Request, { params }: { params: Promise<{ id: string; path: string[] }> }) {
   return handle('GET /api/conversations/:id/files/*', request, async () => {
     const { id, path } = await params;
-    conversationOr404(id);
+    await conversationOr404(id);
     // Segments arrive URL-decoded; they are joined and checked by the sandbox as one relative path.
     const file = await readOutputFile(outputRootOf(getRuntime().config, id), path.join('/'));
     const download = new URL(request.url).searchParams.get('download') === '1';
