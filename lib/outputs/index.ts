@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { OutputFileEntry } from '../../types/api';
 import { AppError } from '../errors';
-import { resolveInRoot } from '../paths';
+import { resolveInRoot, walkFolder } from '../paths';
 
 const MAX_TREE_ENTRIES = 2000;
 
@@ -12,39 +12,34 @@ export function outputRootOf(config: { outputPath: string }, conversationId: str
 }
 
 /**
- * The files of one conversation's output folder as a tree. Hidden entries (temp files of
- * atomic writes among them) and symlinks are left out: a link could point anywhere.
+ * The files of one conversation's output folder as a tree, by the walk's skip policy: no hidden
+ * entries (temp files of atomic writes among them), no symlinks (a link could point anywhere).
+ * A conversation folder replaced by a link is not listed either.
  */
 export async function listOutputTree(outputRoot: string): Promise<OutputFileEntry[]> {
-  let budget = MAX_TREE_ENTRIES;
-  async function walk(dir: string, rel: string): Promise<OutputFileEntry[]> {
-    let dirents;
-    try {
-      dirents = await fs.readdir(dir, { withFileTypes: true });
-    } catch {
-      return [];
+  const top: OutputFileEntry[] = [];
+  const folders = new Map<string, OutputFileEntry[]>([['', top]]);
+  const walk = walkFolder(outputRoot, {
+    maxEntries: MAX_TREE_ENTRIES,
+    stat: true,
+    compare: (a, b) => a.localeCompare(b),
+    onUnreadable: 'skip',
+  });
+  for await (const e of walk) {
+    const slash = e.path.lastIndexOf('/');
+    const siblings = folders.get(slash < 0 ? '' : e.path.slice(0, slash));
+    // Gone before its lstat: left out, and so is anything found inside it.
+    if (!siblings || !e.mtime) continue;
+    const modifiedAt = e.mtime.toISOString();
+    if (e.type === 'directory') {
+      const children: OutputFileEntry[] = [];
+      folders.set(e.path, children);
+      siblings.push({ path: e.path, name: e.name, type: 'directory', modifiedAt, children });
+    } else {
+      siblings.push({ path: e.path, name: e.name, type: 'file', size: e.size, modifiedAt });
     }
-    const entries: OutputFileEntry[] = [];
-    for (const d of dirents.sort((a, b) => a.name.localeCompare(b.name))) {
-      if (d.name.startsWith('.') || budget <= 0) continue;
-      if (!d.isFile() && !d.isDirectory()) continue;
-      budget--;
-      const abs = path.join(dir, d.name);
-      const relPath = rel ? `${rel}/${d.name}` : d.name;
-      const st = await fs.lstat(abs).catch(() => null);
-      if (!st) continue;
-      if (d.isDirectory()) {
-        entries.push({ path: relPath, name: d.name, type: 'directory', modifiedAt: st.mtime.toISOString(), children: await walk(abs, relPath) });
-      } else {
-        entries.push({ path: relPath, name: d.name, type: 'file', size: st.size, modifiedAt: st.mtime.toISOString() });
-      }
-    }
-    return entries;
   }
-  // Same rule as the sandbox: a conversation folder replaced by a link is not listed.
-  const st = await fs.lstat(outputRoot).catch(() => null);
-  if (!st?.isDirectory()) return [];
-  return walk(outputRoot, '');
+  return top;
 }
 
 const TYPES: Record<string, string> = {
@@ -91,17 +86,10 @@ const TEMP_FILE = /^\..+\.tmp-[0-9a-f]{12}$/;
  */
 export async function sweepTempFiles(outputRoot: string): Promise<number> {
   let removed = 0;
-  async function walk(dir: string, depth: number): Promise<void> {
-    if (depth > 32) return;
-    const dirents = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
-    for (const d of dirents) {
-      const abs = path.join(dir, d.name);
-      if (d.isDirectory()) await walk(abs, depth + 1);
-      else if (d.isFile() && TEMP_FILE.test(d.name)) {
-        await fs.unlink(abs).then(() => removed++, () => undefined);
-      }
+  for await (const e of walkFolder(outputRoot, { upkeep: true, maxDepth: 32, onUnreadable: 'skip' })) {
+    if (e.type === 'file' && TEMP_FILE.test(e.name)) {
+      await fs.unlink(path.join(outputRoot, e.path)).then(() => removed++, () => undefined);
     }
   }
-  await walk(outputRoot, 0);
   return removed;
 }

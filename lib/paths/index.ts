@@ -19,8 +19,10 @@ export {
   isInside,
   violation,
   fsFailure,
+  walkFailure,
   type Access,
   type PathContext,
   type ResolvedPath,
 } from './sandbox';
 export { openForRead, readResolved, hashResolved, writeFileAtomic, type OpenedFile, type WriteOutcome } from './safe-io';
+export { walkFolder, FolderWalk, WalkError, type WalkEntry, type WalkOptions } from './walk';

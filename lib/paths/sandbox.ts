@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fail, type ToolFailure } from '../results';
 import { expandVariables, MOUNT_TOKENS, type MountName, today, withoutReserved } from './variables';
+import { WalkError } from './walk';
 
 export type Access = 'read' | 'write';
 
@@ -75,6 +76,13 @@ export function fsFailure(e: unknown, mount: string, virtualPath: string): ToolF
     default:
       return fail('E_INTERNAL', `File system error (${errno(e) ?? 'unknown'}) on ${virtualPath}`, { path: virtualPath });
   }
+}
+
+/** A walk's error as a tool failure naming the folder by its virtual path, like fsFailure; other errors are rethrown. */
+export function walkFailure(e: unknown, target: ResolvedPath): ToolFailure {
+  if (!(e instanceof WalkError)) throw e;
+  if (e.reason === 'aborted') return fail('E_ABORTED', 'Stopped');
+  return fsFailure(e.cause, target.mount, e.path ? `${target.virtual}/${e.path}` : target.virtual);
 }
 
 /** Trims what models and copy-paste add around a path: whitespace and one pair of matching quotes. */

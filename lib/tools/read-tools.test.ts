@@ -112,17 +112,45 @@ describe('list_files', () => {
     await fs.symlink(path.join(sb.outside, 'secret.txt'), path.join(ctx.bundleRoot, 'link'));
   });
 
-  it('lists direct children, skipping hidden entries, showing symlinks unfollowed', async () => {
+  it('lists direct children, skipping hidden entries and symlinks', async () => {
     const r: Any = await call('list_files', { path: '{bundle-root}' });
     expect(r.ok).toBe(true);
     expect(r.path).toBe('{bundle-root}');
     expect(r.entries).toEqual([
       { name: 'bundle.yaml', path: '{bundle-root}/bundle.yaml', type: 'file', size: 28 },
       { name: 'config.yaml', path: '{bundle-root}/config.yaml', type: 'file', size: expect.any(Number) },
-      { name: 'link', path: '{bundle-root}/link', type: 'symlink' },
       { name: 'workflows', path: '{bundle-root}/workflows', type: 'directory' },
     ]);
     expect(r.truncated).toBe(false);
+  });
+
+  it('never lists a symlink, wherever it points, at any depth', async () => {
+    const sub = path.join(ctx.bundleRoot, 'workflows', 'intake');
+    for (const dir of [ctx.bundleRoot, sub]) {
+      await fs.symlink(path.join(ctx.bundleRoot, 'bundle.yaml'), path.join(dir, 'inside.yaml'));
+      await fs.symlink(sb.outside, path.join(dir, 'outside-dir'));
+      await fs.symlink(path.join(sb.outside, 'gone.txt'), path.join(dir, 'dangling.txt'));
+    }
+    const flat: Any = await call('list_files', { path: '{bundle-root}' });
+    const deep: Any = await call('list_files', { path: '{bundle-root}', recursive: true });
+    expect(flat.entries.map((e: Any) => e.name)).toEqual(['bundle.yaml', 'config.yaml', 'workflows']);
+    expect(deep.entries.map((e: Any) => e.path)).toEqual([
+      '{bundle-root}/bundle.yaml',
+      '{bundle-root}/config.yaml',
+      '{bundle-root}/workflows',
+      '{bundle-root}/workflows/intake',
+      '{bundle-root}/workflows/intake/workflow.yaml',
+    ]);
+    expect(JSON.stringify([flat, deep])).not.toMatch(/inside|outside|dangling|link|secret/);
+  });
+
+  it('lists node_modules without opening it', async () => {
+    await fs.mkdir(path.join(ctx.outputRoot, 'node_modules', 'pkg'), { recursive: true });
+    await fs.writeFile(path.join(ctx.outputRoot, 'node_modules', 'pkg', 'index.js'), '');
+    const r: Any = await call('list_files', { path: '{output_folder}', recursive: true });
+    expect(r.entries).toEqual([{ name: 'node_modules', path: '{output_folder}/node_modules', type: 'directory' }]);
+    const inside: Any = await call('list_files', { path: '{output_folder}/node_modules' });
+    expect(inside.entries.map((e: Any) => e.name)).toEqual(['pkg']);
   });
 
   it('lists recursively', async () => {

@@ -1,8 +1,7 @@
-import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { z } from 'zod';
-import { fsFailure, openForRead, resolvePath, type ResolvedPath } from '../paths';
+import { openForRead, resolvePath, walkFailure, walkFolder, type ResolvedPath } from '../paths';
 import { coerceArgs, defineTool } from './define';
 import { fail, isFailure } from '../results';
 import type { ToolFailure, ToolResult } from '../results';
@@ -18,7 +17,7 @@ const MAX_FILES = 5000;
 const MAX_MATCH_LINE_CHARS = 4000;
 const MAX_SHOWN_LINE_CHARS = 500;
 const MAX_CONTEXT = 10;
-const SKIP_DIRS = new Set(['node_modules', '.git']);
+const MAX_DEPTH = 32;
 
 const schema = z.object({
   path: z.string().optional().describe('Folder (searched recursively) or file, e.g. {bundle-root} or {output_folder}/plan.md. Empty searches the bundle.'),
@@ -129,37 +128,26 @@ async function collectFiles(target: ResolvedPath, ctx: ToolContext, deadline: nu
   if (target.kind === 'file') return { files: [{ abs: target.abs, virtual: target.virtual }], truncated: false };
   const files: FileRef[] = [];
   let truncated = false;
-  const walk = async (absDir: string, virtualDir: string, depth: number): Promise<ToolFailure | null> => {
-    if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
-    if (Date.now() > deadline || files.length >= MAX_FILES || depth > 32) {
-      truncated = true;
-      return null;
-    }
-    let dirents;
-    try {
-      dirents = await fs.readdir(absDir, { withFileTypes: true });
-    } catch (e) {
-      return fsFailure(e, target.mount, virtualDir);
-    }
-    dirents.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    for (const d of dirents) {
-      if (d.name.startsWith('.')) continue;
-      // Symlinks, FIFOs, sockets and devices are never opened by a search.
-      if (d.isFile()) {
-        if (files.length >= MAX_FILES) {
+  const walk = walkFolder(target.abs, { maxDepth: MAX_DEPTH, signal: ctx.signal });
+  try {
+    for await (const e of walk) {
+      if (e.type === 'directory') {
+        if (Date.now() > deadline) {
           truncated = true;
-          return null;
+          break;
         }
-        files.push({ abs: path.join(absDir, d.name), virtual: `${virtualDir}/${d.name}` });
-      } else if (d.isDirectory() && !SKIP_DIRS.has(d.name)) {
-        const problem = await walk(path.join(absDir, d.name), `${virtualDir}/${d.name}`, depth + 1);
-        if (problem) return problem;
+        continue;
       }
+      if (files.length >= MAX_FILES) {
+        truncated = true;
+        break;
+      }
+      files.push({ abs: path.join(target.abs, e.path), virtual: `${target.virtual}/${e.path}` });
     }
-    return null;
-  };
-  const problem = await walk(target.abs, target.virtual, 0);
-  return problem ?? { files, truncated };
+  } catch (e) {
+    return walkFailure(e, target);
+  }
+  return { files, truncated: truncated || walk.tooDeep };
 }
 
 function shown(line: string): string {
