@@ -119,6 +119,69 @@ describe('catalog', () => {
     expect(await catalog.getAgent('')).toBeNull();
   });
 
+  it('lists and loads a standalone agent without a description, named by its agent file', async () => {
+    await writeFiles(root, {
+      'found/bundle.yaml': 'type: standalone\nname: found\nagent:\n  id: finder\n  file: finder.md\n',
+      'found/finder.md': agentMarkup('finder'),
+    });
+    const catalog = createCatalog(root);
+    expect(await catalog.listAgents()).toEqual([
+      {
+        id: 'finder',
+        name: 'N',
+        title: 'T',
+        bundleName: 'found',
+        commands: [{ cmd: '*help', description: 'Help', kind: 'none', target: '' }],
+      },
+    ]);
+    const got = await catalog.getAgent('finder');
+    expect(got).not.toBeNull();
+    expect(got!.agent).toMatchObject({ id: 'finder', name: 'N', title: 'T' });
+    expect(got!.summary.description).toBeUndefined();
+    expect(got!.bundle.folder).toBe('found');
+    const [view] = await catalog.listBundles();
+    expect(view).toMatchObject({ name: 'found', valid: true, problems: [] });
+    expect(view.agents[0]).toMatchObject({ id: 'finder', name: 'N', title: 'T' });
+    expect(view.agents[0].description).toBeUndefined();
+  });
+
+  it('names an agent by its id when neither bundle.yaml nor the file does', async () => {
+    await writeFiles(root, {
+      'plain/bundle.yaml': 'agent: {id: plain, file: plain.md}\n',
+      'plain/plain.md': 'Just instructions, no markup.\n',
+    });
+    const catalog = createCatalog(root);
+    expect((await catalog.listAgents())[0]).toMatchObject({ id: 'plain', name: 'plain', title: '', bundleName: 'plain' });
+    expect((await catalog.getAgent('plain'))!.agent).toMatchObject({ name: 'plain', title: '' });
+  });
+
+  it('offers the good agent of a bundle beside a broken one and says what is broken', async () => {
+    await writeFiles(root, {
+      'mixed/bundle.yaml': [
+        'type: bundle',
+        'name: mixed',
+        'version: 1.0.0',
+        'agents:',
+        '  - {id: good, name: Good, title: Works, file: agents/good.md, entry_point: true}',
+        '  - {id: ghost, name: Ghost, title: Missing, file: agents/ghost.md, entry_point: true}',
+        '  - {name: Anonymous, file: agents/good.md, entry_point: true}',
+        '',
+      ].join('\n'),
+      'mixed/agents/good.md': agentMarkup('good'),
+    });
+    const catalog = createCatalog(root);
+    expect((await catalog.listAgents()).map((a) => a.id)).toEqual(['good']);
+    expect(await catalog.getAgent('good')).not.toBeNull();
+    expect(await catalog.getAgent('ghost')).toBeNull();
+    const [view] = await catalog.listBundles();
+    expect(view.valid).toBe(true);
+    expect(view.agents.map((a) => a.id)).toEqual(['good']);
+    expect(view.problems).toEqual([
+      'mixed/bundle.yaml: agents[2].id is required; this agent is skipped',
+      'mixed/agents/ghost.md not found (agents[1].file in mixed/bundle.yaml)',
+    ]);
+  });
+
   it('applies per-agent limits over the bundle limits', async () => {
     await writeFiles(root, {
       'lim/bundle.yaml': [

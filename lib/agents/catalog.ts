@@ -28,7 +28,7 @@ export interface BundleAgentView {
   name: string;
   title: string;
   icon?: string;
-  description: string;
+  description?: string;
   /** Relative to the bundle folder. */
   file: string;
   entryPoint: boolean;
@@ -52,7 +52,7 @@ export interface BundleView {
 }
 
 export interface LoadedAgent {
-  /** Parsed agent file; id, name, title (and icon when given) come from bundle.yaml. */
+  /** Parsed agent file; the id comes from bundle.yaml, and so do name, title and icon when it gives them. */
   agent: AgentDefinition;
   bundle: {
     name: string;
@@ -92,11 +92,22 @@ function commandSummaries(def: AgentDefinition): CommandSummary[] {
   return def.commands.map(({ cmd, description, kind, target }) => ({ cmd, description, kind, target }));
 }
 
+/**
+ * bundle.yaml may leave name and title out: the agent file's `<agent name title>` says them too.
+ * The name ends at the id so there is always something to show; a title repeating the id would
+ * add nothing, so it stays empty (the picker and the prompt skip an empty title).
+ */
+function labels(agent: ScannedAgent, def: AgentDefinition | null): { name: string; title: string } {
+  return {
+    name: agent.name ?? (def?.name.trim() || agent.id),
+    title: agent.title ?? (def?.title.trim() || ''),
+  };
+}
+
 function toSummary(bundle: ScannedBundle, agent: ScannedAgent, def: AgentDefinition): AgentSummary {
   const s: AgentSummary = {
     id: agent.id,
-    name: agent.name,
-    title: agent.title,
+    ...labels(agent, def),
     bundleName: bundle.name,
     commands: commandSummaries(def),
   };
@@ -206,17 +217,17 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
         const problems = [...b.problems];
         const agents = await Promise.all(
           b.agents.map(async (a): Promise<BundleAgentView> => {
-            const def = b.valid ? await loadDef(a) : null;
-            if (b.valid && !def) problems.push(`${rel(b.folder, a.file)} could not be read`);
+            // Listed agents have a file inside their bundle, so reading it is safe even when the
+            // bundle offers nobody: builders still want the file's own problems.
+            const def = await loadDef(a);
+            if (!def) problems.push(`${rel(b.folder, a.file)} could not be read`);
             if (def) {
               for (const p of def.problems) problems.push(`${rel(b.folder, a.file)}: ${p}`);
               problems.push(...(await targetProblems(b, a, def)));
             }
             const v: BundleAgentView = {
               id: a.id,
-              name: a.name,
-              title: a.title,
-              description: a.description,
+              ...labels(a, def),
               file: a.file,
               entryPoint: a.entryPoint,
               offered: a.offered,
@@ -224,6 +235,7 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
             };
             const icon = a.icon ?? def?.icon;
             if (icon) v.icon = icon;
+            if (a.description) v.description = a.description;
             return v;
           }),
         );
@@ -263,7 +275,7 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
     const hit = loaded.get(key);
     if (hit && hit.generation === snap.generation && hit.def === def) return hit.value;
     const { bundle, agent } = ref;
-    const merged: AgentDefinition = { ...def, id: agent.id, name: agent.name, title: agent.title };
+    const merged: AgentDefinition = { ...def, id: agent.id, ...labels(agent, def) };
     const icon = agent.icon ?? def.icon;
     if (icon) merged.icon = icon;
     const value: LoadedAgent = {

@@ -72,10 +72,7 @@ describe('bundle scanner', () => {
     });
     expect(problems['bad-yaml'][0]).toMatch(/^bad-yaml\/bundle\.yaml: invalid YAML at line \d+/);
     expect(problems['no-manifest']).toEqual(['no-manifest/bundle.yaml not found']);
-    expect(problems['missing-field']).toEqual([
-      'missing-field/bundle.yaml: description is required',
-      expect.stringMatching(/^missing-field\/bundle\.yaml: agents .*at least one agent/),
-    ]);
+    expect(problems['missing-field']).toEqual([expect.stringMatching(/^missing-field\/bundle\.yaml: agents .*at least one agent/)]);
     expect(problems['missing-file']).toEqual(['missing-file/agents/ghost.md not found (agents[0].file in missing-file/bundle.yaml)']);
     expect(problems.escape[0]).toMatch(/agents\[0\]\.file must stay inside the bundle folder/);
     expect(problems.absolute[0]).toMatch(/agents\[0\]\.file must be a path relative to the bundle folder/);
@@ -83,6 +80,86 @@ describe('bundle scanner', () => {
     expect(problems['wrong-type'][0]).toMatch(/type must be "bundle" or "standalone"/);
     for (const list of Object.values(problems)) for (const p of list) expect(p).not.toContain(root);
     expect([...snap.offered.keys()]).toEqual(['ok']);
+  });
+
+  it('offers a standalone agent whose manifest has no description', async () => {
+    await writeFiles(root, {
+      'found/bundle.yaml': 'type: standalone\nname: found\nversion: 1.0.0\nagent:\n  id: finder\n  name: Finn\n  title: Finder\n  file: finder.md\n',
+      'found/finder.md': agentMarkup('finder'),
+    });
+    const snap = await createBundleScanner(root).scan();
+    const b = byFolder(snap, 'found');
+    expect(b).toMatchObject({ valid: true, problems: [] });
+    expect(b.agents[0]).toMatchObject({ id: 'finder', name: 'Finn', title: 'Finder', offered: true });
+    expect(b.agents[0].description).toBeUndefined();
+    expect(snap.offered.has('finder')).toBe(true);
+  });
+
+  it('reads bundles with only the fields an agent needs', async () => {
+    await writeFiles(root, {
+      'bare/bundle.yaml': 'agents:\n  - {id: lead, file: lead.md, entry_point: true}\n  - {id: aide, file: aide.md}\n',
+      'bare/lead.md': agentMarkup('lead'),
+      'bare/aide.md': agentMarkup('aide'),
+      'one/bundle.yaml': 'agent: {id: single, file: single.md}\n',
+      'one/single.md': agentMarkup('single'),
+    });
+    const snap = await createBundleScanner(root).scan();
+    const bare = byFolder(snap, 'bare');
+    expect(bare).toMatchObject({ name: 'bare', type: 'bundle', valid: true, problems: [] });
+    expect(bare.version).toBeUndefined();
+    expect(bare.description).toBeUndefined();
+    // Without entry_point an agent is a helper: listed for builders, not offered.
+    expect(bare.agents.map((a) => [a.id, a.entryPoint, a.offered])).toEqual([
+      ['lead', true, true],
+      ['aide', false, false],
+    ]);
+    expect(byFolder(snap, 'one')).toMatchObject({ name: 'one', type: 'standalone', valid: true, problems: [] });
+    expect([...snap.offered.keys()]).toEqual(['lead', 'single']);
+  });
+
+  it('keeps the other agents of a bundle when one is broken', async () => {
+    await writeFiles(root, {
+      'mixed/bundle.yaml': [
+        'type: bundle',
+        'name: mixed',
+        'agents:',
+        '  - {id: good, file: agents/good.md, entry_point: true}',
+        '  - {name: Nameless, file: agents/x.md, entry_point: true}',
+        '  - {id: fileless, entry_point: true}',
+        '  - {id: ghost, file: agents/ghost.md, entry_point: true}',
+        '  - {id: helper, file: agents/helper.md}',
+        '',
+      ].join('\n'),
+      'mixed/agents/good.md': agentMarkup('good'),
+      'mixed/agents/helper.md': agentMarkup('helper'),
+    });
+    const scanner = createBundleScanner(root);
+    let snap = await scanner.scan();
+    const b = byFolder(snap, 'mixed');
+    expect(b.valid).toBe(true);
+    expect(b.agents.map((a) => a.id)).toEqual(['good', 'helper']);
+    expect(b.problems).toEqual([
+      'mixed/bundle.yaml: agents[1].id is required; this agent is skipped',
+      'mixed/bundle.yaml: agents[2].file is required; agent "fileless" is skipped',
+      'mixed/agents/ghost.md not found (agents[3].file in mixed/bundle.yaml)',
+    ]);
+    expect([...snap.offered.keys()]).toEqual(['good']);
+
+    // The missing file is watched: adding it brings the agent back without touching bundle.yaml.
+    await writeFiles(root, { 'mixed/agents/ghost.md': agentMarkup('ghost') });
+    snap = await scanner.scan();
+    expect([...snap.offered.keys()]).toEqual(['good', 'ghost']);
+  });
+
+  it('does not offer a bundle whose only entry point is broken', async () => {
+    await writeFiles(root, {
+      'headless/bundle.yaml': 'agents:\n  - {id: lead, file: gone.md, entry_point: true}\n  - {id: aide, file: aide.md}\n',
+      'headless/aide.md': agentMarkup('aide'),
+    });
+    const b = byFolder(await createBundleScanner(root).scan(), 'headless');
+    expect(b.valid).toBe(false);
+    expect(b.agents.map((a) => [a.id, a.offered])).toEqual([['aide', false]]);
+    expect(b.problems).toEqual(['headless/gone.md not found (agents[0].file in headless/bundle.yaml)']);
   });
 
   it('rejects an agent file that is a symlink leaving the bundle', async () => {

@@ -7,12 +7,14 @@ import { validateManifest, type BundleManifest, type FsLimitOverrides } from './
 
 export const MANIFEST_FILE = 'bundle.yaml';
 
+/** An agent whose file was found inside its bundle. Agents that cannot run are only in `problems`. */
 export interface ScannedAgent {
   id: string;
-  name: string;
-  title: string;
+  /** As written in bundle.yaml; the catalog falls back to the agent file, then the id. */
+  name?: string;
+  title?: string;
   icon?: string;
-  description: string;
+  description?: string;
   /** As written in bundle.yaml, relative to the bundle folder. */
   file: string;
   /** Absolute path of the agent file. Server side only. */
@@ -31,7 +33,7 @@ export interface ScannedBundle {
   folder: string;
   /** Absolute path of the bundle folder. Server side only. */
   root: string;
-  /** The manifest's name, or the folder name when the manifest could not be read. */
+  /** The manifest's name, or the folder name when it has none or could not be read. */
   name: string;
   type?: 'bundle' | 'standalone';
   version?: string;
@@ -39,7 +41,7 @@ export interface ScannedBundle {
   resources?: Record<string, unknown>;
   coreDependencies?: string[];
   limits: FsLimitOverrides;
-  /** False when the bundle is skipped for users; `problems` says why. */
+  /** False when the bundle has no agent to offer users; `problems` says why. */
   valid: boolean;
   /** Human-readable, with paths relative to the bundles root. Non-empty does not imply invalid. */
   problems: string[];
@@ -192,8 +194,8 @@ async function readManifest(
     return { problems: [`${where}: invalid YAML${line}: ${err.reason ?? 'parse error'}`], stamp };
   }
   const result = validateManifest(data);
-  if (!result.ok) return { problems: result.problems.map((p) => `${where}: ${p}`), stamp };
-  return { manifest: result.manifest, problems: [], stamp };
+  const problems = result.problems.map((p) => `${where}: ${p}`);
+  return result.ok ? { manifest: result.manifest, problems, stamp } : { problems, stamp };
 }
 
 async function buildBundle(bundlesRoot: string, folder: string): Promise<Entry> {
@@ -207,19 +209,19 @@ async function buildBundle(bundlesRoot: string, folder: string): Promise<Entry> 
   const m = read.manifest;
   if (!m) return { bundle, watch, stamps };
 
-  bundle.name = m.name;
+  if (m.name) bundle.name = m.name;
   bundle.type = m.type;
-  bundle.version = m.version;
-  bundle.description = m.description;
+  if (m.version) bundle.version = m.version;
+  if (m.description) bundle.description = m.description;
   if (m.resources) bundle.resources = m.resources;
   if (m.core_dependencies) bundle.coreDependencies = m.core_dependencies;
   bundle.limits = { ...m.tools?.fs };
 
-  const entries = m.type === 'bundle' ? m.agents : [m.agent];
+  const entries = m.agents;
   const dirLinks = new Map<string, Promise<boolean>>();
   const checks = await Promise.all(
-    entries.map(async (a, i) => {
-      const label = m.type === 'bundle' ? `agents[${i}].file` : 'agent.file';
+    entries.map(async (a) => {
+      const label = `${a.at}.file`;
       const lexical = lexicalFileProblem(a.file);
       if (lexical) return { problem: `${where}: ${label} ${lexical}`, abs: null, stamp: MISSING };
       const abs = path.resolve(root, a.file);
@@ -234,42 +236,49 @@ async function buildBundle(bundlesRoot: string, folder: string): Promise<Entry> 
     }),
   );
 
-  const seen = new Map<string, number>();
+  const seen = new Map<string, string>();
   entries.forEach((a, i) => {
     const c = checks[i];
-    if (c.problem) bundle.problems.push(c.problem);
     if (c.abs) {
       watch.push(c.abs);
       stamps.push(c.stamp);
     }
-    const entryPoint = m.type === 'standalone' ? true : a.entry_point === true;
+    // One broken agent costs only itself: the others of the bundle stay available.
+    if (c.problem || !c.abs) {
+      if (c.problem) bundle.problems.push(c.problem);
+      return;
+    }
+    const key = a.id.toLowerCase();
+    const first = seen.get(key);
+    if (first !== undefined) {
+      bundle.problems.push(`${where}: agent id "${a.id}" is listed twice (${first} and ${a.at}); the first is used`);
+      return;
+    }
+    seen.set(key, a.at);
     const agent: ScannedAgent = {
       id: a.id,
-      name: a.name,
-      title: a.title,
-      description: a.description,
       file: a.file,
-      path: c.abs ?? '',
-      entryPoint,
+      path: c.abs,
+      entryPoint: m.type === 'standalone' || a.entry_point === true,
       offered: false,
       limits: { ...a.tools?.fs },
       stamp: c.stamp,
     };
+    if (a.name) agent.name = a.name;
+    if (a.title) agent.title = a.title;
     if (a.icon) agent.icon = a.icon;
-    const key = a.id.toLowerCase();
-    const first = seen.get(key);
-    if (first !== undefined) {
-      bundle.problems.push(`${where}: agent id "${a.id}" is listed twice (agents[${first}] and agents[${i}]); the first is used`);
-      return;
-    }
-    seen.set(key, i);
+    if (a.description) agent.description = a.description;
     bundle.agents.push(agent);
   });
 
-  if (m.type === 'bundle' && !m.agents.some((a) => a.entry_point === true)) {
-    bundle.problems.push(`${where}: no agent has entry_point: true, so users have nobody to talk to`);
+  // Agents without the flag stay private: a helper meant to be called by other agents must not
+  // show up in the picker because its author left the line out. Saying so here makes the fix obvious.
+  if (m.type === 'bundle' && m.agents.length && !m.agents.some((a) => a.entry_point === true)) {
+    bundle.problems.push(
+      `${where}: no agent has entry_point: true, so users have nobody to talk to (add entry_point: true to the agents users should pick)`,
+    );
   }
-  bundle.valid = bundle.problems.length === 0;
+  bundle.valid = bundle.agents.some((a) => a.entryPoint);
   return { bundle, watch, stamps };
 }
 
