@@ -25,10 +25,10 @@ export interface LoadedConfig extends ConfigText {
   replaced?: string;
 }
 
-export const BUNDLE_CONFIG = `${MOUNT_TOKENS['bundle-root']}/config.yaml`;
+const BUNDLE_CONFIG = `${MOUNT_TOKENS['bundle-root']}/config.yaml`;
 
 /** `.../config.yaml` outside the bundle: a module config as an IDE install lays it out. */
-export function isModuleConfigPath(requested: string): boolean {
+function isModuleConfigPath(requested: string): boolean {
   return /(^|\/)config\.ya?ml$/i.test(requested) && !requested.startsWith(`${MOUNT_TOKENS['bundle-root']}/`);
 }
 
@@ -49,7 +49,7 @@ export function parseConfig(text: string, virtualPath: string): Record<string, u
 }
 
 /** Scalar values as strings; nested maps and lists are not variables. */
-export function configVariables(data: Record<string, unknown>): Record<string, string> {
+function configVariables(data: Record<string, unknown>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(withoutReserved(data))) {
     if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') out[k] = String(v);

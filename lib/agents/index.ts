@@ -1,6 +1,6 @@
-export { parseAgentFile, isWorkflowCommand, normalizeCmd } from './parser';
-export type { AgentDefinition, AgentCommand, AgentPersona, AgentPrompt, AgentExtraElement, CommandKind } from './parser';
+export { parseAgentFile, isWorkflowCommand } from './parser';
+export type { AgentDefinition, AgentCommand } from './parser';
 export { matchCommand } from './commands';
 export type { CommandMatch } from './commands';
 export { createCatalog } from './catalog';
-export type { Catalog, CatalogOptions, LoadedAgent, ResolvedAgent, BundleView, BundleAgentView } from './catalog';
+export type { Catalog, ResolvedAgent } from './catalog';

@@ -25,7 +25,7 @@ const CLOSE = /<\/([A-Za-z_][\w.:-]*)\s*>/y;
 
 const NAMED: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0' };
 
-export function decodeEntities(text: string): string {
+function decodeEntities(text: string): string {
   if (!text.includes('&')) return text;
   return text.replace(/&(#x[0-9a-fA-F]+|#[0-9]+|[A-Za-z]+);/g, (whole, body: string) => {
     if (body[0] === '#') {
@@ -186,7 +186,7 @@ export function findFirst(nodes: MarkupElement[], name: string): MarkupElement |
 }
 
 /** Removes the common indentation and surrounding blank lines, keeping the author's line breaks. */
-export function dedent(text: string): string {
+function dedent(text: string): string {
   const lines = text.replace(/\r\n?/g, '\n').split('\n');
   while (lines.length && lines[0].trim() === '') lines.shift();
   while (lines.length && lines[lines.length - 1].trim() === '') lines.pop();

@@ -6,10 +6,8 @@ import { SqliteConversationStore } from './sqlite-store';
 
 export type * from './types';
 export { MemoryConversationStore } from './memory-store';
-export { SqliteConversationStore, type SqliteStoreOptions } from './sqlite-store';
+export { SqliteConversationStore } from './sqlite-store';
 export { isValidConversationId, newConversationId } from './ids';
-export { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage } from './title';
-export { SCHEMA_VERSION } from './migrations';
 
 export const DATABASE_FILE = 'conversations.db';
 

@@ -3,8 +3,8 @@ import type { ListOptions, StoredMessage, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf } from './title';
 import { isValidConversationId } from './ids';
 
-export const DEFAULT_PAGE = 20;
-export const MAX_PAGE = 100;
+const DEFAULT_PAGE = 20;
+const MAX_PAGE = 100;
 
 let lastStamp = 0;
 

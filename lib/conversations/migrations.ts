@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
  * Schema history, oldest first; entry i takes the database to user_version i + 1. Append only:
  * an edited migration would leave existing databases on a schema no code describes.
  */
-export const MIGRATIONS: readonly string[] = [
+const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE conversations (
     id                TEXT PRIMARY KEY NOT NULL,

@@ -1,3 +1,2 @@
 export { runTurn } from './run-turn';
-export type { RunTurnInput } from './run-turn';
 export type { LoopTools, StopReason, ToolOutcome, TurnEvent } from './types';

@@ -1,28 +1,4 @@
-export {
-  expandVariables,
-  expandDeep,
-  rewriteProjectRoot,
-  isReservedVariable,
-  withoutReserved,
-  today,
-  MOUNT_TOKENS,
-  type MountName,
-  type MountRoots,
-  type VariableScope,
-  type Expansion,
-} from './variables';
-export {
-  resolvePath,
-  resolveInRoot,
-  toVirtual,
-  redactPaths,
-  isInside,
-  violation,
-  fsFailure,
-  walkFailure,
-  type Access,
-  type PathContext,
-  type ResolvedPath,
-} from './sandbox';
-export { openForRead, readResolved, hashResolved, writeFileAtomic, type OpenedFile, type WriteOutcome } from './safe-io';
-export { walkFolder, FolderWalk, WalkError, type WalkEntry, type WalkOptions } from './walk';
+export { expandVariables, expandDeep, isReservedVariable, withoutReserved, today, MOUNT_TOKENS, type VariableScope } from './variables';
+export { resolvePath, resolveInRoot, toVirtual, redactPaths, isInside, walkFailure, type PathContext, type ResolvedPath } from './sandbox';
+export { openForRead, readResolved, hashResolved, writeFileAtomic } from './safe-io';
+export { walkFolder, WalkError, type WalkEntry, type WalkOptions } from './walk';

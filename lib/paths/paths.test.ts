@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { expandVariables, resolveInRoot, resolvePath, toVirtual, today, type ResolvedPath } from '.';
 import type { ToolResult } from '../results';
-import { makeSandbox, type Sandbox } from './test-fixtures';
+import { makeSandbox, type Sandbox } from '../../test/sandbox';
 
 let sb: Sandbox;
 beforeEach(async () => {

@@ -13,7 +13,7 @@ export function trackTurn(controller: AbortController): () => void {
   return () => turns.delete(controller);
 }
 
-export function abortRunningTurns(): number {
+function abortRunningTurns(): number {
   const n = turns.size;
   for (const c of turns) c.abort();
   turns.clear();

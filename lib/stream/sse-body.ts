@@ -19,7 +19,7 @@ export interface SseBodyOptions {
   onCancel?: () => void;
 }
 
-export const DEFAULT_COALESCE_MS = 20;
+const DEFAULT_COALESCE_MS = 20;
 
 const encoder = new TextEncoder();
 

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { executeTool, toolDefinitions, TOOL_NAMES } from '.';
 import { readAudit } from '../audit';
-import { makeSandbox, type Sandbox } from '../paths/test-fixtures';
+import { makeSandbox, type Sandbox } from '../../test/sandbox';
 import type { ToolContext } from './types';
 
 let sb: Sandbox;

@@ -8,7 +8,7 @@ import type { ToolResult } from '../results';
 const CHUNK_BYTES = 1 << 20;
 const BINARY_SNIFF_BYTES = 8000;
 /** Longer lines are cut with a marker so one minified line cannot fill the model's context. */
-export const MAX_LINE_CHARS = 8000;
+const MAX_LINE_CHARS = 8000;
 
 const schema = z.object({
   file_path: z

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { executeTool } from '.';
-import { makeSandbox, type Sandbox } from '../paths/test-fixtures';
+import { makeSandbox, type Sandbox } from '../../test/sandbox';
 import type { ToolContext } from './types';
 import type { ToolResult } from '../results';
 

@@ -7,7 +7,7 @@ import { fail, isFailure } from '../results';
 import type { ToolFailure, ToolResult } from '../results';
 import type { ToolContext } from './types';
 
-export const SEARCH_BUDGET_MS = 2000;
+const SEARCH_BUDGET_MS = 2000;
 const MAX_PATTERN_CHARS = 500;
 /** Files read ahead of the one being matched. */
 const READ_AHEAD = 12;
@@ -40,7 +40,7 @@ interface Match {
  * Patterns whose backtracking can explode: a quantified group that itself contains a
  * quantifier, e.g. (a+)+ or (x|y*)*, and backreferences. The deadline is the real guard.
  */
-export function looksCatastrophic(source: string): boolean {
+function looksCatastrophic(source: string): boolean {
   if (/\\[1-9]/.test(source)) return true;
   return /\((?:[^()\\]|\\.)*(?:[+*]|\{\d*,\d*\})(?:[^()\\]|\\.)*\)(?:[+*]|\{\d*,\d*\})/.test(source);
 }

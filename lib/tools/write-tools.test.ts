@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { executeTool } from '.';
 import { splitFrontmatter } from './apply-patch';
-import { makeSandbox, type Sandbox } from '../paths/test-fixtures';
+import { makeSandbox, type Sandbox } from '../../test/sandbox';
 import type { ToolContext } from './types';
 import type { ToolResult } from '../results';
 

@@ -1,8 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { loadWorkflow } from '.';
-import { executeTool } from '../tools';
-import { makeSandbox, type Sandbox } from '../paths/test-fixtures';
+import { makeSandbox, type Sandbox } from '../../test/sandbox';
 import { today } from '../paths';
 
 let sb: Sandbox;
@@ -105,20 +104,17 @@ describe('loadWorkflow', () => {
     expect(JSON.stringify(r)).not.toContain('sk-test');
   });
 
+  it('passes the user input back with the workflow', async () => {
+    const r: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', sb.ctx, { userInput: { goal: 'x' } });
+    expect(r.ok).toBe(true);
+    expect(r.user_input).toEqual({ goal: 'x' });
+  });
+
   it('falls back to the bundle config when config_source is missing', async () => {
     await fs.writeFile(path.join(wf, 'workflow.yaml'), 'name: x\nconfig_source: "{bundle-root}/nope.yaml"\nuser_name: "{config_source}:user_name"\n');
     const r: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', sb.ctx);
     expect(r.ok).toBe(true);
     expect(r.workflow.user_name).toBe('Grace');
     expect(r.warnings).toHaveLength(1);
-  });
-
-  it('runs as the execute_workflow tool', async () => {
-    const r: Any = await executeTool(
-      { id: 'c1', name: 'execute_workflow', arguments: JSON.stringify({ workflow_path: '{bundle-root}/workflows/intake/workflow.yaml', user_input: { goal: 'x' } }) },
-      { ...sb.ctx, auditDir: undefined },
-    );
-    expect(r.ok).toBe(true);
-    expect(r.user_input).toEqual({ goal: 'x' });
   });
 });

@@ -9,11 +9,11 @@ import { execFileSync } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { executeTool } from '../tools';
-import type { ToolContext } from '../tools/types';
+import { executeTool } from '.';
+import type { ToolContext } from './types';
 import type { ToolResult } from '../results';
-import { resolvePath, writeFileAtomic, type ResolvedPath } from '.';
-import { makeSandbox, type Sandbox } from './test-fixtures';
+import { resolvePath, writeFileAtomic, type ResolvedPath } from '../paths';
+import { makeSandbox, type Sandbox } from '../../test/sandbox';
 
 type Expect = 'ok' | 'ENOENT' | 'E_SANDBOX_VIOLATION' | 'E_READ_ONLY' | 'E_UNRESOLVED_VARIABLE' | 'E_INVALID_ARGS';
 

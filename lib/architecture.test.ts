@@ -1,0 +1,78 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+
+// The module rules ARCHITECTURE.md states, checked on the code: every import counts, type-only
+// imports and re-exports included, since each one couples two files.
+const LIB = __dirname;
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === '__fixtures__' ? [] : sourceFiles(p);
+    return /\.tsx?$/.test(e.name) ? [p] : [];
+  });
+}
+
+function resolveLocal(from: string, spec: string): string | null {
+  if (!spec.startsWith('.')) return null;
+  const base = path.resolve(path.dirname(from), spec);
+  for (const candidate of [base, `${base}.ts`, `${base}.tsx`, path.join(base, 'index.ts')]) {
+    if (fs.existsSync(candidate) && fs.statSync(candidate).isFile()) return candidate;
+  }
+  return null;
+}
+
+const files = sourceFiles(LIB);
+const imports = new Map<string, { spec: string; target: string | null }[]>(
+  files.map((f) => [f, ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true).importedFiles.map((i) => ({ spec: i.fileName, target: resolveLocal(f, i.fileName) }))]),
+);
+const rel = (f: string) => path.relative(LIB, f).split(path.sep).join('/');
+const isTest = (f: string) => /\.test\.tsx?$/.test(f);
+const roomOf = (f: string) => rel(f).split('/')[0];
+
+describe('architecture', () => {
+  it('lib/ has no import cycle', () => {
+    const graph = new Map([...imports].filter(([f]) => !isTest(f)).map(([f, list]) => [f, list.map((i) => i.target).filter((t): t is string => !!t && t.startsWith(LIB))]));
+    const state = new Map<string, 'open' | 'done'>();
+    const cycles: string[] = [];
+    const visit = (f: string, stack: string[]) => {
+      if (state.get(f) === 'done') return;
+      if (state.get(f) === 'open') {
+        cycles.push([...stack.slice(stack.indexOf(f)), f].map(rel).join(' → '));
+        return;
+      }
+      state.set(f, 'open');
+      for (const t of graph.get(f) ?? []) visit(t, [...stack, f]);
+      state.set(f, 'done');
+    };
+    for (const f of graph.keys()) visit(f, []);
+    expect(cycles).toEqual([]);
+  });
+
+  it.each([
+    ['paths', ['tools', 'workflows', 'audit', 'chat', 'loop', 'agents']],
+    ['audit', ['tools', 'chat', 'loop']],
+    ['workflows', ['tools', 'chat', 'loop']],
+    ['results', ['tools', 'paths', 'audit', 'workflows', 'chat', 'loop', 'llm']],
+    ['tools', ['loop', 'chat', 'runtime']],
+    ['loop', ['chat', 'conversations', 'tools', 'runtime']],
+    ['llm', ['tools', 'loop', 'chat', 'conversations']],
+  ])('lib/%s never imports a higher room', (room, forbidden) => {
+    const offending = [...imports]
+      .filter(([f]) => roomOf(f) === room)
+      .flatMap(([f, list]) => list.filter((i) => i.target && forbidden.includes(roomOf(i.target))).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('lib/ imports neither Next.js nor React', () => {
+    const offending = [...imports].flatMap(([f, list]) => list.filter((i) => /^(next|react|react-dom)(\/|$)/.test(i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  it('lib/chat/index.ts only re-exports', () => {
+    const source = ts.createSourceFile('index.ts', fs.readFileSync(path.join(LIB, 'chat', 'index.ts'), 'utf8'), ts.ScriptTarget.Latest);
+    const other = source.statements.filter((s) => !(ts.isExportDeclaration(s) && s.moduleSpecifier));
+    expect(other.map((s) => s.getText(source))).toEqual([]);
+  });
+});
