@@ -15,6 +15,29 @@ export interface PathContext {
   projectRoot: string;
   /** Variables from the agent's loaded config (user_name, ...), plus date. */
   variables: Record<string, string>;
+  /**
+   * Set in a BMAD project: `{project-root}` is then a mount of its own, readable but for secrets
+   * and machinery, writable only in these folders (relative, e.g. `docs`) besides the output
+   * folder. Without it `{project-root}` paths must land in another mount.
+   */
+  project?: ProjectAccess;
+}
+
+export interface ProjectAccess {
+  writable: string[];
+}
+
+export const PROJECT_TOKEN = '{project-root}';
+
+/**
+ * Names no tool may reach inside a project, at any depth: secrets (`.env`, `.env.local`, ...)
+ * and machinery whose contents are not the project's documents.
+ */
+const DENIED_IN_PROJECT = /^(\.env(\..*)?|\.git|\.hg|\.svn|node_modules|\.npmrc|\.netrc|\.ssh|\.aws|\.docker|\.pypirc)$/i;
+
+function deniedInProject(names: string[]): string | null {
+  const hit = names.find((n) => DENIED_IN_PROJECT.test(n.normalize('NFKC').trim()));
+  return hit ? `${hit} is a secret or machinery folder of the project and is never readable` : null;
 }
 
 /**
@@ -224,6 +247,44 @@ function contextDate(ctx: PathContext): string {
 }
 
 const MOUNT_PREFIX = /^\{(bundle-root|core-root|output_folder)\}(.*)$/s;
+const PROJECT_PREFIX = /^\{project-root\}(.*)$/s;
+
+/** The project's own files: `names` is relative to the project root. */
+async function resolveInProject(names: string[], ctx: PathContext & { project: ProjectAccess }, access: Access): Promise<ResolvedPath | ToolFailure> {
+  const virtualPath = virtualOf(PROJECT_TOKEN, names);
+  const denied = deniedInProject(names);
+  if (denied) return violation(PROJECT_TOKEN, denied, virtualPath);
+  let target: ResolvedPath | ToolFailure;
+  if (access === 'write') {
+    const folder = ctx.project.writable.find((w) => {
+      const parts = w.split('/');
+      return parts.length < names.length && parts.every((p, i) => p === names[i]);
+    });
+    if (!folder) {
+      const allowed = ctx.project.writable.length ? ` or the project folders ${ctx.project.writable.map((w) => `${PROJECT_TOKEN}/${w}`).join(', ')}` : '';
+      return fail('E_READ_ONLY', `${virtualPath} is read-only; save documents into {output_folder}${allowed}.`, { path: virtualPath, details: { mount: PROJECT_TOKEN } });
+    }
+    const depth = folder.split('/').length;
+    // The writable folder is a mount of its own: a link inside it cannot leave it.
+    target = await resolveUnder(path.join(ctx.projectRoot, ...names.slice(0, depth)), `${PROJECT_TOKEN}/${folder}`, names.slice(depth), 'write', true);
+  } else {
+    target = await resolveUnder(ctx.projectRoot, PROJECT_TOKEN, names, 'read', false);
+  }
+  if (!target.ok) return target;
+  const realProject = await fs.realpath(ctx.projectRoot).catch(() => null);
+  if (!realProject || !isInside(realProject, target.abs)) return violation(PROJECT_TOKEN, 'path leaves the project', virtualPath);
+  // A link inside the project may still point at a secret or at the installed method.
+  const realNames = path.relative(realProject, target.abs).split(path.sep).filter(Boolean);
+  const deniedReal = deniedInProject(realNames);
+  if (deniedReal) return violation(PROJECT_TOKEN, deniedReal, virtualPath);
+  if (access === 'write') {
+    for (const machinery of [ctx.bundleRoot, ctx.coreRoot]) {
+      const real = await fs.realpath(machinery).catch(() => null);
+      if (real && isInside(real, target.abs)) return fail('E_READ_ONLY', `${virtualPath} is part of the installed method, which is read-only.`, { path: virtualPath });
+    }
+  }
+  return target;
+}
 
 /**
  * Turns a path as the model wrote it into a checked server path. Reads of a missing file fail
@@ -276,8 +337,15 @@ export async function resolvePath(
     return resolveUnder(mountRoot(ctx, mount), token, names, access, mount === 'output_folder');
   }
 
+  const pm = PROJECT_PREFIX.exec(text);
+  if (pm && ctx.project) {
+    if (pm[1] !== '' && !pm[1].startsWith('/')) return violation(PROJECT_TOKEN, `${PROJECT_TOKEN} must be followed by "/"`);
+    const names = splitRelative(pm[1], PROJECT_TOKEN);
+    if (!Array.isArray(names)) return names;
+    return resolveInProject(names, { ...ctx, project: ctx.project }, access);
+  }
   if (text.includes('{project-root}')) {
-    return violation('none', '{project-root} paths are allowed only inside {bundle-root}, {core-root} or {output_folder}');
+    return violation('none', ctx.project ? 'a mount variable must start the path' : '{project-root} paths are allowed only inside {bundle-root}, {core-root} or {output_folder}');
   }
   if (/\{(bundle-root|core-root|output_folder)\}/.test(text)) {
     return violation('none', 'a mount variable must start the path');
@@ -298,8 +366,13 @@ export async function resolvePath(
   if (inOutput.ok || inOutput.error.code !== 'ENOENT') return inOutput;
   const inBundle = await resolveUnder(ctx.bundleRoot, MOUNT_TOKENS['bundle-root'], names, 'read', false);
   if (inBundle.ok || inBundle.error.code !== 'ENOENT') return inBundle;
+  if (ctx.project) {
+    const inProject = await resolveInProject(names, { ...ctx, project: ctx.project }, 'read');
+    if (inProject.ok || inProject.error.code !== 'ENOENT') return inProject;
+  }
   const rel = names.join('/');
-  return fail('ENOENT', `Not found: ${rel} (looked in {output_folder} and {bundle-root})`, { path: virtualOf(outToken, names) });
+  const looked = ctx.project ? '{output_folder}, {bundle-root} and {project-root}' : '{output_folder} and {bundle-root}';
+  return fail('ENOENT', `Not found: ${rel} (looked in ${looked})`, { path: virtualOf(outToken, names) });
 }
 
 /**
@@ -323,11 +396,12 @@ export async function resolveInRoot(
 }
 
 /** The virtual path of a server path inside a mount, or null when it is in none. */
-export function toVirtual(abs: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot'>): string | null {
+export function toVirtual(abs: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot' | 'project'>): string | null {
   const mounts: Array<[string, string]> = [
     [MOUNT_TOKENS.output_folder, ctx.outputRoot],
     [MOUNT_TOKENS['bundle-root'], ctx.bundleRoot],
     [MOUNT_TOKENS['core-root'], ctx.coreRoot],
+    ...(ctx.project ? [[PROJECT_TOKEN, ctx.projectRoot] as [string, string]] : []),
   ];
   mounts.sort((a, b) => b[1].length - a[1].length);
   for (const [token, root] of mounts) {

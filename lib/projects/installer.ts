@@ -1,0 +1,74 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+
+export interface InstallOptions {
+  /** Absolute folder to install into (created by the installer). */
+  directory: string;
+  modules: string[];
+  userName?: string;
+  communicationLanguage?: string;
+  documentLanguage?: string;
+  /** Relative to the project folder. */
+  outputFolder?: string;
+  /** BMAD's IDE targets; `none` installs the method only. */
+  tools?: string;
+  timeoutMs?: number;
+}
+
+export type InstallOutcome = { ok: true; durationMs: number } | { ok: false; message: string; durationMs: number };
+
+/** The CLI of a `bmad-method` package folder (BMAD's own installer, as npx runs it). */
+export function installerCli(packageDir: string): string {
+  return path.join(packageDir, 'tools', 'cli', 'bmad-cli.js');
+}
+
+/** Strips the colours and box drawing of the CLI so its last lines can be shown as a reason. */
+function lastLines(text: string, n = 6): string {
+  return text
+    // eslint-disable-next-line no-control-regex
+    .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
+    .split('\n')
+    .map((l) => l.replace(/[│├└┌┐┘─╮╯◆◇●○■□▲]/g, '').trim())
+    .filter(Boolean)
+    .slice(-n)
+    .join(' / ');
+}
+
+/**
+ * Runs BMAD's own installer non-interactively (from 6.0 on every answer has a flag). It needs no
+ * network: the package carries the method's files.
+ */
+export function runBmadInstaller(cli: string, options: InstallOptions): Promise<InstallOutcome> {
+  const args = [
+    cli,
+    'install',
+    '--directory', options.directory,
+    '--modules', options.modules.join(','),
+    '--tools', options.tools ?? 'none',
+    '--user-name', options.userName ?? 'User',
+    '--communication-language', options.communicationLanguage ?? 'English',
+    '--document-output-language', options.documentLanguage ?? 'English',
+    '--output-folder', options.outputFolder ?? '_bmad-output',
+    '-y',
+  ];
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      args,
+      {
+        timeout: options.timeoutMs ?? 120_000,
+        maxBuffer: 8 * 1024 * 1024,
+        // No terminal: the CLI must never wait for an answer.
+        env: { ...process.env, CI: 'true', FORCE_COLOR: '0', NO_COLOR: '1', BMAD_SKIP_UPDATE_CHECK: '1' },
+      },
+      (error, stdout, stderr) => {
+        const durationMs = Math.round(performance.now() - started);
+        if (!error) return resolve({ ok: true, durationMs });
+        const reason = (error as NodeJS.ErrnoException & { killed?: boolean }).killed ? 'the installer took too long and was stopped' : lastLines(`${stdout}\n${stderr}`) || error.message;
+        resolve({ ok: false, message: reason, durationMs });
+      },
+    );
+    child.stdin?.end();
+  });
+}

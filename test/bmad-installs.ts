@@ -1,0 +1,65 @@
+import { promises as fs } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { installerCli, runBmadInstaller } from '../lib/projects/installer';
+
+/**
+ * Real BMAD installs for tests, made by BMAD's own installer from the releases in package.json
+ * (the pinned `bmad-method` and npm aliases of other releases). Each release is installed once
+ * per machine into a cache folder and copied for every test that asks, so tests may change their
+ * copy freely.
+ */
+export const RELEASES = {
+  '6.0.4': 'bmad-method',
+} as const;
+export type Release = keyof typeof RELEASES;
+
+const CACHE = path.join(os.tmpdir(), 'bmad-orchestrator-installs');
+
+function packageDir(release: Release): string {
+  return path.dirname(require.resolve(`${RELEASES[release]}/package.json`));
+}
+
+async function installedVersion(release: Release): Promise<string> {
+  const pkg = JSON.parse(await fs.readFile(path.join(packageDir(release), 'package.json'), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** One install per release and package version; concurrent test workers wait for the first. */
+async function cachedInstall(release: Release): Promise<string> {
+  const version = await installedVersion(release);
+  const dir = path.join(CACHE, `${release}-${version}`, 'project');
+  const done = path.join(CACHE, `${release}-${version}`, 'done');
+  const lock = path.join(CACHE, `${release}-${version}`, 'lock');
+  await fs.mkdir(path.dirname(dir), { recursive: true });
+  for (let waited = 0; ; waited += 200) {
+    if (await fs.stat(done).then(() => true, () => false)) return dir;
+    const mine = await fs.mkdir(lock).then(() => true, () => false);
+    if (mine) break;
+    if (waited > 180_000) throw new Error(`waited too long for the ${release} install`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  try {
+    await fs.rm(dir, { recursive: true, force: true });
+    const outcome = await runBmadInstaller(installerCli(packageDir(release)), {
+      directory: dir,
+      modules: ['bmm'],
+      userName: 'Tester',
+      outputFolder: '_bmad-output',
+    });
+    if (!outcome.ok) throw new Error(`BMAD ${release} did not install: ${outcome.message}`);
+    await fs.writeFile(done, version);
+    return dir;
+  } finally {
+    await fs.rm(lock, { recursive: true, force: true });
+  }
+}
+
+/** A fresh copy of a real install of `release`, as `<parent>/<name>` (a new temp folder by default). */
+export async function bmadProject(release: Release, options: { parent?: string; name?: string } = {}): Promise<string> {
+  const source = await cachedInstall(release);
+  const parent = options.parent ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-project-')));
+  const target = path.join(parent, options.name ?? 'demo');
+  await fs.cp(source, target, { recursive: true });
+  return target;
+}
