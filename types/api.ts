@@ -17,9 +17,29 @@ export interface AgentSummary {
   title: string;
   icon?: string;
   description?: string;
+  /** The bundle's name, or the project's for a project agent. */
   bundleName: string;
+  /** Set for the agents of a BMAD project (their ids are unique inside the project only). */
+  projectId?: string;
   commands: CommandSummary[];
   greeting?: string;
+}
+
+/** A BMAD project: a folder under PROJECTS_ROOT holding an install made by BMAD's installer. */
+export interface ProjectView {
+  id: string;
+  name: string;
+  bmad: { version: string | null; folder: string; modules: string[] };
+  agentCount: number;
+  /** Virtual path of the output folder every agent of the project shares. */
+  outputFolder: string;
+  /** Further folders agents may write (virtual paths); empty by default. */
+  writable: string[];
+  problems: string[];
+}
+
+export interface ProjectDetail extends ProjectView {
+  agents: AgentSummary[];
 }
 
 export interface HealthData {

@@ -11,6 +11,7 @@ import {
 } from '../bundles/scanner';
 import type { FsLimitOverrides } from '../bundles/schema';
 import { parseAgentFile, type AgentDefinition } from './parser';
+import { bundleWorkspace, type Workspace } from './workspace';
 
 export interface CatalogOptions {
   /** When set, command targets under `{core-root}/` are checked too by listBundles. */
@@ -21,6 +22,10 @@ export interface CatalogOptions {
    * every chat request gets its agent; edits still show within this delay.
    */
   revalidateMs?: number;
+  /** `{project-root}` of bundle agents (the server's working folder). */
+  projectRoot?: string;
+  /** OUTPUT_PATH: bundle conversations write into `<outputPath>/<conversationId>`. */
+  outputPath?: string;
 }
 
 export interface BundleAgentView {
@@ -68,8 +73,10 @@ export interface LoadedAgent {
   summary: AgentSummary;
 }
 
-/** The name the chat service uses for a loaded agent. */
-export type ResolvedAgent = LoadedAgent;
+/** An agent ready to chat: its definition and the workspace its tools run in. */
+export interface ResolvedAgent extends LoadedAgent {
+  workspace: Workspace;
+}
 
 export interface Catalog {
   readonly bundlesRoot: string;
@@ -78,7 +85,7 @@ export interface Catalog {
   /** Agents users may pick: entry points of valid bundles and standalone agents. */
   listAgents(): Promise<AgentSummary[]>;
   /** An offered agent by id (case-insensitive), or null. */
-  getAgent(agentId: string): Promise<LoadedAgent | null>;
+  getAgent(agentId: string): Promise<ResolvedAgent | null>;
 }
 
 interface DefEntry {
@@ -126,7 +133,7 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
   const scanner: BundleScanner = createBundleScanner(bundlesRoot);
   const defs = new Map<string, DefEntry>();
   let summaries: { generation: number; list: AgentSummary[] } | null = null;
-  const loaded = new Map<string, { generation: number; def: AgentDefinition; value: LoadedAgent }>();
+  const loaded = new Map<string, { generation: number; def: AgentDefinition; value: ResolvedAgent }>();
   let last: BundleSnapshot | null = null;
 
   function loadDef(agent: ScannedAgent): Promise<AgentDefinition | null> {
@@ -251,7 +258,7 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
     return views;
   }
 
-  async function getAgent(agentId: string): Promise<LoadedAgent | null> {
+  async function getAgent(agentId: string): Promise<ResolvedAgent | null> {
     if (typeof agentId !== 'string' || !agentId) return null;
     const key = agentId.toLowerCase();
     let ref: OfferedAgentRef | undefined = last?.offered.get(key);
@@ -278,15 +285,15 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
     const merged: AgentDefinition = { ...def, id: agent.id, ...labels(agent, def) };
     const icon = agent.icon ?? def.icon;
     if (icon) merged.icon = icon;
-    const value: LoadedAgent = {
+    const home = { name: bundle.name, folder: bundle.folder, root: bundle.root, limits: { ...bundle.limits, ...agent.limits } };
+    const value: ResolvedAgent = {
       agent: merged,
-      bundle: {
-        name: bundle.name,
-        folder: bundle.folder,
-        root: bundle.root,
-        limits: { ...bundle.limits, ...agent.limits },
-      },
+      bundle: home,
       summary: toSummary(bundle, agent, def),
+      workspace: bundleWorkspace(
+        { coreRoot: options.coreRoot ?? path.resolve('bmad/core'), projectRoot: options.projectRoot ?? process.cwd(), outputPath: options.outputPath ?? path.resolve('output') },
+        home,
+      ),
     };
     loaded.set(key, { generation: snap.generation, def, value });
     return value;

@@ -1,0 +1,209 @@
+import { promises as fs } from 'node:fs';
+import path from 'node:path';
+import { parse as parseCsv } from 'csv-parse/sync';
+import yaml from 'js-yaml';
+
+/**
+ * What BMAD's installer leaves in a project, read as it is: `_bmad/` (`bmad/` in early v6
+ * alphas) with `_config/` (`_cfg/`) manifests and one `config.yaml` per module.
+ */
+export interface BmadInstall {
+  /** `_bmad` or `bmad`. */
+  folder: string;
+  /** Absolute path of the install folder. */
+  root: string;
+  version?: string;
+  modules: string[];
+  agents: InstalledAgent[];
+  /** The modules' config.yaml merged (core first, then the others in manifest order). */
+  config: Record<string, unknown>;
+  /** Absolute output folder, inside the project. */
+  outputRoot: string;
+  problems: string[];
+}
+
+export interface InstalledAgent {
+  /** The manifest's `name` (`pm`), unique in the project. */
+  id: string;
+  displayName?: string;
+  title?: string;
+  icon?: string;
+  capabilities?: string;
+  module?: string;
+  /** Absolute path of the compiled agent file. */
+  file: string;
+  /** Relative to the project, posix. */
+  relFile: string;
+}
+
+const INSTALL_FOLDERS = ['_bmad', 'bmad'];
+const CONFIG_FOLDERS = ['_config', '_cfg'];
+const DEFAULT_OUTPUT = '_bmad-output';
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+async function isDir(p: string): Promise<boolean> {
+  return fs.stat(p).then((s) => s.isDirectory(), () => false);
+}
+
+async function readText(p: string): Promise<string | null> {
+  return fs.readFile(p, 'utf8').catch(() => null);
+}
+
+function isInsideFolder(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel));
+}
+
+function posix(p: string): string {
+  return p.split(path.sep).join('/');
+}
+
+/** The install folder of a project, or null when the folder holds no BMAD install. */
+export async function findInstallFolder(projectRoot: string): Promise<string | null> {
+  for (const name of INSTALL_FOLDERS) {
+    const root = path.join(projectRoot, name);
+    for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(root, cfg))) return name;
+    // An install without manifests still has its modules' agents.
+    if ((await isDir(path.join(root, 'core'))) || (await isDir(path.join(root, 'bmm')))) return name;
+  }
+  return null;
+}
+
+function yamlMap(text: string | null): Record<string, unknown> | null {
+  if (text === null) return null;
+  try {
+    const v = yaml.load(text, { schema: yaml.CORE_SCHEMA });
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v.trim() ? v.trim() : typeof v === 'number' ? String(v) : undefined;
+}
+
+/** Module names from manifest.yaml: a list of names (alphas) or of `{ name, version }` (6.x). */
+function manifestModules(manifest: Record<string, unknown> | null): string[] {
+  const list = Array.isArray(manifest?.modules) ? manifest.modules : [];
+  return list.map((m) => (typeof m === 'string' ? m : str((m as { name?: unknown })?.name))).filter((m): m is string => !!m);
+}
+
+/**
+ * Where the project's documents go: the config's `output_folder` (`_bmad-output`,
+ * `{project-root}/docs`, ...), always inside the project.
+ */
+function outputRootOf(projectRoot: string, config: Record<string, unknown>, problems: string[]): string {
+  const raw = str(config.output_folder) ?? DEFAULT_OUTPUT;
+  const rel = raw.replace(/^\{project[-_]root\}\/?/, '').replace(/^\.\//, '');
+  const abs = path.resolve(projectRoot, rel || DEFAULT_OUTPUT);
+  if (/\{[^}]*\}/.test(rel) || !isInsideFolder(projectRoot, abs) || abs === projectRoot) {
+    problems.push(`output_folder "${raw}" is not a folder inside the project; ${DEFAULT_OUTPUT} is used`);
+    return path.join(projectRoot, DEFAULT_OUTPUT);
+  }
+  return abs;
+}
+
+async function manifestAgents(projectRoot: string, configDir: string, problems: string[]): Promise<InstalledAgent[] | null> {
+  const text = await readText(path.join(configDir, 'agent-manifest.csv'));
+  if (text === null) return null;
+  let rows: Record<string, string>[];
+  try {
+    rows = parseCsv(text, { columns: true, skip_empty_lines: true, relax_column_count: true, bom: true }) as Record<string, string>[];
+  } catch (e) {
+    problems.push(`${posix(path.relative(projectRoot, configDir))}/agent-manifest.csv is not valid CSV (${(e as Error).message.split('\n')[0]})`);
+    return null;
+  }
+  const agents: InstalledAgent[] = [];
+  for (const row of rows) {
+    const id = str(row.name);
+    const rel = str(row.path);
+    if (!id || !ID.test(id) || !rel) {
+      problems.push(`agent-manifest.csv: a row without a usable name or path was skipped${id ? ` (${id})` : ''}`);
+      continue;
+    }
+    const file = path.resolve(projectRoot, rel.replace(/^\{project[-_]root\}\/?/, ''));
+    if (!isInsideFolder(projectRoot, file)) {
+      problems.push(`agent-manifest.csv: ${id} points outside the project (${rel})`);
+      continue;
+    }
+    agents.push({
+      id,
+      displayName: str(row.displayName),
+      title: str(row.title),
+      icon: str(row.icon),
+      capabilities: str(row.capabilities),
+      module: str(row.module),
+      file,
+      relFile: posix(path.relative(projectRoot, file)),
+    });
+  }
+  return agents;
+}
+
+/** Without a manifest: every `<module>/agents/*.md` of the install. */
+async function scannedAgents(projectRoot: string, installRoot: string): Promise<InstalledAgent[]> {
+  const agents: InstalledAgent[] = [];
+  const modules = await fs.readdir(installRoot, { withFileTypes: true }).catch(() => []);
+  for (const m of modules) {
+    if (!m.isDirectory() || m.name.startsWith('_') || m.name.startsWith('.')) continue;
+    const dir = path.join(installRoot, m.name, 'agents');
+    const files = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+    for (const f of files) {
+      if (!f.isFile() || !f.name.endsWith('.md')) continue;
+      const id = f.name.replace(/\.md$/, '');
+      if (!ID.test(id)) continue;
+      const file = path.join(dir, f.name);
+      agents.push({ id, module: m.name, file, relFile: posix(path.relative(projectRoot, file)) });
+    }
+  }
+  return agents;
+}
+
+/** Reads a project's BMAD install, or null when there is none. Never throws for bad content. */
+export async function readInstall(projectRoot: string): Promise<BmadInstall | null> {
+  const folder = await findInstallFolder(projectRoot);
+  if (!folder) return null;
+  const root = path.join(projectRoot, folder);
+  const problems: string[] = [];
+  let configDir: string | null = null;
+  for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(root, cfg))) configDir = path.join(root, cfg);
+
+  const manifest = configDir ? yamlMap(await readText(path.join(configDir, 'manifest.yaml'))) : null;
+  const installation = manifest?.installation as Record<string, unknown> | undefined;
+  const version = str(installation?.version) ?? str(manifest?.version);
+  let modules = manifestModules(manifest);
+  if (!modules.length) {
+    const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
+    modules = entries.filter((e) => e.isDirectory() && !e.name.startsWith('_') && !e.name.startsWith('.')).map((e) => e.name);
+  }
+
+  // core first: module configs repeat its keys and may refine them.
+  const config: Record<string, unknown> = {};
+  for (const m of ['core', ...modules.filter((x) => x !== 'core')]) {
+    const text = await readText(path.join(root, m, 'config.yaml'));
+    if (text === null) continue;
+    const map = yamlMap(text);
+    if (!map) problems.push(`${folder}/${m}/config.yaml is not a YAML map`);
+    else Object.assign(config, map);
+  }
+
+  const agents = (configDir ? await manifestAgents(projectRoot, configDir, problems) : null) ?? (await scannedAgents(projectRoot, root));
+  const present = await Promise.all(agents.map((a) => fs.stat(a.file).then((s) => s.isFile(), () => false)));
+  const usable = agents.filter((a, i) => {
+    if (!present[i]) problems.push(`agent ${a.id}: ${a.relFile} not found`);
+    return present[i];
+  });
+  const seen = new Set<string>();
+  const unique = usable.filter((a) => {
+    const key = a.id.toLowerCase();
+    if (seen.has(key)) {
+      problems.push(`agent id ${a.id} appears twice; ${a.relFile} is not offered`);
+      return false;
+    }
+    seen.add(key);
+    return true;
+  });
+
+  return { folder, root, version, modules, agents: unique, config, outputRoot: outputRootOf(projectRoot, config, problems), problems };
+}
