@@ -2,7 +2,7 @@
 const nextConfig = {
   reactStrictMode: true,
   // Native and filesystem-heavy modules stay outside the server bundle.
-  serverExternalPackages: ['better-sqlite3'],
+  serverExternalPackages: ['better-sqlite3', 'bmad-method'],
   poweredByHeader: false,
 };
 

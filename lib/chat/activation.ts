@@ -4,7 +4,7 @@ import { loadAgentYaml, type ConfigReader } from '../agents/config';
 import type { ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
 import { expandVariables, isReservedVariable } from '../paths';
-import { classifyCriticalActions } from '../prompt';
+import { activationLoads, classifyCriticalActions, type CriticalAction } from '../prompt';
 import { isFailure } from '../results';
 import { runToolCall } from '../tools';
 import { toolContext, type ChatDeps } from './context';
@@ -20,14 +20,24 @@ function criticalFailure(agentId: string, action: string, shownPath: string, cod
   return new AppError('E_CRITICAL_ACTION', `The agent "${agentId}" could not start: its critical action "${action}" failed to load ${shownPath} (${code}: ${message}).`, { file: shownPath });
 }
 
+/** What the server does when an agent starts: its critical actions, then its activation's file loads. */
+export function startupActions(agent: ResolvedAgent['agent']): CriticalAction[] {
+  const critical = classifyCriticalActions(agent.criticalActions);
+  const loaded = new Set(critical.flatMap((a) => (a.kind === 'load' ? [a.load.path] : [])));
+  return [...critical, ...activationLoads(agent.activation).filter((a) => a.kind === 'load' && !loaded.has(a.load.path))];
+}
+
 /**
- * Runs the agent's critical actions once, before the first model call: files to load are read
+ * Runs the agent's startup actions once, before the first model call: files to load are read
  * through the sandboxed read_file tool (audited like any call) and YAML configs become
- * variables; every other item is an instruction for the model.
+ * variables; every other item is an instruction for the model. A config that cannot be loaded
+ * stops the start (the agent would run without its settings); another file is reported as not
+ * loaded.
  */
 export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversationId: string, audit: AuditLog): Promise<Activation> {
-  const actions = classifyCriticalActions(resolved.agent.criticalActions);
+  const actions = startupActions(resolved.agent);
   if (!actions.length) return { variables: {}, context: null };
+  const notLoaded: string[] = [];
   const variables: Record<string, string> = {};
   const loaded: string[] = [];
   const instructions: string[] = [];
@@ -60,15 +70,23 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
       continue;
     }
     const file = await read(requested);
-    if (isFailure(file)) throw criticalFailure(resolved.agent.id, action.text, file.path ?? requested, file.error.code, file.error.message);
+    if (isFailure(file)) {
+      const critical = resolved.agent.criticalActions.length > 0 && classifyCriticalActions(resolved.agent.criticalActions).some((a) => a.kind === 'load' && a.load.path === requested);
+      if (critical) throw criticalFailure(resolved.agent.id, action.text, file.path ?? requested, file.error.code, file.error.message);
+      notLoaded.push(`- ${file.path ?? requested}: ${file.error.message}`);
+      continue;
+    }
     loaded.push(`### ${file.path}\n\`\`\`\n${file.content.trimEnd()}\n\`\`\``);
   }
   const resolvedInstructions = instructions.map((t) => expandVariables(t, { variables }).text);
-  const vars = Object.entries(variables).map(([k, v]) => `- {${k}} = ${v}`);
+  // Shown resolved: `{project-root}/_bmad-output/planning-artifacts` is `{output_folder}/planning-artifacts` here.
+  const roots = toolContext(deps, resolved, conversationId, variables, audit);
+  const vars = Object.entries(variables).map(([k, v]) => `- {${k}} = ${expandVariables(v, { roots, variables }).text}`);
   const parts = [
     '## Critical context (loaded by the server before this conversation)',
     loaded.length ? `Files loaded into memory:\n\n${loaded.join('\n\n')}` : '',
-    vars.length ? `Variables now set:\n${vars.join('\n')}\n{output_folder} always means this conversation's output folder.` : '',
+    notLoaded.length ? `Files the agent asks for at start that could not be loaded (tell the user if they matter):\n${notLoaded.join('\n')}` : '',
+    vars.length ? `Variables now set:\n${vars.join('\n')}\n${resolved.workspace.sharedOutput ? "{output_folder} always means the project's output folder." : "{output_folder} always means this conversation's output folder."}` : '',
     resolvedInstructions.length ? `Critical instructions:\n${resolvedInstructions.map((t) => `- ${t}`).join('\n')}` : '',
   ];
   return { variables, context: parts.filter(Boolean).join('\n\n') };

@@ -4,7 +4,8 @@ import type { AuditLog } from '../audit';
 import type { Config, ToolLimits } from '../config';
 import type { ConversationStore } from '../conversations/types';
 import type { Catalog, ResolvedAgent } from '../agents';
-import { outputRootOf } from '../outputs';
+import { AppError } from '../errors';
+import type { ProjectCatalog } from '../projects';
 import { today } from '../paths';
 import type { ToolContext } from '../tools';
 
@@ -13,6 +14,7 @@ export interface ChatDeps {
   config: Config;
   store: ConversationStore;
   catalog: Catalog;
+  projects: ProjectCatalog;
   /** Built lazily; absent when no model is configured. */
   llm: () => OpenAI;
   auditDir: string;
@@ -40,17 +42,38 @@ export function toolContext(
   audit: AuditLog,
   signal?: AbortSignal,
 ): ToolContext {
+  const ws = resolved.workspace;
   return {
     conversationId,
     agentId: resolved.agent.id,
-    bundleRoot: resolved.bundle.root,
-    coreRoot: deps.config.coreRoot,
-    projectRoot: deps.config.projectRoot,
-    outputRoot: outputRootOf(deps.config, conversationId),
+    bundleRoot: ws.bundleRoot,
+    coreRoot: ws.coreRoot,
+    projectRoot: ws.projectRoot,
+    outputRoot: ws.outputRoot(conversationId),
+    ...(ws.writable ? { project: { writable: ws.writable } } : {}),
     variables: { ...variables, date: today(clock(deps)()) },
-    limits: effectiveLimits(deps.config.limits, resolved.bundle.limits),
+    limits: effectiveLimits(deps.config.limits, ws.limits),
     auditDir: deps.auditDir,
     audit,
     signal,
   };
+}
+
+/** Which agent a request means: a project's agent when a project is named, else a bundle agent. */
+export interface AgentRef {
+  agentId: string;
+  projectId?: string;
+}
+
+export async function findAgent(deps: Pick<ChatDeps, 'catalog' | 'projects'>, ref: AgentRef): Promise<ResolvedAgent> {
+  if (ref.projectId !== undefined) {
+    const project = await deps.projects.get(ref.projectId);
+    if (!project) throw new AppError('E_PROJECT_NOT_FOUND', `No project with id "${ref.projectId}". GET /api/projects lists the projects.`);
+    const agent = await deps.projects.getAgent(project.id, ref.agentId);
+    if (!agent) throw new AppError('E_AGENT_NOT_FOUND', `Project "${project.id}" has no agent "${ref.agentId}". GET /api/agents?projectId=${project.id} lists its agents.`);
+    return agent;
+  }
+  const agent = await deps.catalog.getAgent(ref.agentId);
+  if (!agent) throw new AppError('E_AGENT_NOT_FOUND', `No agent with id "${ref.agentId}". GET /api/agents lists the available agents.`);
+  return agent;
 }

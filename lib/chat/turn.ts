@@ -7,14 +7,16 @@ import { runTurn, type TurnEvent } from '../loop';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
 import { matchCommand, isWorkflowCommand, type CommandMatch } from '../agents';
-import { outputRootOf, sweepTempFiles } from '../outputs';
+import { sweepTempFiles } from '../outputs';
 import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
 import { activate } from './activation';
-import { clock, newId, toolContext, type ChatDeps } from './context';
+import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
 
 export interface ChatRequest {
   agentId: string;
+  /** Set to chat with an agent of a BMAD project. */
+  projectId?: string;
   message: string;
   conversationId?: string;
 }
@@ -39,8 +41,7 @@ function shortcutCall(command: CommandMatch | null): ToolCall | null {
  * end (or the consumer stops reading them).
  */
 export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortSignal): Promise<TurnHandle> {
-  const resolved = await deps.catalog.getAgent(req.agentId);
-  if (!resolved) throw new AppError('E_AGENT_NOT_FOUND', `No agent with id "${req.agentId}". GET /api/agents lists the available agents.`);
+  const resolved = await findAgent(deps, req);
   if (!deps.config.llm.configured) {
     throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured. Set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL (for a local OpenAI-compatible server such as Ollama, vLLM or LM Studio), and OPENAI_MODEL, then restart the server.');
   }
@@ -52,6 +53,10 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     const existing = await deps.store.get(conversationId);
     if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
     wasInterrupted = existing.status === 'interrupted';
+    if ((existing.projectId ?? undefined) !== resolved.workspace.projectId) {
+      const where = (id?: string) => (id ? `project "${id}"` : 'the bundles');
+      throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to ${where(existing.projectId)}, not ${where(resolved.workspace.projectId)}.`, { field: 'projectId' });
+    }
     if (existing.agentId !== resolved.agent.id) {
       throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to agent "${existing.agentId}", not "${resolved.agent.id}".`, { field: 'agentId' });
     }
@@ -69,7 +74,8 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
       // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
       const activation = await activate(deps, resolved, conversationId, audit);
       // No title: the store names the conversation from its first message or its workflow.
-      await deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.bundle.name });
+      const projectId = resolved.workspace.projectId;
+      await deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.workspace.name, ...(projectId ? { projectId } : {}) });
       await deps.store.setVariables(conversationId, activation.variables);
       if (activation.context) {
         await deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: activation.context, timestamp: clock(deps)().toISOString() });
@@ -83,7 +89,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   }
   if (wasInterrupted) {
     // Never throws: the lock is held and must reach the turn's own cleanup.
-    const removed = await sweepTempFiles(outputRootOf(deps.config, conversationId)).catch(() => 0);
+    const removed = await sweepTempFiles(resolved.workspace.outputRoot(conversationId)).catch(() => 0);
     if (removed) log.warn('outputs.swept', { conversationId, tempFiles: removed });
   }
 
@@ -116,8 +122,17 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     const conversation = await store.get(conversationId);
     const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);
     const definitions = toolDefinitions();
-    const systemPrompt = buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.bundle.name, toolNames: definitions.map((d) => d.function.name) });
-    const messages = toModelMessages(systemPrompt, await store.messages(conversationId));
+    const history = await store.messages(conversationId);
+    const ws = resolved.workspace;
+    const systemPrompt = buildSystemPrompt({
+      agent: resolved.agent,
+      bundleName: ws.name,
+      toolNames: definitions.map((d) => d.function.name),
+      // The activation's context is the conversation's first stored message when there is one.
+      activated: history[0]?.role === 'system',
+      ...(ws.writable ? { project: { writable: ws.writable } } : {}),
+    });
+    const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);
     let stepStarted = performance.now();
 

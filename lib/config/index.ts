@@ -18,6 +18,8 @@ export interface LlmConfig {
 export interface Config {
   /** Absolute paths. */
   bundlesRoot: string;
+  /** Each subfolder holding a BMAD install (`_bmad/` or `bmad/`) is a project. */
+  projectsRoot: string;
   coreRoot: string;
   projectRoot: string;
   outputPath: string;
@@ -55,6 +57,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const baseURL = nonEmpty(env.OPENAI_BASE_URL);
   return {
     bundlesRoot: abs(env.BUNDLES_ROOT, 'bmad/custom/bundles'),
+    projectsRoot: abs(env.PROJECTS_ROOT, 'projects'),
     coreRoot: abs(env.CORE_ROOT, 'bmad/core'),
     projectRoot: path.resolve(/*turbopackIgnore: true*/ cwd),
     outputPath: abs(env.OUTPUT_PATH, 'output'),

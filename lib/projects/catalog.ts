@@ -99,6 +99,10 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     if (hit && fresh > 0 && performance.now() - hit.at < fresh) return hit.promise;
     const promise = load(id).catch(() => null);
     projects.set(id, { at: performance.now(), promise });
+    // A folder that is no project yet may be one a moment later (an install under way).
+    promise.then((p) => {
+      if (!p && projects.get(id)?.promise === promise) projects.delete(id);
+    });
     return promise;
   }
 

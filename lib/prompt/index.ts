@@ -17,17 +17,29 @@ export interface PromptInput {
   agent: PromptAgent;
   bundleName: string;
   toolNames: string[];
+  /** True when the server ran the agent's loading steps and stored what they loaded as context. */
+  activated?: boolean;
+  /** Set for an agent of a BMAD project: the project's mounts replace the bundle's. */
+  project?: { writable: string[] };
 }
 
 const TOOL_RULES = `## How you work with files
 You run inside a server that gives you real tools. Use them; never pretend.
 - When your instructions say to load, read or open a file, call read_file (or execute_workflow for a workflow.yaml) and use what it returns. Never invent file contents, and never claim you loaded a file you did not read.
-- Paths are virtual: {bundle-root}/... is your bundle (read-only), {core-root}/... holds shared BMAD tasks (read-only), {output_folder}/... is this conversation's output folder (the only place you can write). {project-root}/... works only where it lands in one of those.
+- PATHS_RULE
 - Write every document you produce with save_output into {output_folder}, e.g. {output_folder}/product-brief.md. Prefer edit_file for small changes to a file you already wrote.
 - When a command maps to a workflow, call execute_workflow with its workflow_path, then follow the returned instructions step by step, using the template when there is one and the engine rules when they are returned.
 - When the instructions tell you to ask the user something, ask and stop; wait for the answer before going on.
 - A tool error comes back as { ok: false, error: { code, message } }: read it, correct the call or tell the user what is missing. Do not retry the same failing call over and over.
 - Use list_files and search_files to find files instead of guessing names; read large files in windows (start_line, end_line).`;
+
+const BUNDLE_PATHS =
+  "Paths are virtual: {bundle-root}/... is your bundle (read-only), {core-root}/... holds shared BMAD tasks (read-only), {output_folder}/... is this conversation's output folder (the only place you can write). {project-root}/... works only where it lands in one of those.";
+
+function projectPaths(writable: string[]): string {
+  const extra = writable.length ? `, and ${writable.map((w) => `{project-root}/${w}/...`).join(', ')}` : '';
+  return `Paths are virtual: {project-root}/... is the project (readable; secrets such as .env and .git are not), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder, shared by every agent and conversation of the project: documents other agents wrote are there. You can write into {output_folder}${extra}; nothing else.`;
+}
 
 function personaSection(agent: PromptAgent): string {
   const p = agent.persona;
@@ -53,14 +65,16 @@ function commandsSection(agent: PromptAgent): string {
  * The system prompt depends only on the agent definition, so it is byte-identical on every
  * turn of a conversation: providers can cache the prefix.
  */
-export function buildSystemPrompt({ agent, bundleName, toolNames }: PromptInput): string {
-  const head = `You are ${agent.name}${agent.title ? `, ${agent.title}` : ''}${agent.icon ? ` ${agent.icon}` : ''}, an agent of the "${bundleName}" bundle. Stay in this role for the whole conversation.`;
+export function buildSystemPrompt({ agent, bundleName, toolNames, activated = false, project }: PromptInput): string {
+  const home = project ? `the BMAD project "${bundleName}"` : `the "${bundleName}" bundle`;
+  const head = `You are ${agent.name}${agent.title ? `, ${agent.title}` : ''}${agent.icon ? ` ${agent.icon}` : ''}, an agent of ${home}. Stay in this role for the whole conversation.`;
+  const rules = TOOL_RULES.replace('PATHS_RULE', project ? projectPaths(project.writable) : BUNDLE_PATHS);
   return [
     head,
     personaSection(agent),
     commandsSection(agent),
-    `${TOOL_RULES}\nYour tools: ${toolNames.join(', ')}.`,
-    `## Your full agent definition\nFollow it as your operating instructions. Its activation steps about loading config files have already been done by the server: the results are in the next message.\n\n${agent.raw.trim()}`,
+    `${rules}\nYour tools: ${toolNames.join(', ')}.`,
+    `## Your full agent definition\nFollow it as your operating instructions.${activated ? ' The loading steps of its activation (config files, files it must read before anything else) have already been done by the server: what was loaded and what was not is at the end of this system message. Do not load those files again.' : ''}\n\n${agent.raw.trim()}`,
   ]
     .filter(Boolean)
     .join('\n\n');
@@ -94,6 +108,29 @@ export function classifyCriticalActions(items: string[]): CriticalAction[] {
       }
       return { kind: 'instruction', text };
     });
+}
+
+// "Load and read {project-root}/_bmad/bmm/config.yaml NOW", "Load COMPLETE file {project-root}/...md".
+const ACTIVATION_LOAD_RE = /^\s*(?:[-*•]\s*)?(?:load|read)\b(?:\s+(?:and\s+read|into\s+memory|the\s+complete\s+file|complete\s+file|the\s+file|file))?\s+(\{[a-z_-]+\}\/[^\s`'"<>]+)/i;
+
+/**
+ * The file loads an installed agent's `<activation>` steps ask for before anything else (its
+ * config, sidecar files): the server carries these out, as it does critical actions. Steps about
+ * the agent file itself or about files to load later (when a command runs) are left to the model.
+ */
+export function activationLoads(activation: string | undefined): CriticalAction[] {
+  if (!activation) return [];
+  const out: CriticalAction[] = [];
+  const seen = new Set<string>();
+  for (const line of activation.split(/\n|(?<=\S)\s+-\s+(?=load\b)/i)) {
+    const m = ACTIVATION_LOAD_RE.exec(line);
+    if (!m) continue;
+    const file = m[1].replace(/[.,;:)]+$/, '');
+    if (seen.has(file) || /\{(?!project-root|project_root|bundle-root|core-root)[^}]*\}/.test(file)) continue;
+    seen.add(file);
+    out.push({ kind: 'load', load: { path: file, variables: [] }, text: line.replace(/\s+/g, ' ').trim() });
+  }
+  return out;
 }
 
 function toolResultText(result: unknown): string {

@@ -7,12 +7,14 @@ import { createCatalog, type Catalog } from '../agents';
 import { createLlmClient } from '../llm';
 import { AppError } from '../errors';
 import type { ChatDeps } from '../chat';
+import { createProjectCatalog, type ProjectCatalog } from '../projects';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
   config: Config;
   store: ConversationStore;
   catalog: Catalog;
+  projects: ProjectCatalog;
 }
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
@@ -20,7 +22,8 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   return {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
-    catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, revalidateMs: 250 }),
+    catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
+    projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     auditDir: path.join(config.dataDir, 'audit'),
     llm: () => {
       if (!config.llm.configured) throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured.');

@@ -1,13 +1,16 @@
 import { getRuntime } from '@/lib/runtime';
 import { withResolvedGreetings } from '@/lib/chat/greeting';
 import { handle, ok } from '../_lib/http';
+import { projectOr404 } from '../_lib/projects';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
   return handle('GET /api/agents', request, async () => {
-    const { config, catalog } = getRuntime();
-    return ok(await withResolvedGreetings(config, catalog, await catalog.listAgents()));
+    const rt = getRuntime();
+    const projectId = new URL(request.url).searchParams.get('projectId');
+    const agents = projectId !== null ? await rt.projects.agents(await projectOr404(projectId)) : await rt.catalog.listAgents();
+    return ok(await withResolvedGreetings(rt, agents));
   });
 }

@@ -13,6 +13,7 @@ export const runtime = 'nodejs';
 
 const ChatBody = z.object({
   agentId: z.string().trim().min(1, 'agentId is required').max(200),
+  projectId: z.string().trim().min(1, 'projectId must not be empty').max(200).optional(),
   message: z
     .string()
     .max(20_000, 'message must be at most 20,000 characters')
@@ -42,7 +43,11 @@ export async function POST(request: Request) {
 
     let turn;
     try {
-      turn = await startTurn(rt, { agentId: body.agentId, message: body.message, conversationId: body.conversationId }, controller.signal);
+      turn = await startTurn(
+        rt,
+        { agentId: body.agentId, message: body.message, conversationId: body.conversationId, ...(body.projectId ? { projectId: body.projectId } : {}) },
+        controller.signal,
+      );
     } catch (e) {
       done();
       throw e;

@@ -2,12 +2,14 @@ import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { toSummaryView } from '@/lib/chat/views';
 import { handle, ok, parseWith } from '../_lib/http';
+import { projectOr404 } from '../_lib/projects';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 const Query = z.object({
   agentId: z.string().min(1).max(200).optional(),
+  projectId: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(100).optional(),
   cursor: z.string().min(1).max(500).optional(),
 });
@@ -16,7 +18,13 @@ export async function GET(request: Request) {
   return handle('GET /api/conversations', request, async () => {
     const params = Object.fromEntries(new URL(request.url).searchParams);
     const query = parseWith(Query, params);
-    const page = await getRuntime().store.list({ agentId: query.agentId, limit: query.limit ?? 20, cursor: query.cursor });
+    if (query.projectId !== undefined) await projectOr404(query.projectId);
+    const page = await getRuntime().store.list({
+      agentId: query.agentId,
+      ...(query.projectId !== undefined ? { projectId: query.projectId } : {}),
+      limit: query.limit ?? 20,
+      cursor: query.cursor,
+    });
     return ok({ items: page.items.map(toSummaryView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   });
 }

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { getRuntime } from '@/lib/runtime';
+import { createProject } from '@/lib/projects';
+import { handle, ok, readJson } from '../_lib/http';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+const NewProjectBody = z.object({
+  name: z.string().trim().min(1, 'name is required').max(64, 'name must be at most 64 characters'),
+  modules: z.array(z.string().trim().min(1).max(40)).max(10).optional(),
+  userName: z.string().trim().min(1).max(100).optional(),
+  communicationLanguage: z.string().trim().min(1).max(40).optional(),
+  documentLanguage: z.string().trim().min(1).max(40).optional(),
+});
+
+export async function GET(request: Request) {
+  return handle('GET /api/projects', request, async () => {
+    const { projects } = getRuntime();
+    const list = await projects.list();
+    return ok(await Promise.all(list.map((p) => projects.view(p))));
+  });
+}
+
+export async function POST(request: Request) {
+  return handle('POST /api/projects', request, async () => {
+    const body = await readJson(request, NewProjectBody);
+    const { projects } = getRuntime();
+    const project = await createProject(projects, body);
+    return ok(await projects.view(project), { status: 201 });
+  });
+}

@@ -1,0 +1,129 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { POST as chat } from '@/app/api/chat/route';
+import { GET as agents } from '@/app/api/agents/route';
+import { GET as listProjects } from '@/app/api/projects/route';
+import { GET as getProject } from '@/app/api/projects/[id]/route';
+import { GET as listConversations } from '@/app/api/conversations/route';
+import { DELETE as deleteConversation } from '@/app/api/conversations/[id]/route';
+import { reply } from '../scripted-model';
+import { bmadProject } from '../bmad-installs';
+import { get, jsonRequest, params, startHarness, type Harness } from './harness';
+
+let h: Harness;
+let projectsRoot: string;
+beforeEach(async () => {
+  projectsRoot = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-projects-'));
+  h = await startHarness({ PROJECTS_ROOT: projectsRoot });
+  await bmadProject('6.0.4', { parent: projectsRoot, name: 'shop' });
+}, 120_000);
+afterEach(async () => {
+  await h.close();
+  await fs.rm(projectsRoot, { recursive: true, force: true });
+});
+
+const send = (body: Record<string, unknown>) => chat(jsonRequest('/api/chat', body));
+const json = async (res: Response) => ({ status: res.status, body: await res.json() });
+
+describe('BMAD projects over the API', () => {
+  it('lists a real 6.0.4 install with its version, modules and agents', async () => {
+    const { status, body } = await json(await listProjects(get('/api/projects')));
+    expect(status).toBe(200);
+    expect(body.data).toEqual([
+      expect.objectContaining({ id: 'shop', bmad: { version: '6.0.4', folder: '_bmad', modules: ['core', 'bmm'] }, outputFolder: '{project-root}/_bmad-output', writable: [] }),
+    ]);
+    expect(body.data[0].agentCount).toBeGreaterThanOrEqual(9);
+    expect(JSON.stringify(body)).not.toContain(h.tmp);
+
+    const detail = await json(await getProject(get('/api/projects/shop'), params({ id: 'shop' })));
+    expect(detail.status).toBe(200);
+    const ids = detail.body.data.agents.map((a: { id: string }) => a.id);
+    expect(ids).toEqual(expect.arrayContaining(['analyst', 'pm', 'architect', 'sm', 'dev']));
+    const pm = detail.body.data.agents.find((a: { id: string }) => a.id === 'pm');
+    expect(pm).toMatchObject({ name: 'John', title: 'Product Manager', projectId: 'shop' });
+    expect(pm.commands.length).toBeGreaterThan(5);
+
+    const listed = await json(await agents(get('/api/agents?projectId=shop')));
+    expect(listed.body.data.map((a: { id: string }) => a.id)).toEqual(ids);
+  });
+
+  it('answers 404 for an unknown project everywhere', async () => {
+    expect((await json(await getProject(get('/api/projects/nope'), params({ id: 'nope' })))).body.code).toBe('E_PROJECT_NOT_FOUND');
+    expect((await agents(get('/api/agents?projectId=nope'))).status).toBe(404);
+    expect((await listConversations(get('/api/conversations?projectId=nope'))).status).toBe(404);
+    const res = await send({ projectId: 'nope', agentId: 'pm', message: 'hi' });
+    expect(res.status).toBe(404);
+    expect((await res.json()).code).toBe('E_PROJECT_NOT_FOUND');
+  });
+
+  it('runs the activation server-side: the module config is loaded, the model is told, nothing claimed that was not done', async () => {
+    h.model.setScript([reply.text('Hello Tester')]);
+    const { status, body } = await json(await send({ projectId: 'shop', agentId: 'pm', message: 'hello' }));
+    expect(status).toBe(200);
+    const system = h.model.chatRequests()[0].body.messages[0].content as string;
+    expect(system).toContain('BMAD project');
+    expect(system).toContain('{bundle-root}/bmm/config.yaml');
+    expect(system).toContain('{user_name} = Tester');
+    expect(system).toContain('{planning_artifacts} = {output_folder}/planning-artifacts');
+    expect(system).toContain('have already been done by the server');
+    expect(system).not.toContain(h.tmp);
+    // Activation results are context, not tool calls of the user's turn.
+    expect(body.data.message.functionCalls).toEqual([]);
+  });
+
+  it('shares the output folder: a document one agent writes is read by another agent in another conversation', async () => {
+    h.model.setScript([
+      reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{planning_artifacts}/product-brief.md', content: '# Brief\n\nA shop for plants.\n' } }]),
+      reply.text('Saved the brief.'),
+    ]);
+    const first = await json(await send({ projectId: 'shop', agentId: 'analyst', message: 'write the brief' }));
+    expect(first.body.data.message.functionCalls[0].result).toMatchObject({ ok: true, path: '{output_folder}/planning-artifacts/product-brief.md' });
+    const onDisk = await fs.readFile(path.join(projectsRoot, 'shop', '_bmad-output', 'planning-artifacts', 'product-brief.md'), 'utf8');
+    expect(onDisk).toContain('A shop for plants.');
+
+    h.model.reset();
+    h.model.setScript([
+      reply.toolCalls([{ name: 'read_file', arguments: { file_path: '{project-root}/_bmad-output/planning-artifacts/product-brief.md' } }]),
+      reply.text('Read it.'),
+    ]);
+    const second = await json(await send({ projectId: 'shop', agentId: 'pm', message: 'read the brief' }));
+    expect(second.body.data.conversationId).not.toBe(first.body.data.conversationId);
+    expect(second.body.data.message.functionCalls[0].result).toMatchObject({ ok: true, content: expect.stringContaining('A shop for plants.') });
+
+    const listed = await json(await listConversations(get('/api/conversations?projectId=shop')));
+    expect(listed.body.data.items).toHaveLength(2);
+    expect(listed.body.data.items[0]).toMatchObject({ projectId: 'shop' });
+
+    // Deleting a conversation never deletes the project's documents.
+    const del = await deleteConversation(get(`/api/conversations/${first.body.data.conversationId}`, { method: 'DELETE' }), params({ id: first.body.data.conversationId }));
+    expect(del.status).toBe(200);
+    await expect(fs.readFile(path.join(projectsRoot, 'shop', '_bmad-output', 'planning-artifacts', 'product-brief.md'), 'utf8')).resolves.toContain('plants');
+  });
+
+  it('keeps secrets, machinery and the installed method out of reach', async () => {
+    await fs.writeFile(path.join(projectsRoot, 'shop', '.env'), 'OPENAI_API_KEY=sk-secret');
+    h.model.setScript([
+      reply.toolCalls([
+        { name: 'read_file', arguments: { file_path: '{project-root}/.env' } },
+        { name: 'save_output', arguments: { file_path: '{project-root}/_bmad/bmm/config.yaml', content: 'x: 1' } },
+        { name: 'save_output', arguments: { file_path: '{project-root}/docs/notes.md', content: 'x' } },
+        { name: 'read_file', arguments: { file_path: '{project-root}/_bmad/bmm/config.yaml' } },
+      ]),
+      reply.text('done'),
+    ]);
+    const { body } = await json(await send({ projectId: 'shop', agentId: 'pm', message: 'try' }));
+    const results = body.data.message.functionCalls.map((c: { result: { ok: boolean; error?: { code: string } } }) => c.result.ok || c.result.error?.code);
+    expect(results).toEqual(['E_SANDBOX_VIOLATION', 'E_READ_ONLY', 'E_READ_ONLY', true]);
+    expect(JSON.stringify(body)).not.toContain('sk-secret');
+    await expect(fs.readFile(path.join(projectsRoot, 'shop', '_bmad', 'bmm', 'config.yaml'), 'utf8')).resolves.not.toContain('x: 1');
+  });
+
+  it('writes into folders the project allows', async () => {
+    await fs.writeFile(path.join(projectsRoot, 'shop', '.bmad-orchestrator.yaml'), 'writable: [docs]\n');
+    h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{project-root}/docs/notes.md', content: 'notes' } }]), reply.text('ok')]);
+    const { body } = await json(await send({ projectId: 'shop', agentId: 'dev', message: 'note' }));
+    expect(body.data.message.functionCalls[0].result).toMatchObject({ ok: true, path: '{project-root}/docs/notes.md' });
+    await expect(fs.readFile(path.join(projectsRoot, 'shop', 'docs', 'notes.md'), 'utf8')).resolves.toBe('notes');
+  });
+});
