@@ -78,6 +78,8 @@ export interface ConversationSummaryView {
   id: string;
   agentId: string;
   bundleName: string;
+  /** Set for a conversation with a BMAD project's agent; absent for a bundle's. */
+  projectId?: string;
   title: string;
   createdAt: string;
   updatedAt: string;

@@ -1,5 +1,5 @@
-import { toMessageViews } from './views';
-import type { StoredMessage } from '../conversations/types';
+import { toDetailView, toMessageViews, toSummaryView } from './views';
+import type { Conversation, StoredMessage } from '../conversations/types';
 
 const ts = '2026-01-01T00:00:00.000Z';
 
@@ -28,4 +28,23 @@ it('folds a turn into one assistant view keeping text and tool calls in order, h
     { type: 'tool', toolCallId: 'c2' },
     { type: 'text', text: 'What is your idea?' },
   ]);
+});
+
+it('names the project of a project conversation in its views, and no project for a bundle one', () => {
+  const base: Conversation = {
+    id: 'c',
+    agentId: 'pm',
+    bundleName: 'bmm',
+    title: 'Plan',
+    createdAt: ts,
+    updatedAt: ts,
+    status: 'idle',
+    variables: {},
+    usage: { promptTokens: 0, completionTokens: 0 },
+  };
+  const project = { ...base, projectId: 'acme' };
+  expect(toSummaryView({ ...project, messageCount: 0 })).toMatchObject({ id: 'c', projectId: 'acme' });
+  expect(toDetailView(project, [])).toMatchObject({ id: 'c', projectId: 'acme', messages: [] });
+  expect(toSummaryView({ ...base, messageCount: 0 })).not.toHaveProperty('projectId');
+  expect(toDetailView(base, [])).not.toHaveProperty('projectId');
 });

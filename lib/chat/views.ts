@@ -47,6 +47,7 @@ export function toSummaryView(c: ConversationSummary): ConversationSummaryView {
     id: c.id,
     agentId: c.agentId,
     bundleName: c.bundleName,
+    ...(c.projectId ? { projectId: c.projectId } : {}),
     title: c.title,
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,

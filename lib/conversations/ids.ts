@@ -14,3 +14,12 @@ export function isValidConversationId(id: unknown): id is string {
 export function newConversationId(): string {
   return randomUUID();
 }
+
+// The project catalog's rule (project ids are folder names under the projects root, dots
+// allowed), repeated so the store need not depend on the catalog; a leading letter or digit
+// already rules out "." and "..".
+const PROJECT_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export function isValidProjectId(id: unknown): id is string {
+  return typeof id === 'string' && PROJECT_ID_PATTERN.test(id);
+}

@@ -1,7 +1,7 @@
 import { AppError } from '../errors';
-import type { ListOptions, StoredMessage, Usage } from './types';
+import type { CreateConversationInput, ListOptions, StoredMessage, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf } from './title';
-import { isValidConversationId } from './ids';
+import { isValidConversationId, isValidProjectId } from './ids';
 
 const DEFAULT_PAGE = 20;
 const MAX_PAGE = 100;
@@ -154,20 +154,25 @@ export interface NewConversation {
   id: string;
   agentId: string;
   bundleName: string;
+  projectId?: string;
   title: string;
   titleState: TitleState;
 }
 
-export function prepareCreate(input: { id?: string; agentId: string; bundleName: string; title?: string }, newId: () => string): NewConversation {
+export function prepareCreate(input: CreateConversationInput, newId: () => string): NewConversation {
   const id = input.id ?? newId();
   if (!isValidConversationId(id)) throw new AppError('E_VALIDATION', 'A conversation id may hold only letters, digits, "-" and "_" (at most 64).', { field: 'id' });
   if (!isStr(input.agentId) || !input.agentId) throw new TypeError('agentId must be a non-empty string');
   if (!isStr(input.bundleName)) throw new TypeError('bundleName must be a string');
+  if (input.projectId !== undefined && !isValidProjectId(input.projectId)) {
+    throw new AppError('E_VALIDATION', 'A project id may hold only letters, digits, ".", "-" and "_", starting with a letter or digit (at most 64).', { field: 'projectId' });
+  }
+  const base = { id, agentId: input.agentId, bundleName: input.bundleName, ...(input.projectId !== undefined ? { projectId: input.projectId } : {}) };
   const given = input.title === undefined ? '' : input.title.replace(/\s+/g, ' ').trim();
-  if (!given) return { id, agentId: input.agentId, bundleName: input.bundleName, title: DEFAULT_TITLE, titleState: TitleState.DEFAULT };
+  if (!given) return { ...base, title: DEFAULT_TITLE, titleState: TitleState.DEFAULT };
   // A long generated title is clipped rather than refused: create() runs inside a chat request.
   const title = normaliseTitle(given) ?? `${given.slice(0, TITLE_LIMIT - 1)}…`;
-  return { id, agentId: input.agentId, bundleName: input.bundleName, title, titleState: TitleState.FIXED };
+  return { ...base, title, titleState: TitleState.FIXED };
 }
 
 export function prepareRename(title: string): string {

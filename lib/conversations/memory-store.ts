@@ -4,6 +4,7 @@ import type {
   ConversationStatus,
   ConversationStore,
   ConversationSummary,
+  CreateConversationInput,
   ListOptions,
   Page,
   StoredMessage,
@@ -45,7 +46,7 @@ interface Entry {
 export class MemoryConversationStore implements ConversationStore {
   private readonly entries = new Map<string, Entry>();
 
-  async create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation> {
+  async create(input: CreateConversationInput): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
     if (this.entries.has(c.id)) throw duplicateId(c.id);
     const now = monotonicNow();
@@ -53,6 +54,7 @@ export class MemoryConversationStore implements ConversationStore {
       id: c.id,
       agentId: c.agentId,
       bundleName: c.bundleName,
+      ...(c.projectId !== undefined ? { projectId: c.projectId } : {}),
       title: c.title,
       createdAt: now,
       updatedAt: now,
@@ -74,6 +76,7 @@ export class MemoryConversationStore implements ConversationStore {
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
     const rows = [...this.entries.values()]
       .filter((e) => options?.agentId === undefined || e.conversation.agentId === options.agentId)
+      .filter((e) => options?.projectId === undefined || e.conversation.projectId === options.projectId)
       .filter((e) => !after || compareKey(e.conversation, after) < 0)
       .sort((a, b) => compareKey(b.conversation, a.conversation));
     const page = rows.slice(0, limit);

@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
  * Schema history, oldest first; entry i takes the database to user_version i + 1. Append only:
  * an edited migration would leave existing databases on a schema no code describes.
  */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE conversations (
     id                TEXT PRIMARY KEY NOT NULL,
@@ -45,6 +45,14 @@ const MIGRATIONS: readonly string[] = [
     timestamp         TEXT NOT NULL,
     PRIMARY KEY (conversation_id, seq)
   );
+  `,
+  `
+  -- NULL for a bundle's conversation. Project agent ids repeat between projects, so listing by
+  -- agent inside a project needs the project in front of the agent. Bundle conversations stay
+  -- out of both indexes; project_id = ? implies IS NOT NULL, so the planner still uses them.
+  ALTER TABLE conversations ADD COLUMN project_id TEXT;
+  CREATE INDEX conversations_by_project ON conversations (project_id, updated_at, id) WHERE project_id IS NOT NULL;
+  CREATE INDEX conversations_by_project_agent ON conversations (project_id, agent_id, updated_at, id) WHERE project_id IS NOT NULL;
   `,
 ];
 

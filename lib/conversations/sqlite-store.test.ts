@@ -5,7 +5,7 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { SqliteConversationStore } from './sqlite-store';
 import { MemoryConversationStore } from './memory-store';
-import { SCHEMA_VERSION } from './migrations';
+import { MIGRATIONS, SCHEMA_VERSION } from './migrations';
 import { openConversationStore } from './index';
 import type { StoredMessage } from './types';
 
@@ -209,12 +209,16 @@ describe('SqliteConversationStore', () => {
     // create() writes before it returns its promise, so all 10,000 inserts share one transaction.
     const created: Promise<unknown>[] = [];
     db.transaction(() => {
-      for (let i = 0; i < 10_000; i++) created.push(s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm' }));
+      for (let i = 0; i < 10_000; i++) {
+        // A third are bundle conversations, the rest spread over five projects.
+        const projectId = i % 3 === 0 ? undefined : `p${i % 5}`;
+        created.push(s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm', ...(projectId ? { projectId } : {}) }));
+      }
     })();
     await Promise.all(created);
 
-    const noFullScan = (plan: string[]) => {
-      expect(plan.join(' | ')).toMatch(/USING (COVERING )?INDEX conversations_by_(updated|agent)/);
+    const noFullScan = (plan: string[], index: RegExp = /conversations_by_(updated|agent)/) => {
+      expect(plan.join(' | ')).toMatch(new RegExp(`USING (COVERING )?INDEX ${index.source}`));
       expect(plan.join(' | ')).not.toMatch(/TEMP B-TREE/);
       for (const d of plan) expect(d).not.toMatch(/^SCAN conversations$/);
     };
@@ -222,6 +226,11 @@ describe('SqliteConversationStore', () => {
     noFullScan(s.explainList({ withCursor: true }));
     noFullScan(s.explainList({ agentId: 'architect' }));
     noFullScan(s.explainList({ agentId: 'architect', withCursor: true }));
+    noFullScan(s.explainList({ projectId: 'p0' }), /conversations_by_project \(project_id=\?/);
+    noFullScan(s.explainList({ projectId: 'p0', withCursor: true }), /conversations_by_project \(project_id=\?/);
+    // Seeks on both, rather than walking the whole project and dropping other agents.
+    noFullScan(s.explainList({ projectId: 'p0', agentId: 'architect' }), /conversations_by_project_agent \(project_id=\? AND agent_id=\?/);
+    noFullScan(s.explainList({ projectId: 'p0', agentId: 'architect', withCursor: true }), /conversations_by_project_agent \(project_id=\? AND agent_id=\?/);
     expect(s.explainMessages().join(' | ')).toMatch(/SEARCH messages USING (INDEX|PRIMARY KEY)/);
 
     const first = await s.list({ limit: 20 });
@@ -232,6 +241,45 @@ describe('SqliteConversationStore', () => {
     const architect = await s.list({ agentId: 'architect', limit: 100 });
     expect(architect.items).toHaveLength(100);
     expect(architect.items.every((x) => x.agentId === 'architect')).toBe(true);
+    const p0Architect = await s.list({ projectId: 'p0', agentId: 'architect', limit: 100 });
+    expect(p0Architect.items).toHaveLength(100);
+    expect(p0Architect.items.every((x) => x.projectId === 'p0' && x.agentId === 'architect')).toBe(true);
+  });
+
+  it('migrates a schema-version-1 database on open, keeping its rows as bundle conversations', async () => {
+    const old = new Database(file);
+    old.pragma('journal_mode = WAL');
+    old.exec(MIGRATIONS[0]!);
+    old.pragma('user_version = 1');
+    const insert = old.prepare(
+      `INSERT INTO conversations (id, agent_id, bundle_name, title, title_state, created_at, updated_at, message_count, last_preview)
+       VALUES (?, ?, 'bmm', ?, 0, ?, ?, ?, ?)`,
+    );
+    insert.run('old_a', 'pm', 'Brief', '2025-01-01T00:00:00.000Z', '2025-01-01T00:00:02.000Z', 1, 'Draft a brief');
+    insert.run('old_b', 'architect', 'Design', '2025-01-01T00:00:01.000Z', '2025-01-01T00:00:01.000Z', 0, null);
+    old.prepare(`INSERT INTO messages (conversation_id, seq, id, role, content, timestamp) VALUES ('old_a', 1, 'u', 'user', 'Draft a brief', 't')`).run();
+    old.close();
+
+    const s = openStore();
+    const raw = new Database(file, { readonly: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'conversations'").pluck().all();
+    raw.close();
+    expect(indexes).toEqual(expect.arrayContaining(['conversations_by_project', 'conversations_by_project_agent']));
+
+    const page = await s.list();
+    expect(page.items.map((x) => x.id)).toEqual(['old_a', 'old_b']);
+    expect(page.items[0]).toMatchObject({ agentId: 'pm', bundleName: 'bmm', title: 'Brief', messageCount: 1, lastMessagePreview: 'Draft a brief' });
+    for (const item of page.items) expect(item).not.toHaveProperty('projectId');
+    expect(await s.messages('old_a')).toEqual([{ id: 'u', role: 'user', content: 'Draft a brief', timestamp: 't' }]);
+    expect((await s.list({ agentId: 'architect' })).items.map((x) => x.id)).toEqual(['old_b']);
+
+    const fresh = await s.create({ agentId: 'pm', bundleName: 'acme', projectId: 'acme' });
+    expect((await s.list({ projectId: 'acme' })).items.map((x) => x.id)).toEqual([fresh.id]);
+    expect((await s.list({ agentId: 'pm' })).items.map((x) => x.id)).toEqual([fresh.id, 'old_a']);
+    await s.close();
+    // A second open finds the schema current and leaves it alone.
+    expect((await openStore().list()).items.map((x) => x.id)).toEqual([fresh.id, 'old_a', 'old_b']);
   });
 });
 

@@ -5,6 +5,7 @@ import type {
   ConversationStatus,
   ConversationStore,
   ConversationSummary,
+  CreateConversationInput,
   ListOptions,
   Page,
   StoredMessage,
@@ -31,13 +32,14 @@ import { migrate } from './migrations';
 import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 
 const CONVERSATION_COLUMNS =
-  'id, agent_id, bundle_name, title, created_at, updated_at, status, variables, prompt_tokens, completion_tokens';
+  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, variables, prompt_tokens, completion_tokens';
 const SUMMARY_COLUMNS = `${CONVERSATION_COLUMNS}, message_count, last_preview`;
 
 interface ConversationRow {
   id: string;
   agent_id: string;
   bundle_name: string;
+  project_id: string | null;
   title: string;
   created_at: string;
   updated_at: string;
@@ -71,16 +73,31 @@ interface TurnRow {
   turn_owner: string | null;
 }
 
-const LIST_SQL = {
-  first: `SELECT ${SUMMARY_COLUMNS} FROM conversations ORDER BY updated_at DESC, id DESC LIMIT @limit`,
-  after: `SELECT ${SUMMARY_COLUMNS} FROM conversations WHERE (updated_at, id) < (@updatedAt, @id)
-          ORDER BY updated_at DESC, id DESC LIMIT @limit`,
-  agentFirst: `SELECT ${SUMMARY_COLUMNS} FROM conversations WHERE agent_id = @agentId
-               ORDER BY updated_at DESC, id DESC LIMIT @limit`,
-  agentAfter: `SELECT ${SUMMARY_COLUMNS} FROM conversations WHERE agent_id = @agentId AND (updated_at, id) < (@updatedAt, @id)
-               ORDER BY updated_at DESC, id DESC LIMIT @limit`,
-} as const;
-type ListKind = keyof typeof LIST_SQL;
+// list(): one statement per filter, with and without a cursor; each has an index that serves its
+// WHERE and its ORDER BY together (explainList shows which).
+const LIST_FILTERS = {
+  all: [],
+  agent: ['agent_id = @agentId'],
+  project: ['project_id = @projectId'],
+  projectAgent: ['project_id = @projectId', 'agent_id = @agentId'],
+} as const satisfies Record<string, readonly string[]>;
+type ListFilter = keyof typeof LIST_FILTERS;
+type ListKind = `${ListFilter}:${'first' | 'after'}`;
+
+function listSql(kind: ListKind): string {
+  const [filter, from] = kind.split(':') as [ListFilter, 'first' | 'after'];
+  const where = [...LIST_FILTERS[filter], ...(from === 'after' ? ['(updated_at, id) < (@updatedAt, @id)'] : [])];
+  return `SELECT ${SUMMARY_COLUMNS} FROM conversations${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
+          ORDER BY updated_at DESC, id DESC LIMIT @limit`;
+}
+
+const LIST_KINDS = (Object.keys(LIST_FILTERS) as ListFilter[]).flatMap((f): ListKind[] => [`${f}:first`, `${f}:after`]);
+
+function listKind(options: Pick<ListOptions, 'agentId' | 'projectId'>, withCursor: boolean): ListKind {
+  const byAgent = options.agentId !== undefined;
+  const filter: ListFilter = options.projectId !== undefined ? (byAgent ? 'projectAgent' : 'project') : byAgent ? 'agent' : 'all';
+  return `${filter}:${withCursor ? 'after' : 'first'}`;
+}
 
 const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, timestamp
   FROM messages WHERE conversation_id = ? ORDER BY seq`;
@@ -147,16 +164,11 @@ export class SqliteConversationStore implements ConversationStore {
        WHERE id = @id AND active_turn = @token`;
     this.stmt = {
       insert: db.prepare(
-        `INSERT INTO conversations (id, agent_id, bundle_name, title, title_state, created_at, updated_at)
-         VALUES (@id, @agentId, @bundleName, @title, @titleState, @now, @now)`,
+        `INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at)
+         VALUES (@id, @agentId, @bundleName, @projectId, @title, @titleState, @now, @now)`,
       ),
       get: db.prepare(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
-      list: {
-        first: db.prepare(LIST_SQL.first),
-        after: db.prepare(LIST_SQL.after),
-        agentFirst: db.prepare(LIST_SQL.agentFirst),
-        agentAfter: db.prepare(LIST_SQL.agentAfter),
-      },
+      list: Object.fromEntries(LIST_KINDS.map((k) => [k, db.prepare(listSql(k))])) as Record<ListKind, Database.Statement<[Record<string, unknown>], SummaryRow>>,
       rename: db.prepare(`UPDATE conversations SET title = ?, title_state = 0 WHERE id = ? RETURNING ${CONVERSATION_COLUMNS}`),
       delete: db.prepare('DELETE FROM conversations WHERE id = ?'),
       messages: db.prepare(MESSAGES_SQL),
@@ -233,11 +245,19 @@ export class SqliteConversationStore implements ConversationStore {
     this.interruptAbandonedTurns();
   }
 
-  async create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation> {
+  async create(input: CreateConversationInput): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
     const now = monotonicNow();
     try {
-      this.stmt.insert.run({ id: c.id, agentId: c.agentId, bundleName: c.bundleName, title: c.title, titleState: c.titleState, now });
+      this.stmt.insert.run({
+        id: c.id,
+        agentId: c.agentId,
+        bundleName: c.bundleName,
+        projectId: c.projectId ?? null,
+        title: c.title,
+        titleState: c.titleState,
+        now,
+      });
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw duplicateId(c.id);
       throw e;
@@ -246,6 +266,7 @@ export class SqliteConversationStore implements ConversationStore {
       id: c.id,
       agentId: c.agentId,
       bundleName: c.bundleName,
+      ...(c.projectId !== undefined ? { projectId: c.projectId } : {}),
       title: c.title,
       createdAt: now,
       updatedAt: now,
@@ -264,12 +285,12 @@ export class SqliteConversationStore implements ConversationStore {
   async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
     const limit = pageSize(options);
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
-    const byAgent = options?.agentId !== undefined;
-    const kind: ListKind = byAgent ? (after ? 'agentAfter' : 'agentFirst') : after ? 'after' : 'first';
+    const kind = listKind(options ?? {}, after !== null);
     // One row more than the page says whether there is a next page without a COUNT.
     const rows = this.stmt.list[kind].all({
       limit: limit + 1,
-      ...(byAgent ? { agentId: options!.agentId } : {}),
+      ...(options?.agentId !== undefined ? { agentId: options.agentId } : {}),
+      ...(options?.projectId !== undefined ? { projectId: options.projectId } : {}),
       ...(after ? { updatedAt: after.updatedAt, id: after.id } : {}),
     });
     const page = rows.slice(0, limit);
@@ -350,12 +371,11 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   /** EXPLAIN QUERY PLAN details of the statement list(options) runs; for tests and diagnostics. */
-  explainList(options: Pick<ListOptions, 'agentId'> & { withCursor?: boolean } = {}): string[] {
-    const byAgent = options.agentId !== undefined;
-    const kind: ListKind = byAgent ? (options.withCursor ? 'agentAfter' : 'agentFirst') : options.withCursor ? 'after' : 'first';
-    const params: Record<string, unknown> = { limit: 21, agentId: options.agentId, updatedAt: '', id: '' };
-    const used = Object.fromEntries(Object.entries(params).filter(([k]) => LIST_SQL[kind].includes(`@${k}`)));
-    return this.explain(LIST_SQL[kind], used);
+  explainList(options: Pick<ListOptions, 'agentId' | 'projectId'> & { withCursor?: boolean } = {}): string[] {
+    const sql = listSql(listKind(options, options.withCursor === true));
+    const params: Record<string, unknown> = { limit: 21, agentId: options.agentId, projectId: options.projectId, updatedAt: '', id: '' };
+    const used = Object.fromEntries(Object.entries(params).filter(([k]) => sql.includes(`@${k}`)));
+    return this.explain(sql, used);
   }
 
   /** EXPLAIN QUERY PLAN details of messages(id). */
@@ -383,6 +403,7 @@ function toConversation(row: ConversationRow): Conversation {
     id: row.id,
     agentId: row.agent_id,
     bundleName: row.bundle_name,
+    ...(row.project_id !== null ? { projectId: row.project_id } : {}),
     title: row.title,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -65,7 +65,7 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
   });
   afterEach(() => store.close());
 
-  const newConv = (agentId = 'pm', extra: { id?: string; title?: string } = {}) => store.create({ agentId, bundleName: 'bmm', ...extra });
+  const newConv = (agentId = 'pm', extra: { id?: string; title?: string; projectId?: string } = {}) => store.create({ agentId, bundleName: 'bmm', ...extra });
 
   describe('create / get', () => {
     it('creates an idle conversation with a UUID, the default title and zero usage', async () => {
@@ -163,6 +163,56 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       expect((await store.list({ limit: 0 })).items).toHaveLength(1);
       expect((await store.list({ limit: 1000 })).items).toHaveLength(3);
       await expect(store.list({ cursor: 'garbage' })).rejects.toThrow(expect.objectContaining({ code: 'E_VALIDATION' }));
+    });
+  });
+
+  describe('projects', () => {
+    it('keeps the project a conversation belongs to, in create, get, list and rename', async () => {
+      const c = await newConv('pm', { projectId: 'acme.web_2-0' });
+      expect(c).toMatchObject({ agentId: 'pm', bundleName: 'bmm', projectId: 'acme.web_2-0', title: DEFAULT_TITLE, status: 'idle' });
+      expect(await store.get(c.id)).toEqual(c);
+      expect((await store.list()).items[0]).toMatchObject({ id: c.id, projectId: 'acme.web_2-0' });
+      expect(await store.rename(c.id, 'Renamed')).toMatchObject({ projectId: 'acme.web_2-0' });
+    });
+
+    it('gives a bundle conversation no projectId at all', async () => {
+      const c = await newConv();
+      expect(c).not.toHaveProperty('projectId');
+      expect(await store.get(c.id)).not.toHaveProperty('projectId');
+      expect((await store.list()).items[0]).not.toHaveProperty('projectId');
+    });
+
+    it('filters by project, paging included', async () => {
+      const acme = [await newConv('pm', { projectId: 'acme' }), await newConv('dev', { projectId: 'acme' }), await newConv('pm', { projectId: 'acme' })];
+      await newConv('pm', { projectId: 'other' });
+      await newConv('pm');
+      const first = await store.list({ projectId: 'acme', limit: 2 });
+      const second = await store.list({ projectId: 'acme', limit: 2, cursor: first.nextCursor });
+      expect([...first.items, ...second.items].map((x) => x.id)).toEqual(acme.map((c) => c.id).reverse());
+      expect(second.nextCursor).toBeUndefined();
+      expect((await store.list({ projectId: 'nowhere' })).items).toEqual([]);
+    });
+
+    it('filters by project and agent together, since agent ids repeat between projects', async () => {
+      const pm = [await newConv('pm', { projectId: 'acme' }), await newConv('pm', { projectId: 'acme' })].map((c) => c.id).reverse();
+      await newConv('dev', { projectId: 'acme' });
+      const elsewhere = await newConv('pm', { projectId: 'other' });
+      const bundle = await newConv('pm');
+      const first = await store.list({ projectId: 'acme', agentId: 'pm', limit: 1 });
+      const second = await store.list({ projectId: 'acme', agentId: 'pm', limit: 1, cursor: first.nextCursor });
+      expect([...first.items, ...second.items].map((x) => x.id)).toEqual(pm);
+      expect(second.nextCursor).toBeUndefined();
+      expect((await store.list({ projectId: 'other', agentId: 'dev' })).items).toEqual([]);
+      // The agent filter alone still spans projects and bundles.
+      expect((await store.list({ agentId: 'pm' })).items.map((x) => x.id)).toEqual([bundle.id, elsewhere.id, ...pm]);
+    });
+
+    it('refuses an unsafe project id and stores nothing', async () => {
+      for (const bad of ['', '.', '..', '../x', 'a/b', '.hidden', '-x', 'a b', 'x'.repeat(65), null, 7]) {
+        await expect(newConv('pm', { projectId: bad as string })).rejects.toThrow(expect.objectContaining({ code: 'E_VALIDATION' }));
+      }
+      expect((await store.list()).items).toEqual([]);
+      expect(await newConv('pm', { projectId: 'x'.repeat(64) })).toMatchObject({ projectId: 'x'.repeat(64) });
     });
   });
 

@@ -40,6 +40,8 @@ export interface Conversation {
   id: string;
   agentId: string;
   bundleName: string;
+  /** The BMAD project the conversation belongs to; absent for a bundle's conversation. */
+  projectId?: string;
   title: string;
   createdAt: string;
   updatedAt: string;
@@ -54,8 +56,18 @@ export interface ConversationSummary extends Conversation {
   lastMessagePreview?: string;
 }
 
+export interface CreateConversationInput {
+  id?: string;
+  agentId: string;
+  bundleName: string;
+  title?: string;
+  projectId?: string;
+}
+
 export interface ListOptions {
+  /** Across projects and bundles alike unless projectId is given too: agent ids repeat between projects. */
   agentId?: string;
+  projectId?: string;
   limit?: number;
   cursor?: string;
 }
@@ -83,7 +95,7 @@ export interface TurnLease {
  * atomic statement.
  */
 export interface ConversationStore {
-  create(input: { id?: string; agentId: string; bundleName: string; title?: string }): Promise<Conversation>;
+  create(input: CreateConversationInput): Promise<Conversation>;
   get(id: string): Promise<Conversation | null>;
   list(options?: ListOptions): Promise<Page<ConversationSummary>>;
   rename(id: string, title: string): Promise<Conversation | null>;
