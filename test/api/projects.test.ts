@@ -61,7 +61,7 @@ describe('BMAD projects over the API', () => {
     h.model.setScript([reply.text('Hello Tester')]);
     const { status, body } = await json(await send({ projectId: 'shop', agentId: 'pm', message: 'hello' }));
     expect(status).toBe(200);
-    const system = h.model.chatRequests()[0].body.messages[0].content as string;
+    const system = String(h.model.chatRequests()[0].body?.messages?.[0]?.content ?? '');
     expect(system).toContain('BMAD project');
     expect(system).toContain('{bundle-root}/bmm/config.yaml');
     expect(system).toContain('{user_name} = Tester');
