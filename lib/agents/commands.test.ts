@@ -77,7 +77,8 @@ describe('resolveCommand on a BMAD menu', () => {
     ['craete-prd', '*CP', 'near-miss', undefined],
     ['create-pxd', '*CP', 'near-miss', undefined],
     ['*corect-course now please', '*CC', 'near-miss', 'now please'],
-    ['goodby', '*DA', 'near-miss', undefined],
+    ['*goodby', '*DA', 'near-miss', undefined],
+    ['/leavee', '*DA', 'near-miss', undefined],
   ])('%j → %s by %s', (message, cmd, by, userInput) => {
     const r = resolveCommand(bmad, message);
     expect(r.kind).toBe('command');
@@ -107,6 +108,7 @@ describe('resolveCommand on a BMAD menu', () => {
     ['crate-prod', 'two edits away'],
     ['* create-prd', 'a markdown bullet'],
     ['create', 'a prefix of a name'],
+    ['goodby', 'a bare near miss of a single-word name'],
   ])('%j is not a command (%s)', (message) => {
     expect(resolveCommand(bmad, message)).toEqual({ kind: 'none' });
     expect(matchCommand(bmad, message)).toBeNull();
@@ -155,6 +157,7 @@ describe('resolveCommand on alpha-style menus', () => {
     <item cmd="*help">Show numbered menu</item>
     <item cmd="*workflow-init" workflow="{project-root}/bmad/bmm/workflows/workflow-init/workflow.yaml">Start a new sequenced workflow path</item>
     <item cmd="*create-story" workflow="cs.yaml">Create a Draft Story</item>
+    <item cmd="*trace" workflow="trace.yaml">Map requirements to tests</item>
     <item cmd="*exit">Exit with confirmation</item>
   </menu></agent>`);
 
@@ -166,6 +169,7 @@ describe('resolveCommand on alpha-style menus', () => {
     ['*create-stroy', '*create-story', 'near-miss'],
     ['2', '*workflow-init', 'number'],
     ['exit', '*exit', 'name'],
+    ['*tarce', '*trace', 'near-miss'],
   ])('%j → %s by %s', (message, cmd, by) => {
     expect(matchCommand(alpha, message)).toMatchObject({ command: { cmd }, by });
   });
@@ -173,5 +177,10 @@ describe('resolveCommand on alpha-style menus', () => {
   it('has no codes', () => {
     expect(alpha.commands.every((c) => c.code === undefined)).toBe(true);
     expect(matchCommand(alpha, 'exi')).toBeNull();
+  });
+
+  it('leaves a bare word one edit from a single-word name to the workflow that asked', () => {
+    expect(matchCommand(alpha, 'track')).toBeNull();
+    expect(matchCommand(alpha, 'trace')?.command.cmd).toBe('*trace');
   });
 });

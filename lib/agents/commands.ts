@@ -32,6 +32,10 @@ const NONE: CommandResolution = { kind: 'none' };
 // Shorter names are too close to everyday words ("chat" is one edit from "cat", "that") and
 // codes are two letters: a near miss of either is more likely an answer than a command.
 const NEAR_MISS_MIN_LENGTH = 5;
+// Without `*` or `/` a near miss of a plain word is too often an answer: "track" is one edit
+// from alpha TEA's *trace, whose workflow the server would start. Hyphenated names
+// (`create-prd`) are not words anyone answers with, so a typo of one is still a command.
+const isCompoundName = (name: string) => name.includes('-');
 // Enough for the multi-word names BMAD writes ("dismiss agent") while keeping the search tiny.
 const MAX_NAME_WORDS = 4;
 
@@ -71,12 +75,14 @@ function exactMatches(commands: readonly AgentCommand[], typed: string): Command
   return tiers.code.length ? tiers.code : tiers.name.length ? tiers.name : tiers.alias;
 }
 
-function nearMisses(commands: readonly AgentCommand[], typed: string): CommandMatch[] {
+function nearMisses(commands: readonly AgentCommand[], typed: string, prefixed: boolean): CommandMatch[] {
   const t = typed.toLowerCase();
   if (t.length < NEAR_MISS_MIN_LENGTH - 1) return [];
   const out: CommandMatch[] = [];
   commands.forEach((command, index) => {
-    const close = namesOf(command).some((n) => n.length >= NEAR_MISS_MIN_LENGTH && editDistance(t, n.toLowerCase(), 1) === 1);
+    const close = namesOf(command).some(
+      (n) => n.length >= NEAR_MISS_MIN_LENGTH && (prefixed || isCompoundName(n)) && editDistance(t, n.toLowerCase(), 1) === 1,
+    );
     if (close) out.push({ command, index, by: 'near-miss' });
   });
   return out;
@@ -100,7 +106,8 @@ function decide(found: CommandMatch[], typed: string, userInput: string): Comman
  * - the code or the name, with or without `*` or `/`: `*CP`, `CP`, `/CP`, `*create-prd`,
  *   `create-prd`, an alias (`dismiss agent`); a plain trigger's name (`*plan`, `plan`);
  * - a near miss of a name of 5 characters or more (one insertion, deletion, substitution or
- *   transposition: `creat-prd`), only when nothing matches exactly; never of a code.
+ *   transposition: `creat-prd`), only when nothing matches exactly; never of a code, and
+ *   without `*` or `/` only of a hyphenated name (`*goodby` is Dismiss, `goodby` is an answer).
  *
  * After `*` or `/` the rest of the message is the user's input (`*CP my app idea`). Without
  * them, a number, code or name only counts as the whole message: "plan my trip" or "2 users" are
@@ -127,7 +134,7 @@ export function resolveCommand(agent: Agentish, message: string): CommandResolut
   const words = body.split(/\s+/);
   if (!prefixed) {
     if (words.length > MAX_NAME_WORDS) return NONE;
-    return decide(exactMatches(commands, words.join(' ')), body, '') ?? decide(nearMisses(commands, words.join(' ')), body, '') ?? NONE;
+    return decide(exactMatches(commands, words.join(' ')), body, '') ?? decide(nearMisses(commands, words.join(' '), false), body, '') ?? NONE;
   }
 
   // The longest run of leading words that names a command wins, so `*dismiss agent` is one
@@ -138,7 +145,7 @@ export function resolveCommand(agent: Agentish, message: string): CommandResolut
     const hit = decide(exactMatches(commands, typed), typed, k < words.length ? rest(k) : '');
     if (hit) return hit;
   }
-  return decide(nearMisses(commands, words[0]), words[0], words.length > 1 ? rest(1) : '') ?? NONE;
+  return decide(nearMisses(commands, words[0], true), words[0], words.length > 1 ? rest(1) : '') ?? NONE;
 }
 
 /** The one command a message names, or null (also when it could mean several: see `resolveCommand`). */
