@@ -5,10 +5,19 @@
 export type ApiResponse<T> = { success: true; data: T } | { success: false; error: string; code: string };
 
 export interface CommandSummary {
+  /** What the user types: `*plan`, or `*CP` for a BMAD trigger. */
   cmd: string;
   description: string;
   kind?: string;
   target?: string;
+  /** A BMAD trigger's code (`CP`); the user may type it with or without `*`. */
+  code?: string;
+  /** A BMAD trigger's name (`create-prd`), typed as an alternative to the code. */
+  name?: string;
+  /** Further names of a BMAD trigger (`leave`, `goodbye`, ...). */
+  aliases?: string[];
+  /** A file the command hands to what it runs (the item's `data` attribute). */
+  data?: string;
 }
 
 export interface AgentSummary {

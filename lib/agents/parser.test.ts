@@ -1,4 +1,4 @@
-import { isWorkflowCommand, normalizeCmd, parseAgentFile } from './parser';
+import { isWorkflowCommand, normalizeCmd, parseAgentFile, parseTrigger } from './parser';
 
 const CMDS_STYLE = `# Analyst
 
@@ -95,7 +95,8 @@ describe('parseAgentFile', () => {
     expect(a.icon).toBeUndefined();
     expect(a.persona).toEqual({ role: 'PM', identity: 'Ships things', communication_style: 'Terse', principles: 'Users first' });
     expect(a.greeting).toBe('Hello {user_name}, I am John.');
-    expect(a.activation).toContain('<step n="2">Show menu</step>');
+    expect(a.activation?.steps).toEqual(['Load persona', 'Show menu']);
+    expect(a.activation?.text).toContain('<step n="2">Show menu</step>');
     expect(a.commands.map((c) => [c.cmd, c.kind])).toEqual([
       ['*help', 'none'],
       ['*prd', 'workflow'],
@@ -122,7 +123,7 @@ describe('parseAgentFile', () => {
     expect(a.id).toBe('loose');
     expect(a.persona).toEqual({ role: 'Only a role <b>bold', identity: '', communication_style: '', principles: '' });
     expect(a.criticalActions).toEqual([]);
-    expect(a.commands).toEqual([{ cmd: '*go', description: 'Go', kind: 'action', target: 'a > b', attrs: { cmd: '*go', action: 'a > b' } }]);
+    expect(a.commands).toEqual([{ cmd: '*go', name: 'go', number: 1, description: 'Go', kind: 'action', target: 'a > b', attrs: { cmd: '*go', action: 'a > b' } }]);
     expect(a.greeting).toBeUndefined();
     expect(a.prompts).toBeUndefined();
   });
@@ -192,5 +193,101 @@ describe('normalizeCmd', () => {
     expect(normalizeCmd(' /plan ')).toBe('*plan');
     expect(normalizeCmd('**x')).toBe('*x');
     expect(normalizeCmd('')).toBe('');
+  });
+});
+
+describe('parseTrigger', () => {
+  it.each([
+    ['CP or fuzzy match on create-prd', { cmd: '*CP', code: 'CP', name: 'create-prd' }],
+    ['MH or fuzzy match on menu or help', { cmd: '*MH', code: 'MH', name: 'menu', aliases: ['help'] }],
+    [
+      'DA or fuzzy match on exit, leave, goodbye or dismiss agent',
+      { cmd: '*DA', code: 'DA', name: 'exit', aliases: ['leave', 'goodbye', 'dismiss agent'] },
+    ],
+    ['  qd   OR fuzzy match on\n quick-dev ', { cmd: '*qd', code: 'qd', name: 'quick-dev' }],
+    ['*CP or fuzzy match on *create-prd', { cmd: '*CP', code: 'CP', name: 'create-prd' }],
+    ['*workflow-init', { cmd: '*workflow-init', name: 'workflow-init' }],
+    ['/plan', { cmd: '*plan', name: 'plan' }],
+    ['plan', { cmd: '*plan', name: 'plan' }],
+  ])('%j', (raw, expected) => {
+    expect(parseTrigger(raw)).toEqual(expected);
+  });
+
+  it('keeps a code whose names are missing, and rejects an empty trigger', () => {
+    expect(parseTrigger('XY or fuzzy match on ')).toEqual({ cmd: '*XY', code: 'XY', name: 'XY' });
+    expect(parseTrigger('  ')).toBeNull();
+    expect(parseTrigger('*')).toBeNull();
+  });
+
+  it('does not read a longer first word as a code', () => {
+    expect(parseTrigger('plans or fuzzy match on x')?.code).toBeUndefined();
+  });
+});
+
+describe('BMAD menus', () => {
+  const BMAD = `<agent id="pm.agent.yaml" name="John" title="Product Manager">
+<activation critical="MANDATORY">
+  <step n="1">Load persona</step>
+  <step n="2">Show greeting, then display numbered list of
+      ALL menu items from menu section</step>
+  <step n="3">Accept a number or a trigger <example>\`*CP\`</example></step>
+  <menu-handlers><handlers><handler type="exec">Read fully and follow the file</handler></handlers></menu-handlers>
+  <rules><r>Stay in character</r></rules>
+</activation>
+<menu>
+  <item cmd="MH or fuzzy match on menu or help">[MH] Redisplay Menu Help</item>
+  <item type="multi">Several things<handler match="one" exec="x.md"></handler></item>
+  <item cmd="CP or fuzzy match on create-prd" exec="{project-root}/_bmad/bmm/workflows/create-prd/workflow.md" data="{project-root}/_bmad/bmm/data/ctx.md">[CP] Create PRD: Expert led facilitation</item>
+  <item cmd="CP or fuzzy match on create-prd-again" exec="dup.md">[CP] A duplicate code</item>
+  <item cmd="XY or fuzzy match on other">[ZZ] Keeps a prefix that is not its code</item>
+  <item cmd="DA or fuzzy match on exit, leave, goodbye or dismiss agent">[DA] Dismiss Agent</item>
+</menu>
+</agent>`;
+
+  it('reads code, names, clean descriptions, data and menu numbers counting every item', () => {
+    const a = parseAgentFile(BMAD);
+    expect(a.problems).toEqual([]);
+    expect(a.commands.map(({ cmd, code, name, aliases, number, description, kind }) => ({ cmd, code, name, aliases, number, description, kind }))).toEqual([
+      { cmd: '*MH', code: 'MH', name: 'menu', aliases: ['help'], number: 1, description: 'Redisplay Menu Help', kind: 'none' },
+      { cmd: '*CP', code: 'CP', name: 'create-prd', aliases: undefined, number: 3, description: 'Create PRD: Expert led facilitation', kind: 'exec' },
+      { cmd: '*XY', code: 'XY', name: 'other', aliases: undefined, number: 5, description: '[ZZ] Keeps a prefix that is not its code', kind: 'none' },
+      {
+        cmd: '*DA',
+        code: 'DA',
+        name: 'exit',
+        aliases: ['leave', 'goodbye', 'dismiss agent'],
+        number: 6,
+        description: 'Dismiss Agent',
+        kind: 'none',
+      },
+    ]);
+    expect(a.commands[1]).toMatchObject({
+      target: '{project-root}/_bmad/bmm/workflows/create-prd/workflow.md',
+      data: '{project-root}/_bmad/bmm/data/ctx.md',
+      attrs: { cmd: 'CP or fuzzy match on create-prd' },
+    });
+    expect(a.commands[0].data).toBeUndefined();
+  });
+
+  it('exposes the activation steps in order, whitespace collapsed, and keeps the handlers in the text and raw', () => {
+    const a = parseAgentFile(BMAD);
+    expect(a.activation?.steps).toEqual([
+      'Load persona',
+      'Show greeting, then display numbered list of ALL menu items from menu section',
+      'Accept a number or a trigger <example>`*CP`</example>',
+    ]);
+    expect(a.activation?.text).toContain('<menu-handlers>');
+    expect(a.raw).toContain('<handler type="exec">Read fully and follow the file</handler>');
+    expect(a.criticalActions).toEqual([]);
+  });
+
+  it('numbers the items of a bundle menu by their place, duplicates and items without a trigger included', () => {
+    const a = parseAgentFile(MENU_STYLE);
+    expect(a.commands.map((c) => c.number)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const b = parseAgentFile('<agent id="b"><menu><item>no trigger</item><item cmd="*one">One</item><item cmd="*one">Again</item><item cmd="*two">Two</item></menu></agent>');
+    expect(b.commands.map((c) => [c.cmd, c.number])).toEqual([
+      ['*one', 2],
+      ['*two', 4],
+    ]);
   });
 });

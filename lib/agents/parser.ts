@@ -13,14 +13,38 @@ export type CommandKind =
   | 'none';
 
 export interface AgentCommand {
-  /** Always starts with `*`, e.g. `*plan`. */
+  /**
+   * What the user types, always with one leading `*`: the code of a BMAD trigger
+   * (`CP or fuzzy match on create-prd` → `*CP`), otherwise the trigger itself (`*plan`).
+   */
   cmd: string;
+  /** The short code of a BMAD trigger, as written (`CP`); absent for plain triggers. */
+  code?: string;
+  /** The command's name in words: `create-prd` for a BMAD trigger, `plan` for `*plan`. */
+  name: string;
+  /** Further names of a BMAD trigger (`exit, leave, goodbye or dismiss agent` → all but the first). */
+  aliases?: string[];
+  /**
+   * 1-based position in the agent's menu counting every item, also those the command list leaves
+   * out (no trigger, duplicates): the numbers the agent shows when it displays its menu.
+   */
+  number: number;
+  /** The item's text, without a leading `[CODE]` that repeats the code. */
   description: string;
   kind: CommandKind;
   /** The deciding attribute's value as written (entities decoded); '' for kind 'none'. */
   target: string;
+  /** The item's `data` attribute: a file handed to whatever the command runs. */
+  data?: string;
   /** Every attribute of the element, e.g. an `exec` that also names a `tmpl`. */
   attrs: Record<string, string>;
+}
+
+export interface AgentActivation {
+  /** The text of each `<step>`, in order, whitespace collapsed (nested markup kept as written). */
+  steps: string[];
+  /** The element's whole text, `<menu-handlers>` and `<rules>` included. */
+  text: string;
 }
 
 export interface AgentPersona {
@@ -51,7 +75,7 @@ export interface AgentDefinition {
   criticalActions: string[];
   commands: AgentCommand[];
   greeting?: string;
-  activation?: string;
+  activation?: AgentActivation;
   prompts?: AgentPrompt[];
   extra: AgentExtraElement[];
   /** Attributes of the `<agent>` element. */
@@ -86,6 +110,46 @@ export function normalizeCmd(cmd: string): string {
   return t ? `*${t}` : '';
 }
 
+export interface ParsedTrigger {
+  cmd: string;
+  code?: string;
+  name: string;
+  aliases?: string[];
+}
+
+// BMAD's compiler writes `<CODE> or fuzzy match on <name>`; the menu items it adds itself list
+// several names (`menu or help`, `exit, leave, goodbye or dismiss agent`).
+const COMPOUND_TRIGGER = /^[*/]?([A-Za-z0-9]{1,4})\s+or\s+fuzzy\s+match\s+on(?:\s+(.*))?$/is;
+
+/**
+ * Reads an item's `cmd` attribute: a BMAD compound trigger gives a code and names, anything else
+ * is a plain trigger whose name is the trigger without its `*` or `/`. Null when it is empty.
+ */
+export function parseTrigger(raw: string): ParsedTrigger | null {
+  const text = collapseSpace(raw ?? '');
+  const compound = COMPOUND_TRIGGER.exec(text);
+  if (compound) {
+    const code = compound[1];
+    const names: string[] = [];
+    for (const part of (compound[2] ?? '').split(/\s*,\s*|\s+or\s+/i)) {
+      const n = part.trim().replace(/^[*/]+/, '').trim();
+      if (n && !names.some((x) => x.toLowerCase() === n.toLowerCase())) names.push(n);
+    }
+    const out: ParsedTrigger = { cmd: `*${code}`, code, name: names[0] ?? code };
+    if (names.length > 1) out.aliases = names.slice(1);
+    return out;
+  }
+  const cmd = normalizeCmd(text);
+  return cmd ? { cmd, name: cmd.slice(1) } : null;
+}
+
+/** BMAD repeats the code at the start of the item's text (`[CP] Create PRD`); the UI shows it apart. */
+function withoutCodePrefix(description: string, code: string | undefined): string {
+  if (!code) return description;
+  const m = /^\[\s*([^\]\s]+)\s*\]\s*/.exec(description);
+  return m && m[1].toLowerCase() === code.toLowerCase() ? description.slice(m[0].length) : description;
+}
+
 function pickAgent(forest: MarkupElement[]): MarkupElement | undefined {
   const all = findAll(forest, 'agent');
   return all.find((a) => 'id' in lower(a.attrs)) ?? all[0];
@@ -100,10 +164,10 @@ function field(src: string, scope: MarkupElement | undefined, ...names: string[]
   return '';
 }
 
-function parseCommand(src: string, el: MarkupElement): AgentCommand | null {
+function parseCommand(src: string, el: MarkupElement, number: number): AgentCommand | null {
   const attrs = lower(el.attrs);
-  const cmd = normalizeCmd(attrs.cmd ?? '');
-  if (!cmd) return null;
+  const trigger = parseTrigger(attrs.cmd ?? '');
+  if (!trigger) return null;
   let kind: CommandKind = 'none';
   let target = '';
   for (const k of KIND_ATTRS) {
@@ -118,8 +182,12 @@ function parseCommand(src: string, el: MarkupElement): AgentCommand | null {
     kind = 'prompt';
     target = attrs.prompt.trim();
   }
-  const description = collapseSpace(innerText(src, el)) || collapseSpace(attrs.description ?? attrs.desc ?? '');
-  return { cmd, description, kind, target, attrs };
+  const text = collapseSpace(innerText(src, el)) || collapseSpace(attrs.description ?? attrs.desc ?? '');
+  const command: AgentCommand = { cmd: trigger.cmd, name: trigger.name, number, description: withoutCodePrefix(text, trigger.code), kind, target, attrs };
+  if (trigger.code) command.code = trigger.code;
+  if (trigger.aliases) command.aliases = trigger.aliases;
+  if (attrs.data !== undefined && attrs.data.trim()) command.data = attrs.data.trim();
+  return command;
 }
 
 function parseCommands(src: string, agent: MarkupElement): AgentCommand[] {
@@ -140,8 +208,8 @@ function parseCommands(src: string, agent: MarkupElement): AgentCommand[] {
   }
   const seen = new Set<string>();
   const out: AgentCommand[] = [];
-  for (const el of items) {
-    const c = parseCommand(src, el);
+  for (const [n, el] of items.entries()) {
+    const c = parseCommand(src, el, n + 1);
     if (!c) continue;
     const key = c.cmd.toLowerCase();
     if (seen.has(key)) continue;
@@ -160,6 +228,13 @@ function parseCriticalActions(src: string, agent: MarkupElement): string[] {
     .split('\n')
     .map((l) => l.replace(/^\s*(?:[-*]|\d+[.)])\s+/, '').trim())
     .filter(Boolean);
+}
+
+function parseActivation(src: string, el: MarkupElement): AgentActivation {
+  return {
+    steps: findAll(el.children, 'step').map((s) => collapseSpace(innerText(src, s))),
+    text: innerText(src, el),
+  };
 }
 
 function parseGreeting(src: string, agent: MarkupElement): string | undefined {
@@ -230,7 +305,7 @@ export function parseAgentFile(text: string): AgentDefinition {
   if (attrs.icon) def.icon = attrs.icon;
   const greeting = parseGreeting(src, agent);
   if (greeting) def.greeting = greeting;
-  if (activationEl) def.activation = innerText(src, activationEl);
+  if (activationEl) def.activation = parseActivation(src, activationEl);
   const prompts = parsePrompts(src, agent);
   if (prompts) def.prompts = prompts;
   return def;

@@ -9,7 +9,7 @@ export interface PromptAgent {
   title: string;
   icon?: string;
   persona: { role?: string; identity?: string; communication_style?: string; principles?: string };
-  commands: { cmd: string; description: string; kind?: string; target?: string }[];
+  commands: { cmd: string; description: string; kind?: string; target?: string; code?: string; name?: string; aliases?: string[] }[];
   raw: string;
 }
 
@@ -56,9 +56,13 @@ function commandsSection(agent: PromptAgent): string {
   if (!agent.commands.length) return '';
   const lines = agent.commands.map((c) => {
     const target = c.target && c.kind && c.kind !== 'none' ? ` (${c.kind}: ${c.target})` : '';
-    return `- ${c.cmd}: ${c.description}${target}`;
+    // A BMAD item is typed by its code or by its name: both have to be in the list.
+    const name = c.code && c.name ? ` ${c.name}` : '';
+    const aliases = c.code && c.aliases?.length ? ` (also: ${c.aliases.join(', ')})` : '';
+    return `- ${c.cmd}${name}${aliases}: ${c.description}${target}`;
   });
-  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *, or its number in the list) means: run it. For run-workflow / workflow targets call execute_workflow with that path; for exec / tmpl / data / validate-workflow targets read the file first.`;
+  const named = agent.commands.some((c) => c.code) ? ', its code or its name' : '';
+  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow targets call execute_workflow with that path; for exec / tmpl / data / validate-workflow targets read the file first.`;
 }
 
 /**

@@ -26,6 +26,21 @@ describe('buildSystemPrompt', () => {
     expect(p).toContain(agent.raw);
   });
 
+  it('lists a BMAD menu item by its code and its names', () => {
+    const bmad: PromptAgent = {
+      ...agent,
+      commands: [
+        { cmd: '*CP', code: 'CP', name: 'create-prd', description: 'Create PRD: Expert led facilitation', kind: 'exec', target: '{project-root}/_bmad/x/workflow.md' },
+        { cmd: '*DA', code: 'DA', name: 'exit', aliases: ['leave', 'dismiss agent'], description: 'Dismiss Agent', kind: 'none', target: '' },
+      ],
+    };
+    const p = buildSystemPrompt({ agent: bmad, bundleName: 'demo', toolNames: ['read_file'] });
+    expect(p).toContain('- *CP create-prd: Create PRD: Expert led facilitation (exec: {project-root}/_bmad/x/workflow.md)');
+    expect(p).toContain('- *DA exit (also: leave, dismiss agent): Dismiss Agent\n');
+    expect(p).toContain('its code or its name');
+    expect(buildSystemPrompt({ agent, bundleName: 'studio', toolNames: ['read_file'] })).not.toContain('its code or its name');
+  });
+
   it('is byte-identical for the same agent, so providers can cache the prefix', () => {
     const a = buildSystemPrompt({ agent, bundleName: 'studio', toolNames: ['read_file'] });
     const b = buildSystemPrompt({ agent: { ...agent }, bundleName: 'studio', toolNames: ['read_file'] });
