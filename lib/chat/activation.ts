@@ -24,7 +24,7 @@ function criticalFailure(agentId: string, action: string, shownPath: string, cod
 export function startupActions(agent: ResolvedAgent['agent']): CriticalAction[] {
   const critical = classifyCriticalActions(agent.criticalActions);
   const loaded = new Set(critical.flatMap((a) => (a.kind === 'load' ? [a.load.path] : [])));
-  return [...critical, ...activationLoads(agent.activation).filter((a) => a.kind === 'load' && !loaded.has(a.load.path))];
+  return [...critical, ...activationLoads(agent.activation?.text).filter((a) => a.kind === 'load' && !loaded.has(a.load.path))];
 }
 
 /**

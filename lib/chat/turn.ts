@@ -6,7 +6,7 @@ import type { ToolCall } from '../llm/types';
 import { runTurn, type TurnEvent } from '../loop';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
-import { matchCommand, isWorkflowCommand, type CommandMatch } from '../agents';
+import { describeAmbiguity, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
 import { sweepTempFiles } from '../outputs';
 import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
@@ -29,8 +29,9 @@ export interface TurnHandle {
 }
 
 /** A workflow command becomes a tool call the server makes before the first model call. */
-function shortcutCall(command: CommandMatch | null): ToolCall | null {
-  if (!command || !isWorkflowCommand(command.command)) return null;
+function shortcutCall(resolution: CommandResolution): ToolCall | null {
+  if (resolution.kind !== 'command' || !isWorkflowCommand(resolution.match.command)) return null;
+  const command: CommandMatch = resolution.match;
   const args = command.userInput ? { workflow_path: command.command.target, user_input: command.userInput } : { workflow_path: command.command.target };
   return { id: newId('call'), name: 'execute_workflow', arguments: JSON.stringify(args) };
 }
@@ -65,7 +66,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     isNew = true;
   }
 
-  const command = matchCommand(resolved.agent, req.message);
+  const command = resolveCommand(resolved.agent, req.message);
   // One open audit file for the critical actions and every tool call of the turn.
   const audit = openAuditLog(deps.auditDir, conversationId);
   let lease: TurnLease | null;
@@ -102,7 +103,7 @@ interface Turn {
   resolved: ResolvedAgent;
   conversationId: string;
   message: string;
-  command: CommandMatch | null;
+  command: CommandResolution;
   signal: AbortSignal;
   messageId: string;
   lease: TurnLease;
@@ -118,6 +119,10 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   const started = performance.now();
   try {
     await store.append(conversationId, { id: newId('msg'), role: 'user', content: turn.message, timestamp: stamp() });
+    // Several menu items fit what the user typed: the server guesses none and has the agent ask.
+    if (turn.command.kind === 'ambiguous') {
+      await store.append(conversationId, { id: newId('sys'), role: 'system', content: describeAmbiguity(turn.command), timestamp: stamp() });
+    }
 
     const conversation = await store.get(conversationId);
     const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);

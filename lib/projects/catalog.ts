@@ -45,7 +45,7 @@ export function isValidProjectId(id: unknown): id is string {
 
 /** `writable: [docs, src]` from the settings file; anything unsafe is dropped with a problem line. */
 async function readSettings(root: string, install: BmadInstall, problems: string[]): Promise<string[]> {
-  const text = await fs.readFile(path.join(root, SETTINGS_FILE), 'utf8').catch(() => null);
+  const text = await fs.readFile(path.join(/*turbopackIgnore: true*/ root, SETTINGS_FILE), 'utf8').catch(() => null);
   if (text === null) return [];
   let parsed: unknown;
   try {
@@ -81,7 +81,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
   const defs = new Map<string, { mtimeMs: number; def: Promise<AgentDefinition | null> }>();
 
   async function load(id: string): Promise<Project | null> {
-    const folder = path.join(projectsRoot, id);
+    const folder = path.join(/*turbopackIgnore: true*/ projectsRoot, id);
     // A symlink to a folder elsewhere is a project too; its real path is what the sandbox uses.
     const root = await fs.realpath(folder).catch(() => null);
     if (!root || !(await fs.stat(root).then((s) => s.isDirectory(), () => false))) return null;
@@ -152,7 +152,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
 
   function workspace(project: Project): Workspace {
     const install = project.install;
-    const core = path.join(install.root, 'core');
+    const core = path.join(/*turbopackIgnore: true*/ install.root, 'core');
     return {
       kind: 'project',
       name: project.name,

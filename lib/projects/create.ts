@@ -19,7 +19,7 @@ function pinnedPackage(): string {
 
 /** Modules the pinned package carries; others would have to be downloaded, which never happens here. */
 export async function bundledModules(packageDir = pinnedPackage()): Promise<string[]> {
-  const entries = await fs.readdir(path.join(packageDir, 'src'), { withFileTypes: true }).catch(() => []);
+  const entries = await fs.readdir(path.join(/*turbopackIgnore: true*/ packageDir, 'src'), { withFileTypes: true }).catch(() => []);
   return entries.filter((e) => e.isDirectory() && !['core', 'utility'].includes(e.name)).map((e) => e.name).sort();
 }
 
@@ -39,7 +39,7 @@ export async function createProject(projects: ProjectCatalog, input: NewProject)
     throw new AppError('E_VALIDATION', `Invalid modules: ${unknown.join(', ')} cannot be installed here (available: ${available.join(', ')}).`, { field: 'modules' });
   }
   await fs.mkdir(projects.projectsRoot, { recursive: true });
-  const target = path.join(projects.projectsRoot, input.name);
+  const target = path.join(/*turbopackIgnore: true*/ projects.projectsRoot, input.name);
   try {
     await fs.mkdir(target);
   } catch (e) {

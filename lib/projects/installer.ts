@@ -19,7 +19,7 @@ export type InstallOutcome = { ok: true; durationMs: number } | { ok: false; mes
 
 /** The CLI of a `bmad-method` package folder (BMAD's own installer, as npx runs it). */
 export function installerCli(packageDir: string): string {
-  return path.join(packageDir, 'tools', 'cli', 'bmad-cli.js');
+  return path.join(/*turbopackIgnore: true*/ packageDir, 'tools', 'cli', 'bmad-cli.js');
 }
 
 /** Strips the colours and box drawing of the CLI so its last lines can be shown as a reason. */

@@ -61,10 +61,10 @@ function posix(p: string): string {
 /** The install folder of a project, or null when the folder holds no BMAD install. */
 export async function findInstallFolder(projectRoot: string): Promise<string | null> {
   for (const name of INSTALL_FOLDERS) {
-    const root = path.join(projectRoot, name);
-    for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(root, cfg))) return name;
+    const root = path.join(/*turbopackIgnore: true*/ projectRoot, name);
+    for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(/*turbopackIgnore: true*/ root, cfg))) return name;
     // An install without manifests still has its modules' agents.
-    if ((await isDir(path.join(root, 'core'))) || (await isDir(path.join(root, 'bmm')))) return name;
+    if ((await isDir(path.join(/*turbopackIgnore: true*/ root, 'core'))) || (await isDir(path.join(/*turbopackIgnore: true*/ root, 'bmm')))) return name;
   }
   return null;
 }
@@ -96,16 +96,16 @@ function manifestModules(manifest: Record<string, unknown> | null): string[] {
 function outputRootOf(projectRoot: string, config: Record<string, unknown>, problems: string[]): string {
   const raw = str(config.output_folder) ?? DEFAULT_OUTPUT;
   const rel = raw.replace(/^\{project[-_]root\}\/?/, '').replace(/^\.\//, '');
-  const abs = path.resolve(projectRoot, rel || DEFAULT_OUTPUT);
+  const abs = path.resolve(/*turbopackIgnore: true*/ projectRoot, rel || DEFAULT_OUTPUT);
   if (/\{[^}]*\}/.test(rel) || !isInsideFolder(projectRoot, abs) || abs === projectRoot) {
     problems.push(`output_folder "${raw}" is not a folder inside the project; ${DEFAULT_OUTPUT} is used`);
-    return path.join(projectRoot, DEFAULT_OUTPUT);
+    return path.join(/*turbopackIgnore: true*/ projectRoot, DEFAULT_OUTPUT);
   }
   return abs;
 }
 
 async function manifestAgents(projectRoot: string, configDir: string, problems: string[]): Promise<InstalledAgent[] | null> {
-  const text = await readText(path.join(configDir, 'agent-manifest.csv'));
+  const text = await readText(path.join(/*turbopackIgnore: true*/ configDir, 'agent-manifest.csv'));
   if (text === null) return null;
   let rows: Record<string, string>[];
   try {
@@ -122,7 +122,7 @@ async function manifestAgents(projectRoot: string, configDir: string, problems: 
       problems.push(`agent-manifest.csv: a row without a usable name or path was skipped${id ? ` (${id})` : ''}`);
       continue;
     }
-    const file = path.resolve(projectRoot, rel.replace(/^\{project[-_]root\}\/?/, ''));
+    const file = path.resolve(/*turbopackIgnore: true*/ projectRoot, rel.replace(/^\{project[-_]root\}\/?/, ''));
     if (!isInsideFolder(projectRoot, file)) {
       problems.push(`agent-manifest.csv: ${id} points outside the project (${rel})`);
       continue;
@@ -147,13 +147,13 @@ async function scannedAgents(projectRoot: string, installRoot: string): Promise<
   const modules = await fs.readdir(installRoot, { withFileTypes: true }).catch(() => []);
   for (const m of modules) {
     if (!m.isDirectory() || m.name.startsWith('_') || m.name.startsWith('.')) continue;
-    const dir = path.join(installRoot, m.name, 'agents');
+    const dir = path.join(/*turbopackIgnore: true*/ installRoot, m.name, 'agents');
     const files = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
     for (const f of files) {
       if (!f.isFile() || !f.name.endsWith('.md')) continue;
       const id = f.name.replace(/\.md$/, '');
       if (!ID.test(id)) continue;
-      const file = path.join(dir, f.name);
+      const file = path.join(/*turbopackIgnore: true*/ dir, f.name);
       agents.push({ id, module: m.name, file, relFile: posix(path.relative(projectRoot, file)) });
     }
   }
@@ -164,12 +164,12 @@ async function scannedAgents(projectRoot: string, installRoot: string): Promise<
 export async function readInstall(projectRoot: string): Promise<BmadInstall | null> {
   const folder = await findInstallFolder(projectRoot);
   if (!folder) return null;
-  const root = path.join(projectRoot, folder);
+  const root = path.join(/*turbopackIgnore: true*/ projectRoot, folder);
   const problems: string[] = [];
   let configDir: string | null = null;
-  for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(root, cfg))) configDir = path.join(root, cfg);
+  for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(/*turbopackIgnore: true*/ root, cfg))) configDir = path.join(/*turbopackIgnore: true*/ root, cfg);
 
-  const manifest = configDir ? yamlMap(await readText(path.join(configDir, 'manifest.yaml'))) : null;
+  const manifest = configDir ? yamlMap(await readText(path.join(/*turbopackIgnore: true*/ configDir, 'manifest.yaml'))) : null;
   const installation = manifest?.installation as Record<string, unknown> | undefined;
   const version = str(installation?.version) ?? str(manifest?.version);
   let modules = manifestModules(manifest);
@@ -181,7 +181,7 @@ export async function readInstall(projectRoot: string): Promise<BmadInstall | nu
   // core first: module configs repeat its keys and may refine them.
   const config: Record<string, unknown> = {};
   for (const m of ['core', ...modules.filter((x) => x !== 'core')]) {
-    const text = await readText(path.join(root, m, 'config.yaml'));
+    const text = await readText(path.join(/*turbopackIgnore: true*/ root, m, 'config.yaml'));
     if (text === null) continue;
     const map = yamlMap(text);
     if (!map) problems.push(`${folder}/${m}/config.yaml is not a YAML map`);
