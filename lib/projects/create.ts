@@ -1,4 +1,5 @@
 import { promises as fs } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../errors';
 import { isValidProjectId, type Project, type ProjectCatalog } from './catalog';
@@ -12,9 +13,17 @@ export interface NewProject {
   documentLanguage?: string;
 }
 
-/** The `bmad-method` package this app installs projects with (pinned in package.json). */
+/**
+ * The `bmad-method` package this app installs projects with (pinned in package.json), found in
+ * the app's node_modules by walking up from the working folder. A plain file lookup: the server
+ * build rewrites `require.resolve` and `createRequire` into bundled module ids.
+ */
 function pinnedPackage(): string {
-  return path.dirname(require.resolve('bmad-method/package.json'));
+  for (let dir = process.cwd(); ; dir = path.dirname(dir)) {
+    const candidate = path.join(/*turbopackIgnore: true*/ dir, 'node_modules', 'bmad-method');
+    if (existsSync(path.join(/*turbopackIgnore: true*/ candidate, 'package.json'))) return candidate;
+    if (path.dirname(dir) === dir) throw new AppError('E_INSTALL_FAILED', "BMAD's installer (the bmad-method package) is not installed next to this app; run npm install.");
+  }
 }
 
 /** Modules the pinned package carries; others would have to be downloaded, which never happens here. */
