@@ -99,6 +99,8 @@ const MAX_CURRENT_BYTES = 64 * 1024 * 1024;
 const STALE_LOCK_MS = 30_000;
 const LOCK_WAIT_MS = 10_000;
 const MIN_PREFIX = 4;
+/** Trees are immutable, so a tree read or written once is kept by id; this bounds how many. */
+const MAX_CACHED_TREES = 2000;
 
 const fs = gitFs;
 
@@ -153,7 +155,9 @@ function isBinary(data: Buffer): boolean {
 class GitVersionStore implements VersionStore {
   private readonly lock = new KeyedLock();
   private head: string | null = null;
+  private headTree: string | null = null;
   private readonly byPath = new Map<string, VersionInfo[]>();
+  private readonly trees = new Map<string, TreeEntry[]>();
 
   constructor(
     readonly gitdir: string,
@@ -194,12 +198,14 @@ class GitVersionStore implements VersionStore {
     const fresh: VersionInfo[] = [];
     let oid: string | undefined = head ?? undefined;
     let reachedKnown = false;
+    let headTree: string | null = null;
     while (oid) {
       if (oid === this.head) {
         reachedKnown = true;
         break;
       }
       const { commit } = await readCommit({ fs, gitdir: this.gitdir, oid });
+      if (oid === head) headTree = commit.tree;
       const meta = parseCommitMessage(commit.message);
       if (meta) fresh.push({ version: oid, ...meta });
       oid = commit.parent[0];
@@ -207,6 +213,7 @@ class GitVersionStore implements VersionStore {
     if (!reachedKnown) this.byPath.clear();
     for (const info of fresh.reverse()) this.remember(info);
     this.head = head;
+    this.headTree = headTree;
   }
 
   private remember(info: VersionInfo): void {
@@ -217,7 +224,7 @@ class GitVersionStore implements VersionStore {
 
   /** The tree with one file set, rewriting only the trees on its path. */
   private async setFile(treeOid: string | null, names: string[], blobOid: string): Promise<string> {
-    const entries: TreeEntry[] = treeOid ? (await readTree({ fs, gitdir: this.gitdir, oid: treeOid })).tree : [];
+    const entries = treeOid ? [...(await this.treeEntries(treeOid))] : [];
     const [name, ...rest] = names;
     const at = entries.findIndex((e) => e.path === name);
     let entry: TreeEntry;
@@ -229,12 +236,26 @@ class GitVersionStore implements VersionStore {
     }
     if (at >= 0) entries[at] = entry;
     else entries.push(entry);
-    return writeTree({ fs, gitdir: this.gitdir, tree: entries });
+    const oid = await writeTree({ fs, gitdir: this.gitdir, tree: entries });
+    this.cacheTree(oid, entries);
+    return oid;
   }
 
-  private async commitOne(parent: string | null, meta: VersionMeta, content: Buffer): Promise<{ oid: string; info: VersionInfo }> {
+  private async treeEntries(oid: string): Promise<readonly TreeEntry[]> {
+    const cached = this.trees.get(oid);
+    if (cached) return cached;
+    const { tree } = await readTree({ fs, gitdir: this.gitdir, oid });
+    this.cacheTree(oid, tree);
+    return tree;
+  }
+
+  private cacheTree(oid: string, entries: TreeEntry[]): void {
+    if (this.trees.size >= MAX_CACHED_TREES) this.trees.clear();
+    this.trees.set(oid, entries);
+  }
+
+  private async commitOne(parent: string | null, base: string | null, meta: VersionMeta, content: Buffer): Promise<{ oid: string; tree: string; info: VersionInfo }> {
     const blob = await writeBlob({ fs, gitdir: this.gitdir, blob: content });
-    const base = parent ? (await readCommit({ fs, gitdir: this.gitdir, oid: parent })).commit.tree : null;
     const tree = await this.setFile(base, meta.path.split('/'), blob);
     const ms = Date.parse(meta.at);
     const who = {
@@ -248,7 +269,7 @@ class GitVersionStore implements VersionStore {
       gitdir: this.gitdir,
       commit: { message: commitMessage(meta), tree, parent: parent ? [parent] : [], author: who, committer: who },
     });
-    return { oid, info: { version: oid, ...meta } };
+    return { oid, tree, info: { version: oid, ...meta } };
   }
 
   /**
@@ -298,21 +319,24 @@ class GitVersionStore implements VersionStore {
       const latest = this.byPath.get(rel)?.at(-1);
       const made: VersionInfo[] = [];
       let parent = start;
+      let base = this.headTree;
       if (previous != null) {
         const previousSha = sha256(previous);
         if (latest?.sha256 !== previousSha) {
           const meta: VersionMeta = { path: rel, at: new Date().toISOString(), agentId: null, conversationId: null, kind: 'untracked', size: previous.length, sha256: previousSha };
-          const c = await this.commitOne(parent, meta, previous);
+          const c = await this.commitOne(parent, base, meta, previous);
           made.push(c.info);
           parent = c.oid;
+          base = c.tree;
         }
       }
       const meta: VersionMeta = { path: rel, at: new Date().toISOString(), size: content.length, sha256: sha256(content), ...fields };
-      const c = await this.commitOne(parent, meta, content);
+      const c = await this.commitOne(parent, base, meta, content);
       made.push(c.info);
       if (await this.advance(start, c.oid)) {
         for (const info of made) this.remember(info);
         this.head = c.oid;
+        this.headTree = c.tree;
         return c.oid;
       }
       // Another process moved the branch: our commits are unreachable garbage; redo them on its head.
@@ -415,8 +439,7 @@ class GitVersionStore implements VersionStore {
       if (!this.head) return [];
       const out: FileInfo[] = [];
       const walk = async (oid: string, prefix: string) => {
-        const { tree } = await readTree({ fs, gitdir: this.gitdir, oid });
-        for (const entry of tree) {
+        for (const entry of await this.treeEntries(oid)) {
           const p = prefix ? `${prefix}/${entry.path}` : entry.path;
           if (entry.type === 'tree') await walk(entry.oid, p);
           else {
@@ -428,8 +451,7 @@ class GitVersionStore implements VersionStore {
           }
         }
       };
-      const { commit } = await readCommit({ fs, gitdir: this.gitdir, oid: this.head });
-      await walk(commit.tree, '');
+      if (this.headTree) await walk(this.headTree, '');
       return out.sort((x, y) => (x.path < y.path ? -1 : x.path > y.path ? 1 : 0));
     });
   }
