@@ -278,6 +278,23 @@ describe('concurrency', () => {
 });
 
 describe('the shadow repository', () => {
+  it('a branch lock left by a dead process is taken over once stale; a live one is waited for', async () => {
+    await store.record({ path: 'a.md', content: buf('1'), author: pm });
+    const lock = path.join(gitdir, 'refs', 'heads', 'main.lock');
+    await fs.writeFile(lock, '');
+    const old = new Date(Date.now() - 60_000);
+    await fs.utimes(lock, old, old);
+    await store.record({ path: 'a.md', content: buf('2'), author: pm });
+    await fs.writeFile(lock, '');
+    const waiting = store.record({ path: 'a.md', content: buf('3'), author: pm });
+    await new Promise((r) => setTimeout(r, 50));
+    expect((await fs.readdir(path.dirname(lock))).sort()).toEqual(['main', 'main.lock']);
+    await fs.unlink(lock);
+    await waiting;
+    expect((await store.list('a.md')).length).toBe(3);
+  });
+
+
   it('lives outside the folder it versions: git writes nothing into it', async () => {
     await fs.writeFile(path.join(work, 'a.md'), 'a');
     const before = await tree(work);
@@ -309,13 +326,13 @@ describe('the shadow repository', () => {
   });
 
   (gitAvailable ? it : it.skip)('is a valid git repository that git itself reads', async () => {
-    await store.record({ path: 'docs/prd.md', content: buf('one\n'), author: pm, tool: 'save_output' });
+    await store.record({ path: 'docs/prd.md', content: buf('one\n'), author: pm, tool: 'save_output', previous: buf('by hand\n') });
     await store.record({ path: 'docs/prd.md', content: buf('two\n'), author: architect, tool: 'edit_file' });
     await store.record({ path: 'docs-x.md', content: buf('x'), author: pm });
     await store.record({ path: 'docs.md', content: buf('y'), author: pm });
     execFileSync('git', ['--git-dir', gitdir, 'fsck', '--strict', '--no-dangling'], { stdio: 'pipe' });
     const log = execFileSync('git', ['--git-dir', gitdir, 'log', '--format=%an|%s', '--', 'docs/prd.md'], { encoding: 'utf8' });
-    expect(log.trim().split('\n')).toEqual(['architect (conv-b)|edit_file docs/prd.md', 'pm (conv-a)|save_output docs/prd.md']);
+    expect(log.trim().split('\n')).toEqual(['architect (conv-b)|edit_file docs/prd.md', 'pm (conv-a)|save_output docs/prd.md', 'untracked|untracked docs/prd.md']);
     expect(execFileSync('git', ['--git-dir', gitdir, 'show', 'HEAD~2:docs/prd.md'], { encoding: 'utf8' })).toBe('two\n');
   });
 });
