@@ -56,6 +56,7 @@ describe('architecture', () => {
     ['workflows', ['tools', 'chat', 'loop']],
     ['results', ['tools', 'paths', 'audit', 'workflows', 'chat', 'loop', 'llm']],
     ['tools', ['loop', 'chat', 'runtime']],
+    ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
     ['loop', ['chat', 'conversations', 'tools', 'runtime']],
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {

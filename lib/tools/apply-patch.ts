@@ -1,9 +1,11 @@
 import yaml from 'js-yaml';
 import { z } from 'zod';
-import { readForEdit, writeBack } from './edit-target';
+import { readForEdit, underWriteLock, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
 import { fail, isFailure, sha256 } from '../results';
 import type { ToolResult } from '../results';
+import type { ResolvedPath } from '../paths';
+import type { ToolContext } from './types';
 
 const OPS = ['stepsCompleted.append', 'variables.set', 'decisionLog.append', 'artifacts.append', 'currentNodeId.set', 'updatedAt.set'] as const;
 
@@ -151,46 +153,50 @@ export const applyPatchTool = defineTool({
     if (!OPS.some((op) => update[op] !== undefined)) {
       return fail('E_INVALID_ARGS', `patch.update is empty; use any of: ${OPS.join(', ')}`);
     }
-    const opened = await readForEdit(args.file_path, ctx);
-    if (isFailure(opened)) return opened;
-    const { target, raw } = opened;
-    const sha256Before = sha256(raw);
-    if (args.patch.ifMatchSha256 && args.patch.ifMatchSha256.toLowerCase() !== sha256Before) {
-      return fail('E_PRECONDITION_FAILED', `${target.virtual} changed: its sha256 is ${sha256Before}. Read it again before patching.`, {
-        path: target.virtual,
-        details: { currentSha256: sha256Before },
-      });
-    }
-    const text = raw.toString('utf8');
-    const split = splitFrontmatter(text);
-    if (split === 'unclosed') {
-      return fail('E_INVALID_FRONTMATTER', `The frontmatter of ${target.virtual} has no closing --- line`, { path: target.virtual });
-    }
-    let fm: Record<string, unknown> = {};
-    if (split) {
-      let parsed: unknown;
-      try {
-        parsed = yaml.load(split.yamlText, { schema: yaml.CORE_SCHEMA });
-      } catch (e) {
-        const reason = e instanceof yaml.YAMLException ? e.reason : 'unreadable YAML';
-        return fail('E_INVALID_FRONTMATTER', `The frontmatter of ${target.virtual} is not valid YAML: ${reason}`, { path: target.virtual });
-      }
-      if (parsed !== undefined && parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) {
-        return fail('E_INVALID_FRONTMATTER', `The frontmatter of ${target.virtual} must be a YAML map`, { path: target.virtual });
-      }
-      fm = (parsed as Record<string, unknown> | null) ?? {};
-    }
-    const problem = applyUpdate(fm, update);
-    if (problem) return fail('E_INVALID_FRONTMATTER', `Cannot update ${target.virtual}: ${problem}`, { path: target.virtual });
-
-    const eol = split ? (split.prefix.endsWith('\r\n') ? '\r\n' : '\n') : text.includes('\r\n') ? '\r\n' : '\n';
-    let dumped = yaml.dump(fm, { schema: yaml.CORE_SCHEMA, lineWidth: -1, noRefs: true });
-    if (eol === '\r\n') dumped = dumped.replace(/\n/g, '\r\n');
-    const next = split
-      ? `${split.prefix}${dumped}${split.closing || `---${eol}`}${split.body}`
-      : `---${eol}${dumped}---${eol}${text}`;
-    const written = await writeBack(target, next, ctx, 'patched');
-    if (isFailure(written)) return written;
-    return { ok: true, path: target.virtual, sha256Before, sha256After: written.sha256 };
+    return underWriteLock(args.file_path, ctx, (target) => patchFrontmatter(args, target, ctx));
   },
 });
+
+async function patchFrontmatter(args: z.infer<typeof schema>, target: ResolvedPath, ctx: ToolContext): Promise<ToolResult> {
+  const update = args.patch.update;
+  const raw = await readForEdit(target, ctx);
+  if (isFailure(raw)) return raw;
+  const sha256Before = sha256(raw);
+  if (args.patch.ifMatchSha256 && args.patch.ifMatchSha256.toLowerCase() !== sha256Before) {
+    return fail('E_PRECONDITION_FAILED', `${target.virtual} changed: its sha256 is ${sha256Before}. Read it again before patching.`, {
+      path: target.virtual,
+      details: { currentSha256: sha256Before },
+    });
+  }
+  const text = raw.toString('utf8');
+  const split = splitFrontmatter(text);
+  if (split === 'unclosed') {
+    return fail('E_INVALID_FRONTMATTER', `The frontmatter of ${target.virtual} has no closing --- line`, { path: target.virtual });
+  }
+  let fm: Record<string, unknown> = {};
+  if (split) {
+    let parsed: unknown;
+    try {
+      parsed = yaml.load(split.yamlText, { schema: yaml.CORE_SCHEMA });
+    } catch (e) {
+      const reason = e instanceof yaml.YAMLException ? e.reason : 'unreadable YAML';
+      return fail('E_INVALID_FRONTMATTER', `The frontmatter of ${target.virtual} is not valid YAML: ${reason}`, { path: target.virtual });
+    }
+    if (parsed !== undefined && parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) {
+      return fail('E_INVALID_FRONTMATTER', `The frontmatter of ${target.virtual} must be a YAML map`, { path: target.virtual });
+    }
+    fm = (parsed as Record<string, unknown> | null) ?? {};
+  }
+  const problem = applyUpdate(fm, update);
+  if (problem) return fail('E_INVALID_FRONTMATTER', `Cannot update ${target.virtual}: ${problem}`, { path: target.virtual });
+
+  const eol = split ? (split.prefix.endsWith('\r\n') ? '\r\n' : '\n') : text.includes('\r\n') ? '\r\n' : '\n';
+  let dumped = yaml.dump(fm, { schema: yaml.CORE_SCHEMA, lineWidth: -1, noRefs: true });
+  if (eol === '\r\n') dumped = dumped.replace(/\n/g, '\r\n');
+  const next = split
+    ? `${split.prefix}${dumped}${split.closing || `---${eol}`}${split.body}`
+    : `---${eol}${dumped}---${eol}${text}`;
+  const written = await writeBack(target, next, ctx, 'patched', 'apply_patch', raw);
+  if (isFailure(written)) return written;
+  return { ok: true, path: target.virtual, sha256Before, sha256After: written.sha256 };
+}

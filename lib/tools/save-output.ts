@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { hashResolved, resolvePath, writeFileAtomic } from '../paths';
+import { hashResolved } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { byteLength, fail, isFailure } from '../results';
+import { readPrevious, underWriteLock, writeAndRecord } from './edit-target';
+import { byteLength, fail, isFailure, sha256 } from '../results';
 import type { ToolResult } from '../results';
 
 const schema = z.object({
@@ -28,27 +29,29 @@ export const saveOutputTool = defineTool({
     if (size > ctx.limits.maxWriteBytes) {
       return fail('E_WRITE_LIMIT', `Content is ${size} bytes; the write limit is ${ctx.limits.maxWriteBytes} bytes. Split it into several files.`);
     }
-    const target = await resolvePath(args.file_path, ctx, 'write');
-    if (!target.ok) return target;
-    if (target.exists && target.kind === 'directory') {
-      return fail('EISDIR', `${target.virtual} is a folder; give a file name`, { path: target.virtual });
-    }
-    if (args.if_match_sha256) {
-      const current = await hashResolved(target);
-      if (isFailure(current)) return current;
-      if (current !== args.if_match_sha256.toLowerCase()) {
-        return fail(
-          'E_PRECONDITION_FAILED',
-          current === null
-            ? `${target.virtual} does not exist, so it cannot match if_match_sha256`
-            : `${target.virtual} changed: its sha256 is ${current}, not ${args.if_match_sha256}. Read it again before saving.`,
-          { path: target.virtual, details: { currentSha256: current } },
-        );
+    return underWriteLock(args.file_path, ctx, async (target) => {
+      if (target.exists && target.kind === 'directory') {
+        return fail('EISDIR', `${target.virtual} is a folder; give a file name`, { path: target.virtual });
       }
-    }
-    if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
-    const written = await writeFileAtomic(target, Buffer.from(args.content, 'utf8'));
-    if (isFailure(written)) return written;
-    return { ok: true, path: target.virtual, bytes_written: written.bytes, sha256: written.sha256, created: written.created };
+      const previous = await readPrevious(target, ctx);
+      if (isFailure(previous)) return previous;
+      if (args.if_match_sha256) {
+        const current = previous === undefined ? await hashResolved(target) : previous && sha256(previous);
+        if (isFailure(current)) return current;
+        if (current !== args.if_match_sha256.toLowerCase()) {
+          return fail(
+            'E_PRECONDITION_FAILED',
+            current === null
+              ? `${target.virtual} does not exist, so it cannot match if_match_sha256`
+              : `${target.virtual} changed: its sha256 is ${current}, not ${args.if_match_sha256}. Read it again before saving.`,
+            { path: target.virtual, details: { currentSha256: current } },
+          );
+        }
+      }
+      if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
+      const written = await writeAndRecord(target, Buffer.from(args.content, 'utf8'), ctx, 'save_output', previous);
+      if (isFailure(written)) return written;
+      return { ok: true, path: target.virtual, bytes_written: written.bytes, sha256: written.sha256, created: written.created };
+    });
   },
 });

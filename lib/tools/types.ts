@@ -2,6 +2,25 @@ import type { AuditLog } from '../audit';
 import type { ToolLimits } from '../config';
 import type { PathContext } from '../paths';
 
+/** One successful write of a write tool, as `recordWrite` receives it. */
+export interface WriteRecord {
+  /** What results show, e.g. `{output_folder}/prd.md`. */
+  virtualPath: string;
+  /** The real absolute path written (server side only). */
+  abs: string;
+  /** The bytes now in the file. */
+  content: Buffer;
+  sha256: string;
+  /** save_output, edit_file or apply_patch. */
+  tool: string;
+  /**
+   * The file's bytes just before this write, read under the same lock: null when it did not
+   * exist; undefined when unknown (larger than a write tool reads back). Lets a version store keep
+   * a document it never saw written (put there by hand) before it is replaced.
+   */
+  previous?: Buffer | null;
+}
+
 /** Everything a tool may touch for one call. Absolute paths stay on the server side of this object. */
 export interface ToolContext extends PathContext {
   conversationId: string;
@@ -12,4 +31,13 @@ export interface ToolContext extends PathContext {
   /** The conversation's audit file held open for a turn; without it each line opens the file. */
   audit?: AuditLog;
   signal?: AbortSignal;
+  /**
+   * Called after each successful write of save_output, edit_file and apply_patch, awaited while
+   * the file's write lock is still held, so records of one file arrive in the order the writes
+   * happened. The write has already landed: a hook that throws or takes longer than a few seconds
+   * is logged and the tool still succeeds (failing it would make the model redo a write that
+   * happened); a version store keeps the gap visible by recording the next write's `previous`
+   * as an untracked version.
+   */
+  recordWrite?(write: WriteRecord): Promise<void>;
 }
