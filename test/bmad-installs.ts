@@ -1,23 +1,33 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installerCli, runBmadInstaller } from '../lib/projects/installer';
+import { installerCli, runBmadInstaller, type InstallOutcome } from '../lib/projects/installer';
+import { runAlpha7Installer } from './interactive-installer';
 
 /**
  * Real BMAD installs for tests, made by BMAD's own installer from the releases in package.json
  * (the pinned `bmad-method` and npm aliases of other releases). Each release is installed once
  * per machine into a cache folder and copied for every test that asks, so tests may change their
- * copy freely.
+ * copy freely. The same answers everywhere: user Tester, English, the BMM module, no IDE.
  */
 export const RELEASES = {
-  '6.0.4': 'bmad-method',
-} as const;
+  '6.0.4': {
+    package: 'bmad-method',
+    install: (cli: string, directory: string) =>
+      runBmadInstaller(cli, { directory, modules: ['bmm'], userName: 'Tester', outputFolder: '_bmad-output' }),
+  },
+  // Its installer has no flags: its questions are answered over pipes (output folder: its default, docs).
+  'alpha.7': {
+    package: 'bmad-method-alpha7',
+    install: (cli: string, directory: string) => runAlpha7Installer(cli, { directory, userName: 'Tester' }),
+  },
+} satisfies Record<string, { package: string; install: (cli: string, directory: string) => Promise<InstallOutcome> }>;
 export type Release = keyof typeof RELEASES;
 
 const CACHE = path.join(os.tmpdir(), 'bmad-orchestrator-installs');
 
 function packageDir(release: Release): string {
-  return path.dirname(require.resolve(`${RELEASES[release]}/package.json`));
+  return path.dirname(require.resolve(`${RELEASES[release].package}/package.json`));
 }
 
 async function installedVersion(release: Release): Promise<string> {
@@ -41,12 +51,7 @@ async function cachedInstall(release: Release): Promise<string> {
   }
   try {
     await fs.rm(dir, { recursive: true, force: true });
-    const outcome = await runBmadInstaller(installerCli(packageDir(release)), {
-      directory: dir,
-      modules: ['bmm'],
-      userName: 'Tester',
-      outputFolder: '_bmad-output',
-    });
+    const outcome = await RELEASES[release].install(installerCli(packageDir(release)), dir);
     if (!outcome.ok) throw new Error(`BMAD ${release} did not install: ${outcome.message}`);
     await fs.writeFile(done, version);
     return dir;

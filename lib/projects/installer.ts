@@ -23,7 +23,7 @@ export function installerCli(packageDir: string): string {
 }
 
 /** Strips the colours and box drawing of the CLI so its last lines can be shown as a reason. */
-function lastLines(text: string, n = 6): string {
+export function lastLines(text: string, n = 6): string {
   return text
     // eslint-disable-next-line no-control-regex
     .replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '')
