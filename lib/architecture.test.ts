@@ -58,6 +58,7 @@ describe('architecture', () => {
     ['tools', ['loop', 'chat', 'runtime']],
     ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
     ['loop', ['chat', 'conversations', 'tools', 'runtime']],
+    ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]

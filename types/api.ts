@@ -117,3 +117,24 @@ export interface OutputFileEntry {
   modifiedAt: string;
   children?: OutputFileEntry[];
 }
+
+/** A document of a project's shared output folder (path relative to it). */
+export interface ProjectDocument {
+  path: string;
+  name: string;
+  size: number;
+  modifiedAt: string;
+  /** The agent write that made the current content; absent for files no agent wrote. */
+  lastWriter?: { agentId: string; conversationId: string | null; at: string };
+}
+
+export interface ProjectDocumentVersion {
+  version: string;
+  at: string;
+  /** null for content found on disk that no agent wrote (kept before it was overwritten). */
+  agentId: string | null;
+  conversationId: string | null;
+  size: number;
+  kind: 'write' | 'restore' | 'untracked';
+  restoredFrom?: string;
+}

@@ -5,7 +5,9 @@ import type { Config, ToolLimits } from '../config';
 import type { ConversationStore } from '../conversations/types';
 import type { Catalog, ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
-import type { ProjectCatalog } from '../projects';
+import { projectVersions, type ProjectCatalog } from '../projects';
+import { recorderFor } from '../versions';
+import { log } from '../log';
 import { today } from '../paths';
 import type { ToolContext } from '../tools';
 
@@ -33,6 +35,21 @@ function effectiveLimits(base: ToolLimits, override?: Partial<ToolLimits>): Tool
   return { ...base, ...Object.fromEntries(Object.entries(override ?? {}).filter(([, v]) => typeof v === 'number' && v > 0)) };
 }
 
+/** Every agent write in a project keeps a version: who wrote it (agent, conversation) and when. */
+function projectRecorder(deps: ChatDeps, projectId: string, projectRoot: string, author: { agentId: string; conversationId: string }): NonNullable<ToolContext['recordWrite']> {
+  let recorder: Promise<NonNullable<ToolContext['recordWrite']>> | null = null;
+  return async (write) => {
+    recorder ??= projectVersions(deps.config.dataDir, { id: projectId, root: projectRoot }).then((store) => recorderFor(store, author));
+    try {
+      await (await recorder)(write);
+    } catch (e) {
+      recorder = null;
+      log.warn('versions.record_failed', { projectId, error: e instanceof Error ? e.name : 'unknown' });
+      throw e;
+    }
+  };
+}
+
 /** The mounts, variables and limits every tool call of one conversation runs with. */
 export function toolContext(
   deps: ChatDeps,
@@ -51,6 +68,7 @@ export function toolContext(
     projectRoot: ws.projectRoot,
     outputRoot: ws.outputRoot(conversationId),
     ...(ws.writable ? { project: { writable: ws.writable } } : {}),
+    ...(ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId }) } : {}),
     variables: { ...variables, date: today(clock(deps)()) },
     limits: effectiveLimits(deps.config.limits, ws.limits),
     auditDir: deps.auditDir,

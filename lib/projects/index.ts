@@ -2,3 +2,5 @@ export { createProjectCatalog, isValidProjectId, SETTINGS_FILE, type Project, ty
 export { readInstall, type BmadInstall, type InstalledAgent } from './layout';
 export { runBmadInstaller, installerCli, type InstallOptions, type InstallOutcome } from './installer';
 export { createProject, bundledModules, type NewProject } from './create';
+export { projectVersions } from './versions';
+export { projectDocuments, type ProjectDocuments } from './documents';

@@ -6,8 +6,11 @@ import { GET as agents } from '@/app/api/agents/route';
 import { GET as listProjects } from '@/app/api/projects/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
 import { GET as listConversations } from '@/app/api/conversations/route';
+import { GET as listDocuments } from '@/app/api/projects/[id]/files/route';
+import { GET as getDocument } from '@/app/api/projects/[id]/files/[...path]/route';
+import { POST as restore } from '@/app/api/projects/[id]/restore/route';
 import { DELETE as deleteConversation } from '@/app/api/conversations/[id]/route';
-import { reply } from '../scripted-model';
+import { currentTurn, lastUserText, reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
 
@@ -125,5 +128,53 @@ describe('BMAD projects over the API', () => {
     const { body } = await json(await send({ projectId: 'shop', agentId: 'dev', message: 'note' }));
     expect(body.data.message.functionCalls[0].result).toMatchObject({ ok: true, path: '{project-root}/docs/notes.md' });
     await expect(fs.readFile(path.join(projectsRoot, 'shop', 'docs', 'notes.md'), 'utf8')).resolves.toBe('notes');
+  });
+
+  it('keeps every version of a document two conversations write at once; lists, reads, diffs and restores them', async () => {
+    const write = (text: string) => [
+      reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{output_folder}/prd.md', content: text } }]),
+      reply.text('saved'),
+    ];
+    // Each conversation gets its own script by the text it was sent.
+    h.model.setScript(({ body }) => {
+      const which = lastUserText(body).includes('one') ? 'PRD one\n' : 'PRD two\n';
+      return currentTurn(body).some((m) => m.role === 'tool') ? write(which)[1] : write(which)[0];
+    });
+    const [a, b] = await Promise.all([
+      json(await send({ projectId: 'shop', agentId: 'pm', message: 'write one' })),
+      json(await send({ projectId: 'shop', agentId: 'architect', message: 'write two' })),
+    ]);
+    expect(a.body.data.message.functionCalls[0].result.ok).toBe(true);
+    expect(b.body.data.message.functionCalls[0].result.ok).toBe(true);
+
+    const versions = await json(await getDocument(get('/api/projects/shop/files/prd.md?versions'), params({ id: 'shop', path: ['prd.md'] })));
+    expect(versions.status).toBe(200);
+    const list = versions.body.data.versions as { version: string; agentId: string; conversationId: string; size: number }[];
+    expect(list).toHaveLength(2);
+    expect(list.map((v) => v.agentId).sort()).toEqual(['architect', 'pm']);
+    expect(list.map((v) => v.conversationId).sort()).toEqual([a.body.data.conversationId, b.body.data.conversationId].sort());
+    const current = await (await getDocument(get('/api/projects/shop/files/prd.md'), params({ id: 'shop', path: ['prd.md'] }))).text();
+    const newest = await (await getDocument(get(`/api/projects/shop/files/prd.md?version=${list[0].version}`), params({ id: 'shop', path: ['prd.md'] }))).text();
+    expect(current).toBe(newest);
+
+    const older = list[1];
+    const diff = await json(await getDocument(get(`/api/projects/shop/files/prd.md?diff=${older.version}`), params({ id: 'shop', path: ['prd.md'] })));
+    expect(diff.body.data.diff).toMatch(/^[-+]PRD (one|two)/m);
+
+    const docs = await json(await listDocuments(get('/api/projects/shop/files'), params({ id: 'shop' })));
+    expect(docs.body.data.files).toEqual([expect.objectContaining({ path: 'prd.md', lastWriter: expect.objectContaining({ agentId: list[0].agentId }) })]);
+
+    const restored = await json(await restore(jsonRequest('/api/projects/shop/restore', { path: 'prd.md', version: older.version }), params({ id: 'shop' })));
+    expect(restored.status).toBe(200);
+    const olderText = await (await getDocument(get(`/api/projects/shop/files/prd.md?version=${older.version}`), params({ id: 'shop', path: ['prd.md'] }))).text();
+    await expect(fs.readFile(path.join(projectsRoot, 'shop', '_bmad-output', 'prd.md'), 'utf8')).resolves.toBe(olderText);
+    const after = await json(await getDocument(get('/api/projects/shop/files/prd.md?versions'), params({ id: 'shop', path: ['prd.md'] })));
+    expect(after.body.data.versions).toHaveLength(3);
+    expect(after.body.data.versions[0]).toMatchObject({ kind: 'restore', restoredFrom: older.version });
+
+    // The history lives outside the project, where no tool reaches.
+    expect(await fs.readdir(path.join(projectsRoot, 'shop'))).not.toContain('.git');
+    expect((await getDocument(get('/api/projects/shop/files/..%2F.env?versions'), params({ id: 'shop', path: ['..', '.env'] }))).status).toBeGreaterThanOrEqual(400);
+    expect((await getDocument(get('/api/projects/shop/files/nope.md?versions'), params({ id: 'shop', path: ['nope.md'] }))).status).toBe(404);
   });
 });

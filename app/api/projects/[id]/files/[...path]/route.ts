@@ -1,0 +1,36 @@
+import { getRuntime } from '@/lib/runtime';
+import { projectDocuments } from '@/lib/projects';
+import { handle, ok } from '../../../../_lib/http';
+import { projectOr404 } from '../../../../_lib/projects';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+function fileResponse(file: { name: string; content: Buffer; contentType: string }, download: boolean): Response {
+  const headers: Record<string, string> = {
+    'content-type': file.contentType,
+    'content-length': String(file.content.byteLength),
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  };
+  if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
+  return new Response(new Uint8Array(file.content), { status: 200, headers });
+}
+
+/** The document (`?download=1`), its versions (`?versions`), one version (`?version=V`) or a diff (`?diff=V`). */
+export async function GET(request: Request, { params }: { params: Promise<{ id: string; path: string[] }> }) {
+  return handle('GET /api/projects/:id/files/*', request, async () => {
+    const { id, path } = await params;
+    const docs = projectDocuments(getRuntime().config.dataDir, await projectOr404(id));
+    // Segments arrive URL-decoded; the sandbox checks them joined, as one relative path.
+    const rel = path.join('/');
+    const q = new URL(request.url).searchParams;
+    const download = q.get('download') === '1';
+    if (q.has('versions')) return ok({ path: rel, versions: await docs.versions(rel) });
+    const version = q.get('version');
+    if (version) return fileResponse(await docs.readVersion(rel, version), download);
+    const diff = q.get('diff');
+    if (diff) return ok({ path: rel, diff: await docs.diff(rel, diff) });
+    return fileResponse(await docs.read(rel), download);
+  });
+}

@@ -1,0 +1,21 @@
+import { z } from 'zod';
+import { getRuntime } from '@/lib/runtime';
+import { projectDocuments } from '@/lib/projects';
+import { handle, ok, readJson } from '../../../_lib/http';
+import { projectOr404 } from '../../../_lib/projects';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+const RestoreBody = z.object({
+  path: z.string().trim().min(1, 'path is required').max(1024),
+  version: z.string().trim().regex(/^[0-9a-f]{4,40}$/i, 'version must be a version id'),
+});
+
+export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
+  return handle('POST /api/projects/:id/restore', request, async () => {
+    const project = await projectOr404((await params).id);
+    const body = await readJson(request, RestoreBody);
+    return ok(await projectDocuments(getRuntime().config.dataDir, project).restore(body.path, body.version));
+  });
+}
