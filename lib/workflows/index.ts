@@ -3,6 +3,7 @@ import { isFailure, type ToolResult } from '../results';
 import { basenameVirtual, dirnameVirtual, readText, withContext, type LoadedFile } from './files';
 import { loadMarkdownWorkflow } from './markdown';
 import type { LoadWorkflowOptions, WorkflowResult } from './types';
+import { isSkillRef, skillFile } from './skills';
 import { loadYamlWorkflow, type Shared } from './yaml-workflow';
 
 export type { LoadedFile, LoadedStep, LoadWorkflowOptions, WorkflowKind, WorkflowResult } from './types';
@@ -33,11 +34,17 @@ async function readTarget(target: string, ctx: PathContext): Promise<{ file: Awa
 /**
  * Loads whatever a BMAD menu item runs: a workflow.yaml, a step-file workflow (workflow.md,
  * workflow-*.md) with its first step, a single step file, or a markdown / XML task; a folder
- * stands for its workflow.yaml or workflow.md. The kind follows the file's extension, whatever
+ * stands for its workflow.yaml or workflow.md, and `skill:<name>` (6.2 menus) for the skill's file. The kind follows the file's extension, whatever
  * attribute (`workflow=`, `exec=`) named it.
  */
 export async function loadWorkflow(target: string, ctx: PathContext, options: LoadWorkflowOptions = {}): Promise<ToolResult> {
-  const { file, warning } = await readTarget(target, ctx);
+  let where = target;
+  if (isSkillRef(target)) {
+    const skill = await skillFile(target, ctx);
+    if (isFailure(skill)) return skill;
+    where = skill;
+  }
+  const { file, warning } = await readTarget(where, ctx);
   if (isFailure(file)) return file;
   const loaded: LoadedFile = { path: file.path, content: file.content };
   const date = typeof ctx.variables?.date === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(ctx.variables.date) ? ctx.variables.date : today();
