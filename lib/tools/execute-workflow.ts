@@ -7,7 +7,10 @@ const schema = z.object({
   workflow_path: z
     .string()
     .min(1)
-    .describe('Path to the workflow.yaml, e.g. {bundle-root}/workflows/intake/workflow.yaml (a workflow folder works too).'),
+    .describe(
+      'The file a menu item names in workflow= or exec= (workflow.yaml, workflow.md, workflow-*.md, a step file, a .md or .xml task), e.g. {project-root}/_bmad/bmm/workflows/2-plan-workflows/create-prd/workflow-create-prd.md. A workflow folder works too.',
+    ),
+  data_path: z.string().optional().describe("The menu item's data= file, if it has one; returned as data."),
   user_input: z
     .union([z.string(), z.record(z.string(), z.unknown())])
     .optional()
@@ -16,11 +19,29 @@ const schema = z.object({
 
 export const executeWorkflowTool = defineTool({
   name: 'execute_workflow',
-  description:
-    'Load a workflow: its resolved workflow.yaml (variables expanded), its config, instructions, template and the core workflow engine rules. Then follow the instructions step by step and save results with save_output into {output_folder}.',
+  description: [
+    'Load a workflow or task a menu item runs, with every variable and relative path already resolved to full paths. The result says its kind:',
+    '- yaml (workflow.yaml): follow instructions step by step under the engine rules, using template when there is one;',
+    '- step-file (workflow.md, workflow-*.md): follow instructions, then step (the first step file, already loaded). step_choices lists first steps to choose from instead;',
+    '- step: one step file. To go on to the next step, call execute_workflow with the path in the step\'s frontmatter (nextStepFile): it comes back resolved;',
+    '- task: follow instructions (the file itself).',
+    'workflow holds the resolved variables (paths such as outputFile or default_output_file), config the resolved config. unresolved lists "name: reason" for values that could not be resolved: ask the user or choose a path in {output_folder}. Save results with save_output into {output_folder}.',
+  ].join('\n'),
   schema,
-  normalize: (a) => coerceArgs(a, { aliases: { path: 'workflow_path', workflow: 'workflow_path', file_path: 'workflow_path', workflowPath: 'workflow_path', userInput: 'user_input' } }),
+  normalize: (a) =>
+    coerceArgs(a, {
+      aliases: {
+        path: 'workflow_path',
+        workflow: 'workflow_path',
+        exec: 'workflow_path',
+        file_path: 'workflow_path',
+        workflowPath: 'workflow_path',
+        data: 'data_path',
+        dataPath: 'data_path',
+        userInput: 'user_input',
+      },
+    }),
   async run(args, ctx): Promise<ToolResult> {
-    return loadWorkflow(args.workflow_path, ctx, { userInput: args.user_input });
+    return loadWorkflow(args.workflow_path, ctx, { userInput: args.user_input, dataPath: args.data_path });
   },
 });

@@ -1,6 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { loadWorkflow } from '.';
+import { loadWorkflow, unresolvedName } from '.';
 import { makeSandbox, type Sandbox } from '../../test/sandbox';
 import { today } from '../paths';
 
@@ -63,7 +63,9 @@ describe('loadWorkflow', () => {
     expect(r.template).toEqual({ path: '{bundle-root}/workflows/intake/template.md', content: '# {{title}}\n' });
     expect(r.engine).toEqual({ path: '{core-root}/tasks/workflow.md', content: '# Workflow engine\n' });
     expect(r.config).toMatchObject({ user_name: 'Grace', project_name: 'Apollo', output_folder: '{output_folder}' });
-    expect(r.unresolved.sort()).toEqual(['missing_key', 'unknown_thing']);
+    expect(r.kind).toBe('yaml');
+    expect(r.unresolved.map(unresolvedName).sort()).toEqual(['missing_key', 'unknown_thing']);
+    expect(r.unresolved).toContain("missing_key: {config_source}:missing_key is not set in {bundle-root}/config.yaml, nor in the agent's config");
     expect(r.user_input).toBe('build a CRM');
     expect(JSON.stringify(r)).not.toContain(sb.base);
   });
@@ -91,10 +93,47 @@ describe('loadWorkflow', () => {
     expect(r.error.code).toBe('E_INVALID_YAML');
   });
 
-  it('refuses recursive workflow variables', async () => {
+  it('reports variables that refer to themselves instead of failing', async () => {
     await fs.writeFile(path.join(wf, 'workflow.yaml'), 'name: "{a}"\na: "{b}"\nb: "{a}"\n');
     const r: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', sb.ctx);
-    expect(r.error.code).toBe('E_UNRESOLVED_VARIABLE');
+    expect(r.ok).toBe(true);
+    expect(r.unresolved.length).toBeGreaterThan(0);
+    for (const entry of r.unresolved) expect(entry).toMatch(/^[ab]: \{[ab]\} refers to itself$/);
+  });
+
+  it('reports a key the config lacks that the workflow defines as itself, never as a loop', async () => {
+    await fs.writeFile(
+      path.join(wf, 'workflow.yaml'),
+      'name: x\nconfig_source: "{bundle-root}/config.yaml"\ntone: "{config_source}:tone"\nuser_name: "{config_source}:user_name"\ngreeting: "Hi {user_name}, in a {tone} tone"\n',
+    );
+    const r: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', sb.ctx);
+    expect(r.ok).toBe(true);
+    expect(r.workflow.user_name).toBe('Grace');
+    expect(r.workflow.greeting).toBe('Hi Grace, in a {tone} tone');
+    expect(r.unresolved).toEqual(["tone: {config_source}:tone is not set in {bundle-root}/config.yaml, nor in the agent's config"]);
+  });
+
+  it('falls back to the agent config for a key the config lacks', async () => {
+    await fs.writeFile(path.join(wf, 'workflow.yaml'), 'name: x\nconfig_source: "{bundle-root}/config.yaml"\ncommunication_language: "{config_source}:communication_language"\n');
+    const r: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', { ...sb.ctx, variables: { communication_language: 'Spanish' } });
+    expect(r.workflow.communication_language).toBe('French');
+    await fs.writeFile(path.join(sb.ctx.bundleRoot, 'config.yaml'), 'user_name: Grace\n');
+    const r2: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', { ...sb.ctx, variables: { communication_language: 'Spanish' } });
+    expect(r2.workflow.communication_language).toBe('Spanish');
+    expect(r2.unresolved).toEqual([]);
+  });
+
+  it('resolves a nested variables map, whose keys other values may use', async () => {
+    await fs.writeFile(
+      path.join(wf, 'workflow.yaml'),
+      'name: x\nconfig_source: "{bundle-root}/config.yaml"\nvariables:\n  story_dir: "{output_folder}/stories"\n  test_dir: "{project-root}/tests"\n  mode: "{config_source}:project_name"\ndefault_output_file: "{story_dir}/{{story_key}}.md"\n',
+    );
+    const r: Any = await loadWorkflow('{bundle-root}/workflows/intake/workflow.yaml', sb.ctx);
+    expect(r.ok).toBe(true);
+    expect(r.workflow.variables).toEqual({ story_dir: '{output_folder}/stories', test_dir: '{project-root}/tests', mode: 'Apollo' });
+    expect(r.workflow.default_output_file).toBe('{output_folder}/stories/{{story_key}}.md');
+    // Outside a BMAD project {project-root} is no mount of its own.
+    expect(r.unresolved).toEqual(['variables.test_dir: resolves to {project-root}/tests, outside every mount']);
   });
 
   it('refuses a config_source outside every mount', async () => {
