@@ -181,7 +181,9 @@ describe('isWorkflowCommand', () => {
     expect(isWorkflowCommand({ kind: 'workflow', target: 'TODO' })).toBe(false);
     expect(isWorkflowCommand({ kind: 'run-workflow', target: '  ' })).toBe(false);
     expect(isWorkflowCommand({ kind: 'validate-workflow', target: 'x.yaml' })).toBe(false);
-    expect(isWorkflowCommand({ kind: 'exec', target: 'x.md' })).toBe(false);
+    expect(isWorkflowCommand({ kind: 'exec', target: 'x.md' })).toBe(true);
+    expect(isWorkflowCommand({ kind: 'exec', target: 'skill:bmad-create-prd' })).toBe(true);
+    expect(isWorkflowCommand({ kind: 'exec', target: 'Summarise the brief' })).toBe(false);
     expect(isWorkflowCommand(null)).toBe(false);
   });
 });

@@ -313,7 +313,9 @@ export function parseAgentFile(text: string): AgentDefinition {
 
 /** A command the server can run as a workflow before the first model call. */
 export function isWorkflowCommand(cmd: { kind?: string; target?: string } | null | undefined): boolean {
-  if (!cmd || (cmd.kind !== 'run-workflow' && cmd.kind !== 'workflow')) return false;
+  if (!cmd || (cmd.kind !== 'run-workflow' && cmd.kind !== 'workflow' && cmd.kind !== 'exec')) return false;
   const t = (cmd.target ?? '').trim();
-  return t !== '' && t.toLowerCase() !== 'todo';
+  if (t === '' || t.toLowerCase() === 'todo') return false;
+  // An exec names a file to follow (a task, a step-file workflow) or a skill; anything else is prose.
+  return cmd.kind !== 'exec' || /\.(md|xml|ya?ml)$/i.test(t) || t.startsWith('skill:');
 }

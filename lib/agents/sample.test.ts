@@ -59,7 +59,8 @@ describe('shipped sample content', () => {
       for (const key of ['user_name', 'communication_language', 'output_folder', 'project_name']) expect(config).toHaveProperty(key);
       for (const a of b.agents) {
         for (const c of a.commands) {
-          if (!isWorkflowCommand(c)) continue;
+          // The sample's workflow.yaml files; exec tasks are plain markdown.
+          if (!isWorkflowCommand(c) || !/\.ya?ml$/.test(c.target ?? '')) continue;
           const file = c.target!.replace('{bundle-root}', bundleRoot);
           const wf = yaml.load(await fs.readFile(file, 'utf8')) as Record<string, unknown>;
           const installed = path.dirname(file);

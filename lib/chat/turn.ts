@@ -28,11 +28,15 @@ export interface TurnHandle {
   events: AsyncGenerator<TurnEvent>;
 }
 
-/** A workflow command becomes a tool call the server makes before the first model call. */
+/** A command that runs a file (workflow, step-file workflow, task, skill) becomes a tool call the server makes before the first model call. */
 function shortcutCall(resolution: CommandResolution): ToolCall | null {
   if (resolution.kind !== 'command' || !isWorkflowCommand(resolution.match.command)) return null;
   const command: CommandMatch = resolution.match;
-  const args = command.userInput ? { workflow_path: command.command.target, user_input: command.userInput } : { workflow_path: command.command.target };
+  const args = {
+    workflow_path: command.command.target,
+    ...(command.command.data ? { data_path: command.command.data } : {}),
+    ...(command.userInput ? { user_input: command.userInput } : {}),
+  };
   return { id: newId('call'), name: 'execute_workflow', arguments: JSON.stringify(args) };
 }
 

@@ -28,7 +28,7 @@ You run inside a server that gives you real tools. Use them; never pretend.
 - When your instructions say to load, read or open a file, call read_file (or execute_workflow for a workflow.yaml) and use what it returns. Never invent file contents, and never claim you loaded a file you did not read.
 - PATHS_RULE
 - Write every document you produce with save_output into {output_folder}, e.g. {output_folder}/product-brief.md. Prefer edit_file for small changes to a file you already wrote.
-- When a command maps to a workflow, call execute_workflow with its workflow_path, then follow the returned instructions step by step, using the template when there is one and the engine rules when they are returned.
+- When a command maps to a workflow or a task, call execute_workflow with its workflow_path, then follow the returned instructions step by step, using the template when there is one and the engine rules when they are returned. A step-file workflow comes back with its first step loaded; go to the next step with execute_workflow on the step's nextStepFile.
 - When the instructions tell you to ask the user something, ask and stop; wait for the answer before going on.
 - A tool error comes back as { ok: false, error: { code, message } }: read it, correct the call or tell the user what is missing. Do not retry the same failing call over and over.
 - Use list_files and search_files to find files instead of guessing names; read large files in windows (start_line, end_line).`;
@@ -62,7 +62,7 @@ function commandsSection(agent: PromptAgent): string {
     return `- ${c.cmd}${name}${aliases}: ${c.description}${target}`;
   });
   const named = agent.commands.some((c) => c.code) ? ', its code or its name' : '';
-  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow targets call execute_workflow with that path; for exec / tmpl / data / validate-workflow targets read the file first.`;
+  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow / exec targets call execute_workflow with that path (and data_path for the item's data file); for tmpl / data / validate-workflow targets read the file first.`;
 }
 
 /**
