@@ -254,6 +254,10 @@ async function resolveInProject(names: string[], ctx: PathContext & { project: P
   const virtualPath = virtualOf(PROJECT_TOKEN, names);
   const denied = deniedInProject(names);
   if (denied) return violation(PROJECT_TOKEN, denied, virtualPath);
+  // The project's real folder was resolved when it was found: a link in its place now moves the
+  // whole mount somewhere else.
+  const st = await fs.lstat(ctx.projectRoot).catch(() => null);
+  if (!st || !st.isDirectory()) return violation(PROJECT_TOKEN, 'the project folder is not a real folder', virtualPath);
   let target: ResolvedPath | ToolFailure;
   if (access === 'write') {
     const folder = ctx.project.writable.find((w) => {
@@ -333,6 +337,11 @@ export async function resolvePath(
         path: virtualOf(token, names),
         details: { mount: token },
       });
+    }
+    if (ctx.project) {
+      // In a project every mount is a folder of the project: one swapped for a link to elsewhere is refused.
+      const [realMount, realProject] = await Promise.all([fs.realpath(mountRoot(ctx, mount)).catch(() => null), fs.realpath(ctx.projectRoot).catch(() => null)]);
+      if (realMount && realProject && !isInside(realProject, realMount)) return violation(token, 'the mount is not inside the project', virtualOf(token, names));
     }
     return resolveUnder(mountRoot(ctx, mount), token, names, access, mount === 'output_folder');
   }
