@@ -21,8 +21,26 @@ export const RELEASES = {
     package: 'bmad-method-alpha7',
     install: (cli: string, directory: string) => runAlpha7Installer(cli, { directory, userName: 'Tester' }),
   },
-} satisfies Record<string, { package: string; install: (cli: string, directory: string) => Promise<InstallOutcome> }>;
+  // Agent Skills releases: the skills go to the tool folder asked for (6.12 refuses `--tools none`).
+  '6.3.0': {
+    package: 'bmad-method-630',
+    skills: true,
+    install: (cli: string, directory: string) =>
+      runBmadInstaller(cli, { directory, modules: ['bmm'], userName: 'Tester', outputFolder: '_bmad-output', tools: 'claude-code' }),
+  },
+  '6.12.0': {
+    package: 'bmad-method-612',
+    skills: true,
+    install: (cli: string, directory: string) =>
+      runBmadInstaller(cli, { directory, modules: ['bmm'], userName: 'Tester', outputFolder: '_bmad-output', tools: 'claude-code' }),
+  },
+} satisfies Record<string, { package: string; skills?: boolean; install: (cli: string, directory: string) => Promise<InstallOutcome> }>;
 export type Release = keyof typeof RELEASES;
+
+/** Releases with compiled agents and workflows (up to 6.2.0). */
+export const COMPILED_RELEASES = (Object.keys(RELEASES) as Release[]).filter((r) => !('skills' in RELEASES[r]));
+/** Releases whose agents and workflows are Agent Skills (6.2.1 on). */
+export const SKILL_RELEASES = (Object.keys(RELEASES) as Release[]).filter((r) => 'skills' in RELEASES[r]);
 
 const CACHE = path.join(os.tmpdir(), 'bmad-orchestrator-installs');
 

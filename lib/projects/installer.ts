@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 
 export interface InstallOptions {
@@ -17,9 +18,10 @@ export interface InstallOptions {
 
 export type InstallOutcome = { ok: true; durationMs: number } | { ok: false; message: string; durationMs: number };
 
-/** The CLI of a `bmad-method` package folder (BMAD's own installer, as npx runs it). */
+/** The CLI of a `bmad-method` package folder (BMAD's own installer, as npx runs it); it moved in 6.3. */
 export function installerCli(packageDir: string): string {
-  return path.join(/*turbopackIgnore: true*/ packageDir, 'tools', 'cli', 'bmad-cli.js');
+  const moved = path.join(/*turbopackIgnore: true*/ packageDir, 'tools', 'installer', 'bmad-cli.js');
+  return existsSync(moved) ? moved : path.join(/*turbopackIgnore: true*/ packageDir, 'tools', 'cli', 'bmad-cli.js');
 }
 
 /** Strips the colours and box drawing of the CLI so its last lines can be shown as a reason. */

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { executeTool, toolDefinitions } from '.';
-import { bmadProject, RELEASES, type Release } from '../../test/bmad-installs';
+import { bmadProject, COMPILED_RELEASES } from '../../test/bmad-installs';
 import { menuTargets, projectContext, type MenuTarget } from '../../test/project-context';
 import type { ToolContext } from './types';
 
@@ -22,7 +22,7 @@ function complete(r: Any): string | null {
   return null;
 }
 
-describe.each(Object.keys(RELEASES) as Release[])('every menu target of every agent in a real %s install', (release) => {
+describe.each(COMPILED_RELEASES)('every menu target of every agent in a real %s install', (release) => {
   let dir: string;
   let ctx: ToolContext;
   let targets: MenuTarget[];

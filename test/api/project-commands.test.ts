@@ -6,7 +6,7 @@ import { GET as getProject } from '@/app/api/projects/[id]/route';
 import { isWorkflowCommand } from '@/lib/agents';
 import type { AgentSummary } from '@/types/api';
 import { currentTurn, lastUserText, reply } from '../scripted-model';
-import { bmadProject, RELEASES, type Release } from '../bmad-installs';
+import { bmadProject, COMPILED_RELEASES } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
 
 /**
@@ -14,7 +14,7 @@ import { get, jsonRequest, params, startHarness, type Harness } from './harness'
  * is started by the server (its execute_workflow call and result come first, before any model
  * output), and the model is called once.
  */
-const releases = Object.keys(RELEASES) as Release[];
+const releases = COMPILED_RELEASES;
 
 let h: Harness;
 let projectsRoot: string;
