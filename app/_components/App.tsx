@@ -218,7 +218,7 @@ export function App() {
             ) : (
               <span className="topbar-text">
                 <span className="topbar-name">BMAD Orchestrator</span>
-                {projectName ? <span className="topbar-sub">Project {projectName}</span> : null}
+                {projectName ? <span className="topbar-sub">Project: {projectName}</span> : null}
               </span>
             )}
           </div>

@@ -4,7 +4,8 @@ const FOCUSABLE = 'button:not([disabled]), [href], input:not([disabled]), select
 
 /** Keeps Tab and Shift+Tab inside a modal: past the last element comes the first, and back. */
 export function trapTab(e: KeyboardEvent, box: HTMLElement | null): void {
-  if (e.key !== 'Tab' || !box) return;
+  // A nested dialog that already moved the focus has the last word.
+  if (e.key !== 'Tab' || !box || e.defaultPrevented) return;
   const focusables = [...box.querySelectorAll<HTMLElement>(FOCUSABLE)].filter((el) => !el.closest('[hidden]'));
   if (focusables.length === 0) return;
   const first = focusables[0];
