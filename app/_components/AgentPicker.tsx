@@ -1,7 +1,9 @@
 'use client';
 
-import type { AgentSummary } from '@/types/api';
-import { Spinner } from './icons';
+import { useId, useState } from 'react';
+import type { AgentSummary, ProjectView } from '@/types/api';
+import { NewProjectDialog } from './NewProjectDialog';
+import { PlusIcon, RefreshIcon, Spinner } from './icons';
 
 export function groupByBundle(agents: AgentSummary[]): [string, AgentSummary[]][] {
   const groups = new Map<string, AgentSummary[]>();
@@ -13,19 +15,121 @@ export function groupByBundle(agents: AgentSummary[]): [string, AgentSummary[]][
   return [...groups.entries()].sort(([a], [b]) => a.localeCompare(b));
 }
 
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
+function projectOptionText(p: ProjectView): string {
+  return `${p.name} (${p.bmad.version ? `BMAD ${p.bmad.version}` : 'BMAD'}, ${plural(p.agentCount, 'agent')})`;
+}
+
+/** Where agents come from: the bundles, or one BMAD project whose agents share its documents. */
+export interface WorkspaceChoice {
+  projects: ProjectView[];
+  loading: boolean;
+  error: string | null;
+  /** null: the bundles. */
+  projectId: string | null;
+  onChange: (projectId: string | null) => void;
+  onCreated: (project: ProjectView) => void;
+  onRetry: () => void;
+}
+
+function WorkspaceBar({ projects, loading, error, projectId, onChange, onCreated, onRetry }: WorkspaceChoice) {
+  const id = useId();
+  const [creating, setCreating] = useState(false);
+  const project = projects.find((p) => p.id === projectId);
+  return (
+    <div className="workspace" data-testid="workspace">
+      <div className="workspace-bar">
+        <label htmlFor={`${id}-ws`} className="workspace-label">
+          Workspace
+        </label>
+        <select id={`${id}-ws`} className="workspace-select" value={projectId ?? ''} onChange={(e) => onChange(e.target.value || null)} aria-describedby={`${id}-meta`}>
+          <option value="">Bundles</option>
+          {projects.length > 0 ? (
+            <optgroup label="Projects">
+              {projects.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {projectOptionText(p)}
+                </option>
+              ))}
+            </optgroup>
+          ) : null}
+          {/* A project named by the URL but not (yet) listed still shows as chosen. */}
+          {projectId && !project ? <option value={projectId}>{projectId}</option> : null}
+        </select>
+        <button type="button" className="button" onClick={() => setCreating(true)}>
+          <PlusIcon /> New project
+        </button>
+      </div>
+      <div id={`${id}-meta`} className="workspace-meta">
+        {project ? (
+          <p>
+            BMAD {project.bmad.version ?? '(version unknown)'}
+            {project.bmad.modules.length ? ` · ${project.bmad.modules.join(', ')}` : ''} · {plural(project.agentCount, 'agent')} · documents in{' '}
+            <code>{project.outputFolder}</code>
+          </p>
+        ) : !projectId ? (
+          <p>Agents from the installed bundles; each conversation keeps its own files.</p>
+        ) : null}
+        {loading ? (
+          <p>
+            <Spinner /> Loading projects…
+          </p>
+        ) : null}
+      </div>
+      {error ? (
+        <p className="workspace-error" role="alert">
+          Could not load the projects: {error}{' '}
+          <button type="button" className="link-button" onClick={onRetry}>
+            <RefreshIcon /> Retry
+          </button>
+        </p>
+      ) : null}
+      {project && project.problems.length > 0 ? (
+        <details className="workspace-problems" data-testid="project-problems">
+          <summary>{plural(project.problems.length, 'setup problem')}</summary>
+          <ul>
+            {project.problems.map((p, i) => (
+              <li key={i}>{p}</li>
+            ))}
+          </ul>
+        </details>
+      ) : null}
+      {creating ? (
+        <NewProjectDialog
+          onCancel={() => setCreating(false)}
+          onCreated={(p) => {
+            setCreating(false);
+            onCreated(p);
+          }}
+        />
+      ) : null}
+    </div>
+  );
+}
+
 export interface AgentPickerProps {
   agents: AgentSummary[];
   loading: boolean;
   error: string | null;
   onPick: (agent: AgentSummary) => void;
   onRetry: () => void;
+  /** Without it the picker offers the bundles' agents only. */
+  workspace?: WorkspaceChoice;
 }
 
-export function AgentPicker({ agents, loading, error, onPick, onRetry }: AgentPickerProps) {
+export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace }: AgentPickerProps) {
+  const projectId = workspace?.projectId ?? null;
+  const project = workspace?.projects.find((p) => p.id === projectId);
   return (
     <section className="picker" aria-labelledby="picker-title">
       <h1 id="picker-title">Choose an agent</h1>
-      <p className="picker-lead">Each agent has its own expertise and commands. Pick one to start a conversation.</p>
+      <p className="picker-lead">
+        {projectId
+          ? `The agents of ${project?.name ?? projectId} share the project’s documents. Pick one to start a conversation.`
+          : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
+      </p>
+      {workspace ? <WorkspaceBar {...workspace} /> : null}
       {loading ? (
         <p className="msg-pending" role="status">
           <Spinner /> Loading agents…
@@ -40,7 +144,11 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry }: AgentPi
         </div>
       ) : null}
       {!loading && !error && agents.length === 0 ? (
-        <p className="notice notice-info">No agents are available. Add a bundle under BUNDLES_ROOT (default bmad/custom/bundles) and reload.</p>
+        <p className="notice notice-info">
+          {projectId
+            ? 'This project has no agents. Its BMAD install may be incomplete; see its setup problems.'
+            : 'No agents are available. Add a bundle under BUNDLES_ROOT (default bmad/custom/bundles) and reload.'}
+        </p>
       ) : null}
       {groupByBundle(agents).map(([bundle, list]) => (
         <section key={bundle} className="picker-group" aria-labelledby={`bundle-${bundle}`}>

@@ -1,9 +1,10 @@
 'use client';
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { AgentSummary, ConversationDetail, HealthData } from '@/types/api';
-import { api } from '../_lib/api';
+import type { AgentSummary, ConversationDetail, HealthData, ProjectView } from '@/types/api';
+import { ApiError, api } from '../_lib/api';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
+import type { WithProject } from '../_lib/types';
 import { AgentPicker } from './AgentPicker';
 import { ChatView } from './ChatView';
 import { LlmNotice } from './LlmNotice';
@@ -13,13 +14,24 @@ import { FilesIcon, MenuIcon } from './icons';
 
 const WIDE = '(min-width: 1100px)';
 
+/** The agents of one workspace: '' for the bundles, else a project id. */
+interface AgentsState {
+  key: string | null;
+  list: AgentSummary[];
+  error: string | null;
+  loading: boolean;
+}
+
+const byName = (a: ProjectView, b: ProjectView) => a.name.localeCompare(b.name);
+
 export function App() {
   // null until mounted: the URL is only known in the browser, and the server render must match.
   const [route, setRoute] = useState<Route | null>(null);
   const [sessionKey, setSessionKey] = useState(0);
-  const [agents, setAgents] = useState<AgentSummary[]>([]);
-  const [agentsLoading, setAgentsLoading] = useState(true);
-  const [agentsError, setAgentsError] = useState<string | null>(null);
+  const [agentsState, setAgentsState] = useState<AgentsState>({ key: null, list: [], error: null, loading: true });
+  const [projects, setProjects] = useState<ProjectView[]>([]);
+  const [projectsLoading, setProjectsLoading] = useState(true);
+  const [projectsError, setProjectsError] = useState<string | null>(null);
   const [health, setHealth] = useState<HealthData | null>(null);
   const [detailAgentId, setDetailAgentId] = useState<string | null>(null);
   const [sidebarOpen, setSidebarOpen] = useState(false);
@@ -28,15 +40,28 @@ export function App() {
   const [outputsVersion, setOutputsVersion] = useState(0);
   const [outputsCount, setOutputsCount] = useState(0);
 
-  const loadAgents = useCallback(async () => {
-    setAgentsLoading(true);
+  const loadAgents = useCallback(async (projectId: string | null, signal?: AbortSignal) => {
+    const key = projectId ?? '';
+    setAgentsState((s) => ({ key, list: s.key === key ? s.list : [], error: null, loading: true }));
     try {
-      setAgents(await api.agents());
-      setAgentsError(null);
+      const list = await api.agents(projectId, signal);
+      if (!signal?.aborted) setAgentsState({ key, list, error: null, loading: false });
     } catch (e) {
-      setAgentsError((e as Error).message);
+      if ((e as Error)?.name === 'AbortError' || signal?.aborted) return;
+      const message = e instanceof ApiError && e.code === 'E_PROJECT_NOT_FOUND' ? `the project “${projectId}” does not exist.` : (e as Error).message;
+      setAgentsState({ key, list: [], error: message, loading: false });
+    }
+  }, []);
+
+  const loadProjects = useCallback(async () => {
+    setProjectsLoading(true);
+    try {
+      setProjects((await api.projects()).sort(byName));
+      setProjectsError(null);
+    } catch (e) {
+      setProjectsError((e as Error).message);
     } finally {
-      setAgentsLoading(false);
+      setProjectsLoading(false);
     }
   }, []);
 
@@ -53,13 +78,30 @@ export function App() {
       setDetailAgentId(null);
     };
     window.addEventListener('popstate', onPop);
-    void loadAgents();
+    void loadProjects();
     api.health().then(setHealth, () => setHealth(null));
     return () => {
       window.removeEventListener('popstate', onPop);
       wide?.removeEventListener?.('change', onWide);
     };
-  }, [loadAgents]);
+  }, [loadProjects]);
+
+  const ready = route !== null;
+  const projectId = route?.projectId ?? null;
+  const workspaceKey = projectId ?? '';
+  useEffect(() => {
+    if (!ready) return;
+    const ctrl = new AbortController();
+    void loadAgents(projectId, ctrl.signal);
+    return () => ctrl.abort();
+  }, [ready, projectId, loadAgents]);
+
+  // A stale list of another workspace never shows: its agent ids could match this one's.
+  const agents = agentsState.key === workspaceKey ? agentsState.list : [];
+  const agentsLoading = agentsState.key !== workspaceKey || agentsState.loading;
+  const agentsError = agentsState.key === workspaceKey ? agentsState.error : null;
+  const project = projects.find((p) => p.id === projectId);
+  const projectName = project?.name ?? projectId ?? undefined;
 
   const navigate = useCallback((next: Route) => {
     window.history.pushState(null, '', routeHref(next));
@@ -73,14 +115,28 @@ export function App() {
   routeRef.current = route;
   const onConversationCreated = useCallback((id: string) => {
     // Same view keeps streaming; only the URL and the list learn the new id.
-    window.history.replaceState(null, '', routeHref({ kind: 'conversation', id }));
     const r = routeRef.current;
+    const next: Route = { kind: 'conversation', id, ...(r?.projectId ? { projectId: r.projectId } : {}) };
+    window.history.replaceState(null, '', routeHref(next));
     if (r?.kind === 'new') setDetailAgentId(r.agentId);
-    setRoute({ kind: 'conversation', id });
+    setRoute(next);
     setListVersion((v) => v + 1);
   }, []);
 
-  const onDetailLoaded = useCallback((d: ConversationDetail) => setDetailAgentId(d.agentId), []);
+  const onDetailLoaded = useCallback((d: WithProject<ConversationDetail>) => {
+    setDetailAgentId(d.agentId);
+    // A project's conversation opened without its project (an old link, the full list): restore it
+    // in place, so the open view keeps its state and the URL reloads into the right project.
+    const r = routeRef.current;
+    if (r?.kind === 'conversation' && typeof d.projectId === 'string' && d.projectId && d.projectId !== r.projectId) {
+      const next: Route = { ...r, projectId: d.projectId };
+      window.history.replaceState(null, '', routeHref(next));
+      setRoute(next);
+    }
+  }, []);
+
+  const workIn = useCallback((id: string | null) => navigate({ kind: 'picker', ...(id ? { projectId: id } : {}) }), [navigate]);
+  const inProject = (id: string | null | undefined) => (id ? { projectId: id } : {});
   const onOutputsChanged = useCallback(() => setOutputsVersion((v) => v + 1), []);
   const onTurnEnd = useCallback(() => {
     setOutputsVersion((v) => v + 1);
@@ -92,8 +148,9 @@ export function App() {
   const agent = agents.find((a) => a.id === agentId);
 
   useEffect(() => {
-    document.title = agent ? `${agent.name} — BMAD Orchestrator` : 'BMAD Orchestrator';
-  }, [agent]);
+    const parts = [agent && route?.kind !== 'picker' ? agent.name : null, projectName, 'BMAD Orchestrator'].filter(Boolean);
+    document.title = parts.join(' — ');
+  }, [agent, route?.kind, projectName]);
 
   useEffect(() => {
     if (!sidebarOpen && !outputsOpen) return;
@@ -108,6 +165,7 @@ export function App() {
   }, [sidebarOpen, outputsOpen]);
 
   const newAgentUnknown = route?.kind === 'new' && !agentsLoading && !agent;
+  const showOutputs = !!route && (route.kind !== 'picker' || !!projectId);
 
   return (
     <div className="app" data-sidebar-open={sidebarOpen} data-outputs-open={outputsOpen}>
@@ -117,12 +175,14 @@ export function App() {
       <aside id="sidebar" className="sidebar">
         <Sidebar
           currentId={conversationId}
+          projectId={projectId}
+          projectName={projectName}
           agents={agents}
           refreshKey={listVersion}
-          onSelect={(id) => navigate({ kind: 'conversation', id })}
-          onNew={() => navigate({ kind: 'picker' })}
+          onSelect={(id, pid) => navigate({ kind: 'conversation', id, ...inProject(pid) })}
+          onNew={() => workIn(projectId)}
           onDeleted={(id) => {
-            if (id === conversationId) navigate({ kind: 'picker' });
+            if (id === conversationId) workIn(projectId);
           }}
           onClose={() => setSidebarOpen(false)}
         />
@@ -149,18 +209,24 @@ export function App() {
                 </span>
                 <span className="topbar-text">
                   <span className="topbar-name">{agent.name}</span>
-                  <span className="topbar-sub">{agent.title}</span>
+                  <span className="topbar-sub">
+                    {agent.title}
+                    {projectName ? ` · ${projectName}` : ''}
+                  </span>
                 </span>
               </>
             ) : (
-              <span className="topbar-name">BMAD Orchestrator</span>
+              <span className="topbar-text">
+                <span className="topbar-name">BMAD Orchestrator</span>
+                {projectName ? <span className="topbar-sub">Project: {projectName}</span> : null}
+              </span>
             )}
           </div>
-          {route && route.kind !== 'picker' ? (
+          {showOutputs ? (
             <button
               type="button"
               className="icon-button outputs-toggle"
-              aria-label={outputsOpen ? 'Hide outputs' : `Show outputs${outputsCount ? ` (${outputsCount} files)` : ''}`}
+              aria-label={`${outputsOpen ? 'Hide' : 'Show'} ${projectId ? 'documents' : 'outputs'}${!outputsOpen && outputsCount ? ` (${outputsCount} files)` : ''}`}
               aria-controls="outputs"
               aria-expanded={outputsOpen}
               onClick={() => setOutputsOpen((o) => !o)}
@@ -176,27 +242,54 @@ export function App() {
           {route === null ? null : route.kind === 'picker' || newAgentUnknown ? (
             <>
               {newAgentUnknown ? <p className="notice notice-warn">The agent “{route.kind === 'new' ? route.agentId : ''}” was not found. Pick another one.</p> : null}
-              <AgentPicker agents={agents} loading={agentsLoading} error={agentsError} onPick={(a) => navigate({ kind: 'new', agentId: a.id })} onRetry={() => void loadAgents()} />
+              <AgentPicker
+                agents={agents}
+                loading={agentsLoading}
+                error={agentsError}
+                onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
+                onRetry={() => void loadAgents(projectId)}
+                workspace={{
+                  projects,
+                  loading: projectsLoading,
+                  error: projectsError,
+                  projectId,
+                  onChange: workIn,
+                  onRetry: () => void loadProjects(),
+                  onCreated: (p) => {
+                    setProjects((list) => [...list.filter((x) => x.id !== p.id), p].sort(byName));
+                    workIn(p.id);
+                  },
+                }}
+              />
             </>
           ) : (
             <ChatView
               key={sessionKey}
               conversationId={route.kind === 'conversation' ? route.id : null}
               agentId={route.kind === 'new' ? route.agentId : null}
+              projectId={projectId}
               agents={agents}
               onConversationCreated={onConversationCreated}
               onDetailLoaded={onDetailLoaded}
               onOutputsChanged={onOutputsChanged}
               onTurnEnd={onTurnEnd}
-              onNewConversation={() => navigate({ kind: 'picker' })}
+              onNewConversation={() => workIn(projectId)}
             />
           )}
         </main>
       </div>
-      {outputsOpen && route && route.kind !== 'picker' ? <div className="scrim scrim-outputs" onClick={() => setOutputsOpen(false)} aria-hidden="true" /> : null}
-      {route && route.kind !== 'picker' ? (
+      {outputsOpen && showOutputs ? <div className="scrim scrim-outputs" onClick={() => setOutputsOpen(false)} aria-hidden="true" /> : null}
+      {showOutputs ? (
         <aside id="outputs" className="outputs" hidden={!outputsOpen}>
-          <OutputsPanel conversationId={conversationId} version={outputsVersion} onClose={() => setOutputsOpen(false)} onCount={setOutputsCount} />
+          <OutputsPanel
+            conversationId={conversationId}
+            projectId={projectId}
+            agents={agents}
+            version={outputsVersion}
+            onClose={() => setOutputsOpen(false)}
+            onCount={setOutputsCount}
+            onOpenConversation={(id) => navigate({ kind: 'conversation', id, ...inProject(projectId) })}
+          />
         </aside>
       ) : null}
     </div>

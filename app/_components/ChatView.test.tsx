@@ -247,4 +247,18 @@ describe('ChatView', () => {
     renderChat({ conversationId: 'nope', agentId: null });
     expect(await screen.findByRole('alert')).toHaveTextContent('does not exist');
   });
+
+  it("sends a project agent's messages with the project, and never lets a same-named bundle agent answer", async () => {
+    const user = userEvent.setup();
+    const projectAgent: AgentSummary = { ...agent, name: 'Mary (acme)', projectId: 'acme', bundleName: 'acme' };
+    renderChat({ projectId: 'acme', agents: [agent, projectAgent] });
+    expect(screen.getByRole('region', { name: 'Conversation with Mary (acme)' })).toBeInTheDocument();
+    await user.type(screen.getByTestId('composer-input'), 'hello{Enter}');
+    expect(chatBodies[0]).toEqual({ projectId: 'acme', agentId: 'analyst', message: 'hello', stream: true });
+  });
+
+  it('in a project without that agent, the composer stays off', () => {
+    renderChat({ projectId: 'acme', agents: [agent] });
+    expect(screen.getByTestId('composer-input')).toBeDisabled();
+  });
 });

@@ -6,7 +6,7 @@ import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
 import { historyToMessages } from '../_lib/history';
 import { toolStatusText } from '../_lib/toolLabels';
-import type { ChatState } from '../_lib/types';
+import type { ChatState, WithProject } from '../_lib/types';
 import { useChatSession } from '../_lib/useChatSession';
 import { CommandChips } from './CommandChips';
 import { Composer, type ComposerHandle } from './Composer';
@@ -17,9 +17,11 @@ export interface ChatViewProps {
   /** The conversation to open, or null for a new one with `agentId`. */
   conversationId: string | null;
   agentId: string | null;
+  /** The project the conversation works in; its agents are only found among that project's. */
+  projectId?: string | null;
   agents: AgentSummary[];
   onConversationCreated: (id: string) => void;
-  onDetailLoaded: (detail: ConversationDetail) => void;
+  onDetailLoaded: (detail: WithProject<ConversationDetail>) => void;
   onOutputsChanged: () => void;
   onTurnEnd: () => void;
   onNewConversation: () => void;
@@ -39,20 +41,24 @@ function statusText(state: ChatState, agentName: string): string {
 
 export function ChatView(props: ChatViewProps) {
   const { conversationId, agents } = props;
-  const [detail, setDetail] = useState<ConversationDetail | null>(null);
+  const [detail, setDetail] = useState<WithProject<ConversationDetail> | null>(null);
+  // The conversation knows its project best; the page may learn it a render later.
+  const projectId = detail?.projectId ?? props.projectId ?? null;
   const [loadState, setLoadState] = useState<'idle' | 'loading' | 'error'>(conversationId ? 'loading' : 'idle');
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [finishedNote, setFinishedNote] = useState('');
   // The URL moves from ?agent= to ?c= after the first answer; the view keeps its agent.
   const [initialAgentId] = useState(props.agentId);
   const agentId = initialAgentId ?? detail?.agentId ?? null;
-  const agent = agents.find((a) => a.id === agentId);
+  // Agent ids are unique within a project only, so a bundle's agent must not answer for a project's.
+  const agent = agents.find((a) => a.id === agentId && (a.projectId ?? null) === projectId);
   const agentName = agent?.name ?? 'Assistant';
 
   const cbs = useRef(props);
   cbs.current = props;
   const chat = useChatSession({
     agentId,
+    projectId,
     onConversationId: (id) => cbs.current.onConversationCreated(id),
     onOutputsChanged: () => cbs.current.onOutputsChanged(),
     onTurnEnd: () => {

@@ -1,6 +1,7 @@
 'use client';
 
 import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
+import { trapTab } from '../_lib/focus';
 
 export interface ConfirmDialogProps {
   title: string;
@@ -30,18 +31,7 @@ export function ConfirmDialog({ title, children, confirmLabel, danger, busy, onC
       onCancel();
       return;
     }
-    if (e.key !== 'Tab') return;
-    const focusables = boxRef.current?.querySelectorAll<HTMLElement>('button:not([disabled]), [href], input, textarea, [tabindex]:not([tabindex="-1"])');
-    if (!focusables || focusables.length === 0) return;
-    const first = focusables[0];
-    const last = focusables[focusables.length - 1];
-    if (e.shiftKey && document.activeElement === first) {
-      e.preventDefault();
-      last.focus();
-    } else if (!e.shiftKey && document.activeElement === last) {
-      e.preventDefault();
-      first.focus();
-    }
+    trapTab(e, boxRef.current);
   };
 
   return (

@@ -1,33 +1,22 @@
 'use client';
 
 import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
-import type { OutputFileEntry } from '@/types/api';
+import type { AgentSummary, OutputFileEntry } from '@/types/api';
 import { api, fileUrl } from '../_lib/api';
-import { Markdown } from './Markdown';
+import { trapTab } from '../_lib/focus';
+import { formatSize } from '../_lib/format';
+import { FileContentView, useFileContent } from './FileContent';
+import { ProjectDocuments } from './ProjectDocuments';
 import { CloseIcon, DownloadIcon, FilesIcon, FolderIcon, RefreshIcon, Spinner } from './icons';
-
-function formatSize(n?: number): string {
-  if (n === undefined) return '';
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
-  return `${(n / 1024 / 1024).toFixed(1)} MB`;
-}
 
 function countFiles(entries: OutputFileEntry[]): number {
   return entries.reduce((n, e) => n + (e.type === 'file' ? 1 : countFiles(e.children ?? [])), 0);
 }
 
-const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript|toml|x-sh|csv))/;
-
-function isMarkdown(path: string, contentType: string): boolean {
-  return /\.(md|markdown|mdx)$/i.test(path) || contentType.includes('markdown');
-}
-
-type Viewer = { path: string; state: 'loading' } | { path: string; state: 'text' | 'markdown'; text: string } | { path: string; state: 'binary' | 'error'; message: string };
-
 function FileViewer({ conversationId, path, version, onClose }: { conversationId: string; path: string; version: number; onClose: () => void }) {
-  const [view, setView] = useState<Viewer>({ path, state: 'loading' });
+  const content = useFileContent(fileUrl(conversationId, path), path, version);
   const id = useId();
+  const boxRef = useRef<HTMLDivElement>(null);
   const closeRef = useRef<HTMLButtonElement>(null);
 
   useEffect(() => {
@@ -36,46 +25,18 @@ function FileViewer({ conversationId, path, version, onClose }: { conversationId
     return () => previous?.focus?.();
   }, []);
 
-  useEffect(() => {
-    const ctrl = new AbortController();
-    (async () => {
-      try {
-        const res = await fetch(fileUrl(conversationId, path), { signal: ctrl.signal });
-        if (!res.ok) {
-          let message = `Could not open the file (${res.status}).`;
-          try {
-            const body = (await res.json()) as { error?: string };
-            if (body?.error) message = body.error;
-          } catch {
-            /* not JSON */
-          }
-          setView({ path, state: 'error', message });
-          return;
-        }
-        const type = res.headers.get('content-type') ?? '';
-        if (type && !TEXT_TYPES.test(type) && !isMarkdown(path, type)) {
-          setView({ path, state: 'binary', message: 'This file cannot be shown here; download it instead.' });
-          return;
-        }
-        const text = await res.text();
-        setView({ path, state: isMarkdown(path, type) ? 'markdown' : 'text', text });
-      } catch (e) {
-        if ((e as Error)?.name !== 'AbortError') setView({ path, state: 'error', message: 'Could not reach the server.' });
-      }
-    })();
-    return () => ctrl.abort();
-  }, [conversationId, path, version]);
-
   const onKeyDown = (e: KeyboardEvent) => {
     if (e.key === 'Escape') {
       e.stopPropagation();
       onClose();
+      return;
     }
+    trapTab(e, boxRef.current);
   };
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
-      <div className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="file-viewer">
+      <div ref={boxRef} className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="file-viewer">
         <div className="viewer-head">
           <h2 id={`${id}-t`} className="viewer-title">
             {path}
@@ -88,17 +49,7 @@ function FileViewer({ conversationId, path, version, onClose }: { conversationId
           </button>
         </div>
         <div className="viewer-body" tabIndex={0} data-testid="file-content">
-          {view.state === 'loading' ? (
-            <p className="msg-pending">
-              <Spinner /> Loading…
-            </p>
-          ) : view.state === 'markdown' ? (
-            <Markdown text={view.text} />
-          ) : view.state === 'text' ? (
-            <pre className="viewer-pre">{view.text}</pre>
-          ) : view.state === 'error' || view.state === 'binary' ? (
-            <p className={view.state === 'error' ? 'notice notice-error' : 'notice notice-info'}>{view.message}</p>
-          ) : null}
+          <FileContentView content={content} />
         </div>
       </div>
     </div>
@@ -137,13 +88,35 @@ function Tree({ entries, conversationId, onOpen }: { entries: OutputFileEntry[];
 
 export interface OutputsPanelProps {
   conversationId: string | null;
+  /** Set for a project: its documents, shared by all its agents, replace the conversation's files. */
+  projectId?: string | null;
+  /** The project's agents, to name who wrote a document. */
+  agents?: AgentSummary[];
+  onOpenConversation?: (id: string) => void;
   /** Bumped when a tool wrote a file or a turn ended. */
   version: number;
   onClose?: () => void;
   onCount?: (n: number) => void;
 }
 
-export function OutputsPanel({ conversationId, version, onClose, onCount }: OutputsPanelProps) {
+export function OutputsPanel(props: OutputsPanelProps) {
+  if (props.projectId) {
+    return (
+      <ProjectDocuments
+        projectId={props.projectId}
+        conversationId={props.conversationId}
+        agents={props.agents ?? []}
+        version={props.version}
+        onClose={props.onClose}
+        onCount={props.onCount}
+        onOpenConversation={props.onOpenConversation}
+      />
+    );
+  }
+  return <ConversationOutputs {...props} />;
+}
+
+function ConversationOutputs({ conversationId, version, onClose, onCount }: OutputsPanelProps) {
   const [files, setFiles] = useState<OutputFileEntry[]>([]);
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<string | null>(null);

@@ -2,48 +2,48 @@
 
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { AgentSummary, ConversationSummaryView } from '@/types/api';
+import type { WithProject } from '../_lib/types';
 import { api } from '../_lib/api';
+import { relativeTime } from '../_lib/format';
 import { ConfirmDialog } from './ConfirmDialog';
 import { CloseIcon, PencilIcon, PlusIcon, Spinner, TrashIcon } from './icons';
 
 const PAGE = 30;
 
-export function relativeTime(iso: string, now = Date.now()): string {
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) return '';
-  const s = Math.round((now - t) / 1000);
-  if (s < 60) return 'just now';
-  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
-  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
-  return new Date(t).toLocaleDateString();
-}
+type Summary = WithProject<ConversationSummaryView>;
 
 export interface SidebarProps {
   currentId: string | null;
+  /** The project whose conversations are listed; without it, every conversation. */
+  projectId?: string | null;
+  /** The project's display name, for the heading. */
+  projectName?: string;
+  /** The agents of the listed workspace, for icons and names. */
   agents: AgentSummary[];
   /** Bumped by the page when the list may have changed (new conversation, turn ended). */
   refreshKey: number;
-  onSelect: (id: string) => void;
+  /** The conversation's project travels along, so opening it restores its project. */
+  onSelect: (id: string, projectId?: string) => void;
   onNew: () => void;
   onDeleted: (id: string) => void;
   onClose?: () => void;
 }
 
-export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDeleted, onClose }: SidebarProps) {
-  const [items, setItems] = useState<ConversationSummaryView[]>([]);
+export function Sidebar({ currentId, projectId = null, projectName, agents, refreshKey, onSelect, onNew, onDeleted, onClose }: SidebarProps) {
+  const [items, setItems] = useState<Summary[]>([]);
   const [cursor, setCursor] = useState<string | undefined>();
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState('');
   const [renameError, setRenameError] = useState<string | null>(null);
-  const [confirmDelete, setConfirmDelete] = useState<ConversationSummaryView | null>(null);
+  const [confirmDelete, setConfirmDelete] = useState<Summary | null>(null);
   const [deleting, setDeleting] = useState(false);
   const savingRef = useRef(false);
 
   const refresh = useCallback(async (signal?: AbortSignal) => {
     try {
-      const data = await api.conversations({ limit: PAGE }, signal);
+      const data = await api.conversations({ limit: PAGE, projectId }, signal);
       setItems(data.items ?? []);
       setCursor(data.nextCursor);
       setError(null);
@@ -53,7 +53,14 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
     } finally {
       setLoading(false);
     }
-  }, []);
+  }, [projectId]);
+
+  // Another workspace's list must not linger (or take clicks) while this one loads.
+  useEffect(() => {
+    setItems([]);
+    setCursor(undefined);
+    setLoading(true);
+  }, [projectId]);
 
   useEffect(() => {
     const ctrl = new AbortController();
@@ -64,7 +71,7 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
   const loadMore = async () => {
     if (!cursor) return;
     try {
-      const data = await api.conversations({ limit: PAGE, cursor });
+      const data = await api.conversations({ limit: PAGE, cursor, projectId });
       setItems((prev) => {
         const seen = new Set(prev.map((c) => c.id));
         return [...prev, ...(data.items ?? []).filter((c) => !seen.has(c.id))];
@@ -75,7 +82,7 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
     }
   };
 
-  const startRename = (c: ConversationSummaryView) => {
+  const startRename = (c: Summary) => {
     setEditing(c.id);
     setDraft(c.title);
     setRenameError(null);
@@ -123,7 +130,8 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
     }
   };
 
-  const agentOf = (id: string) => agents.find((a) => a.id === id);
+  // Ids repeat across projects and bundles: only an agent of the conversation's own workspace names it.
+  const agentOf = (c: Summary) => agents.find((a) => a.id === c.agentId && (a.projectId ?? null) === (c.projectId ?? projectId ?? null));
 
   return (
     <nav className="sidebar-inner" aria-label="Conversations">
@@ -137,7 +145,10 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
           </button>
         ) : null}
       </div>
-      <h2 className="sidebar-title">Conversations</h2>
+      <h2 className="sidebar-title">
+        Conversations
+        {projectId ? <span className="sidebar-scope"> · {projectName ?? projectId}</span> : null}
+      </h2>
       {renameError ? (
         <p className="sidebar-error" role="alert">
           {renameError}
@@ -160,7 +171,8 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
       ) : null}
       <ul className="conv-list">
         {items.map((c) => {
-          const agent = agentOf(c.agentId);
+          const agent = agentOf(c);
+          const project = c.projectId ?? projectId;
           const current = c.id === currentId;
           return (
             <li key={c.id} className={current ? 'conv is-current' : 'conv'} data-testid="conversation-item" data-conversation-id={c.id}>
@@ -186,14 +198,15 @@ export function Sidebar({ currentId, agents, refreshKey, onSelect, onNew, onDele
                   onBlur={() => void saveRename()}
                 />
               ) : (
-                <button type="button" className="conv-open" aria-current={current ? 'page' : undefined} onClick={() => onSelect(c.id)}>
+                <button type="button" className="conv-open" aria-current={current ? 'page' : undefined} onClick={() => (project ? onSelect(c.id, project) : onSelect(c.id))}>
                   <span className="conv-icon" aria-hidden="true">
                     {agent?.icon ?? '💬'}
                   </span>
                   <span className="conv-text">
                     <span className="conv-title">{c.title || 'Untitled conversation'}</span>
                     <span className="conv-meta">
-                      {agent?.name ?? c.agentId} · {relativeTime(c.updatedAt)}
+                      {agent?.name ?? c.agentId}
+                      {c.projectId && !projectId ? ` · ${c.bundleName}` : ''} · {relativeTime(c.updatedAt)}
                       {c.status === 'running' ? ' · running' : ''}
                     </span>
                   </span>

@@ -6,18 +6,33 @@ import type {
   ConversationSummaryView,
   HealthData,
   OutputFileEntry,
+  ProjectView,
 } from '@/types/api';
+import type { FileVersion, NewProjectInput, ProjectFileEntry, WithProject } from './types';
 
 /** A failed API call, with the server's safe message and code. */
 export class ApiError extends Error {
   readonly code: string;
   readonly status: number;
-  constructor(message: string, code: string, status: number) {
+  /** The request field a 400 is about, when the server names it. */
+  readonly field?: string;
+  constructor(message: string, code: string, status: number, field?: string) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.status = status;
+    this.field = field;
   }
+}
+
+/**
+ * The field of a validation error: the envelope's `field` when present, else the one its message
+ * names ("Invalid name: …"), which is how the server words every validation failure.
+ */
+function fieldOf(body: { field?: unknown; error?: unknown }): string | undefined {
+  if (typeof body.field === 'string' && body.field) return body.field;
+  const m = /^Invalid ([A-Za-z][\w.]*):/.exec(String(body.error ?? ''));
+  return m ? m[1] : undefined;
 }
 
 function isEnvelope(v: unknown): v is { success: boolean; data?: unknown; error?: unknown; code?: unknown } {
@@ -33,19 +48,23 @@ export async function readApiError(res: Response): Promise<ApiError> {
     body = undefined;
   }
   if (isEnvelope(body) && body.success === false) {
-    return new ApiError(String(body.error ?? `Request failed (${res.status})`), String(body.code ?? 'E_UNKNOWN'), res.status);
+    const code = String(body.code ?? 'E_UNKNOWN');
+    return new ApiError(String(body.error ?? `Request failed (${res.status})`), code, res.status, code === 'E_VALIDATION' ? fieldOf(body) : undefined);
   }
   return new ApiError(`Request failed (${res.status}${res.statusText ? ` ${res.statusText}` : ''})`, 'E_HTTP', res.status);
 }
 
-async function request<T>(url: string, init?: RequestInit): Promise<T> {
-  let res: Response;
+async function fetchOrNetworkError(url: string, init?: RequestInit): Promise<Response> {
   try {
-    res = await fetch(url, { ...init, headers: { Accept: 'application/json', ...(init?.body ? { 'Content-Type': 'application/json' } : {}), ...init?.headers } });
+    return await fetch(url, init);
   } catch (e) {
     if ((e as Error)?.name === 'AbortError') throw e;
     throw new ApiError('Cannot reach the server.', 'E_NETWORK', 0);
   }
+}
+
+async function request<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetchOrNetworkError(url, { ...init, headers: { Accept: 'application/json', ...(init?.body ? { 'Content-Type': 'application/json' } : {}), ...init?.headers } });
   if (res.status === 204) return undefined as T;
   if (!res.ok) throw await readApiError(res);
   let body: unknown;
@@ -65,18 +84,23 @@ async function request<T>(url: string, init?: RequestInit): Promise<T> {
 
 const enc = encodeURIComponent;
 
+export type ConversationPage = Omit<ConversationListData, 'items'> & { items: WithProject<ConversationSummaryView>[] };
+
 export const api = {
   health: (signal?: AbortSignal) => request<HealthData>('/api/health', { signal }),
-  agents: (signal?: AbortSignal) => request<AgentSummary[]>('/api/agents', { signal }),
-  conversations: (opts: { agentId?: string; limit?: number; cursor?: string } = {}, signal?: AbortSignal) => {
+  /** A project's agents with `projectId`, the bundles' agents without. */
+  agents: (projectId?: string | null, signal?: AbortSignal) =>
+    request<AgentSummary[]>(projectId ? `/api/agents?projectId=${enc(projectId)}` : '/api/agents', { signal }),
+  conversations: (opts: { agentId?: string; projectId?: string | null; limit?: number; cursor?: string } = {}, signal?: AbortSignal) => {
     const q = new URLSearchParams();
     if (opts.agentId) q.set('agentId', opts.agentId);
+    if (opts.projectId) q.set('projectId', opts.projectId);
     if (opts.limit) q.set('limit', String(opts.limit));
     if (opts.cursor) q.set('cursor', opts.cursor);
     const qs = q.toString();
-    return request<ConversationListData>(`/api/conversations${qs ? `?${qs}` : ''}`, { signal });
+    return request<ConversationPage>(`/api/conversations${qs ? `?${qs}` : ''}`, { signal });
   },
-  conversation: (id: string, signal?: AbortSignal) => request<ConversationDetail>(`/api/conversations/${enc(id)}`, { signal }),
+  conversation: (id: string, signal?: AbortSignal) => request<WithProject<ConversationDetail>>(`/api/conversations/${enc(id)}`, { signal }),
   rename: (id: string, title: string) =>
     request<ConversationSummaryView>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ title }) }),
   remove: (id: string) => request<unknown>(`/api/conversations/${enc(id)}`, { method: 'DELETE' }),
@@ -86,11 +110,61 @@ export const api = {
     if (Array.isArray(data)) return data;
     return data?.files ?? [];
   },
+
+  projects: (signal?: AbortSignal) => request<ProjectView[]>('/api/projects', { signal }),
+  createProject: (input: NewProjectInput, signal?: AbortSignal) =>
+    request<ProjectView>('/api/projects', { method: 'POST', body: JSON.stringify(input), signal }),
+  projectFiles: async (projectId: string, signal?: AbortSignal): Promise<ProjectFileEntry[]> => {
+    const data = await request<{ files?: ProjectFileEntry[] } | ProjectFileEntry[]>(`/api/projects/${enc(projectId)}/files`, { signal });
+    if (Array.isArray(data)) return data;
+    return data?.files ?? [];
+  },
+  fileVersions: async (projectId: string, path: string, signal?: AbortSignal): Promise<FileVersion[]> => {
+    const data = await request<{ versions?: FileVersion[] }>(`${projectFileUrl(projectId, path)}?versions`, { signal });
+    return data?.versions ?? [];
+  },
+  fileDiff: async (projectId: string, path: string, version: string, signal?: AbortSignal): Promise<string> => {
+    const data = await request<{ diff?: string }>(`${projectFileUrl(projectId, path)}?diff=${enc(version)}`, { signal });
+    return data?.diff ?? '';
+  },
+  restore: (projectId: string, path: string, version: string) =>
+    request<{ path: string; version: string }>(`/api/projects/${enc(projectId)}/restore`, { method: 'POST', body: JSON.stringify({ path, version }) }),
 };
 
+const encPath = (path: string) => path.split('/').filter(Boolean).map(enc).join('/');
+
 export function fileUrl(conversationId: string, path: string, download = false): string {
-  const p = path.split('/').filter(Boolean).map(enc).join('/');
-  return `/api/conversations/${enc(conversationId)}/files/${p}${download ? '?download=1' : ''}`;
+  return `/api/conversations/${enc(conversationId)}/files/${encPath(path)}${download ? '?download=1' : ''}`;
+}
+
+/** A project document's raw content; a `version` reads that version instead of the current file. */
+export function projectFileUrl(projectId: string, path: string, opts: { download?: boolean; version?: string } = {}): string {
+  const q = new URLSearchParams();
+  if (opts.version) q.set('version', opts.version);
+  if (opts.download) q.set('download', '1');
+  const qs = q.toString();
+  return `/api/projects/${enc(projectId)}/files/${encPath(path)}${qs ? `?${qs}` : ''}`;
+}
+
+const TEXT_TYPES = /^(text\/|application\/(json|xml|yaml|x-yaml|javascript|toml|x-sh|csv))/;
+
+export function isMarkdownFile(path: string, contentType = ''): boolean {
+  return /\.(md|markdown|mdx)$/i.test(path) || contentType.includes('markdown');
+}
+
+export type FileContent = { kind: 'markdown' | 'text'; text: string } | { kind: 'binary' };
+
+/** A file's raw content: text when the browser can show it, binary (unread) otherwise. */
+export async function readFileContent(url: string, path: string, signal?: AbortSignal): Promise<FileContent> {
+  const res = await fetchOrNetworkError(url, { signal });
+  if (!res.ok) {
+    const err = await readApiError(res);
+    throw err.code === 'E_HTTP' ? new ApiError(`Could not open the file (${res.status}).`, err.code, res.status) : err;
+  }
+  const type = res.headers.get('content-type') ?? '';
+  if (type && !TEXT_TYPES.test(type) && !isMarkdownFile(path, type)) return { kind: 'binary' };
+  const text = await res.text();
+  return { kind: isMarkdownFile(path, type) ? 'markdown' : 'text', text };
 }
 
 export type { ChatResponseData };

@@ -69,3 +69,46 @@ export interface StreamChunk {
   type: string;
   [key: string]: unknown;
 }
+
+/*
+ * Project shapes the browser reads but types/api.ts does not (yet) declare. Kept here so the UI
+ * can follow the documented contract before the shared types catch up.
+ */
+
+/** A conversation summary or detail; the server names the project of a project conversation. */
+export type WithProject<T> = T & { projectId?: string };
+
+export interface NewProjectInput {
+  name: string;
+  modules?: string[];
+  userName?: string;
+  communicationLanguage?: string;
+  documentLanguage?: string;
+}
+
+export interface FileWriter {
+  agentId: string;
+  conversationId: string;
+  at: string;
+}
+
+/** One document of a project's output folder (GET /api/projects/:id/files). */
+export interface ProjectFileEntry {
+  /** Relative to the project's output folder, posix. */
+  path: string;
+  name: string;
+  size: number;
+  modifiedAt: string;
+  lastWriter?: FileWriter;
+}
+
+/** One recorded version of a document, newest first in a list. */
+export interface FileVersion {
+  version: string;
+  at: string;
+  /** null or absent for content the app found on disk rather than wrote. */
+  agentId?: string | null;
+  conversationId?: string | null;
+  size: number;
+  kind?: 'write' | 'restore' | 'untracked';
+}

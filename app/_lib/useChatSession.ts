@@ -10,6 +10,8 @@ import type { ChatState, UIMessage } from './types';
 
 export interface ChatSessionOptions {
   agentId: string | null;
+  /** The project the agent belongs to; read at send time, so a project learned late still counts. */
+  projectId?: string | null;
   /** The server named the conversation this turn belongs to (first turn of a new one). */
   onConversationId?: (id: string) => void;
   /** A tool changed the output files. */
@@ -46,7 +48,7 @@ export function useChatSession(options: ChatSessionOptions) {
 
   const send = useCallback(async (text: string) => {
     const message = text.trim();
-    const agentId = optsRef.current.agentId;
+    const { agentId, projectId } = optsRef.current;
     if (!message || !agentId || abortRef.current) return false;
     const controller = new AbortController();
     abortRef.current = controller;
@@ -59,7 +61,7 @@ export function useChatSession(options: ChatSessionOptions) {
       const res = await fetch('/api/chat', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-        body: JSON.stringify({ agentId, message, ...(conversationId ? { conversationId } : {}), stream: true }),
+        body: JSON.stringify({ ...(projectId ? { projectId } : {}), agentId, message, ...(conversationId ? { conversationId } : {}), stream: true }),
         signal: controller.signal,
       });
       if (!res.ok) {

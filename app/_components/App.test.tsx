@@ -1,0 +1,110 @@
+import { render, screen, waitFor, within } from '@testing-library/react';
+import userEvent from '@testing-library/user-event';
+import type { AgentSummary, ProjectView } from '@/types/api';
+import { App } from './App';
+
+const acme: ProjectView = { id: 'acme', name: 'Acme', bmad: { version: '6.0.4', folder: '_bmad', modules: ['bmm'] }, agentCount: 1, outputFolder: '{project-root}/_bmad-output', writable: [], problems: [] };
+const bundleAgents: AgentSummary[] = [{ id: 'pm', name: 'Maya', title: 'Product Lead', bundleName: 'sample', commands: [] }];
+const acmeAgents: AgentSummary[] = [{ id: 'pm', name: 'John', title: 'Product Manager', bundleName: 'Acme', projectId: 'acme', commands: [{ cmd: '*prd', description: 'PRD' }] }];
+const summary = (id: string, projectId?: string) => ({
+  id,
+  agentId: 'pm',
+  bundleName: projectId ? 'Acme' : 'sample',
+  ...(projectId ? { projectId } : {}),
+  title: `Talk ${id}`,
+  createdAt: '2025-01-01T00:00:00Z',
+  updatedAt: '2025-01-01T00:00:00Z',
+  status: 'idle',
+  messageCount: 2,
+});
+
+let urls: string[];
+let projects: ProjectView[];
+const json = (status: number, body: unknown) => ({ ok: status < 400, status, statusText: '', headers: { get: () => 'application/json' }, json: async () => body });
+const ok = (data: unknown) => json(200, { success: true, data });
+
+beforeEach(() => {
+  urls = [];
+  projects = [acme];
+  (globalThis as { fetch?: unknown }).fetch = jest.fn(async (url: string, init?: RequestInit) => {
+    urls.push(url);
+    const [path, qs = ''] = url.split('?');
+    const q = new URLSearchParams(qs);
+    if (path === '/api/health') return ok({ status: 'ok', llm: { configured: true, model: 'm' } });
+    if (path === '/api/projects' && init?.method === 'POST') {
+      const p = { ...acme, id: 'beta', name: 'beta' };
+      projects = [...projects, p];
+      return json(201, { success: true, data: p });
+    }
+    if (path === '/api/projects') return ok(projects);
+    if (path === '/api/agents') return ok(q.get('projectId') === 'acme' ? acmeAgents : q.get('projectId') ? [] : bundleAgents);
+    if (path === '/api/conversations') return ok({ items: q.get('projectId') ? [summary('c-1', 'acme')] : [summary('c-0'), summary('c-1', 'acme')] });
+    if (path === '/api/conversations/c-1') return ok({ ...summary('c-1', 'acme'), messages: [], usage: { promptTokens: 0, completionTokens: 0 } });
+    if (path === '/api/projects/acme/files') return ok({ files: [] });
+    return json(404, { success: false, error: 'not found', code: 'E_NOT_FOUND' });
+  });
+});
+
+const at = (href: string) => window.history.replaceState(null, '', href);
+const here = () => `${window.location.pathname}${window.location.search}`;
+
+describe('App with projects', () => {
+  it("reloads into the project the URL names: its agents, its conversations, and a new chat keeps it", async () => {
+    at('/?p=acme');
+    const user = userEvent.setup();
+    render(<App />);
+    const select = await screen.findByRole('combobox', { name: 'Workspace' });
+    await waitFor(() => expect(select).toHaveValue('acme'));
+    const card = await screen.findByTestId('agent-card');
+    expect(card).toHaveTextContent('John');
+    expect(urls).toContain('/api/agents?projectId=acme');
+    expect(urls).toContain('/api/conversations?projectId=acme&limit=30');
+    const nav = screen.getByRole('navigation', { name: 'Conversations' });
+    expect(within(nav).getByRole('heading', { name: 'Conversations · Acme' })).toBeInTheDocument();
+    // The project's documents are one click away even before a conversation exists.
+    expect(screen.getByRole('heading', { name: 'Project documents', hidden: true })).toBeInTheDocument();
+
+    await user.click(card);
+    expect(here()).toBe('/?p=acme&agent=pm');
+    expect(screen.getByRole('region', { name: 'Conversation with John' })).toBeInTheDocument();
+
+    await user.click(screen.getByTestId('new-conversation'));
+    expect(here()).toBe('/?p=acme');
+    await user.selectOptions(await screen.findByRole('combobox', { name: 'Workspace' }), 'Bundles');
+    expect(here()).toBe('/');
+    await waitFor(() => expect(screen.getByTestId('agent-card')).toHaveTextContent('Maya'));
+  });
+
+  it("opening a project's conversation from the full list restores its project", async () => {
+    at('/');
+    const user = userEvent.setup();
+    render(<App />);
+    const items = await screen.findAllByTestId('conversation-item');
+    expect(items).toHaveLength(2);
+    expect(items[1]).toHaveTextContent('Acme');
+    await user.click(within(items[1]).getByRole('button', { name: /^Talk c-1/ }));
+    expect(here()).toBe('/?p=acme&c=c-1');
+    await waitFor(() => expect(urls).toContain('/api/agents?projectId=acme'));
+    await waitFor(() => expect(screen.getByRole('region', { name: 'Conversation with John' })).toBeInTheDocument());
+  });
+
+  it('a conversation link without its project gets it back from the conversation', async () => {
+    at('/?c=c-1');
+    render(<App />);
+    await waitFor(() => expect(here()).toBe('/?p=acme&c=c-1'));
+    await waitFor(() => expect(screen.getByRole('region', { name: 'Conversation with John' })).toBeInTheDocument());
+  });
+
+  it('selects a project once it is created', async () => {
+    at('/');
+    const user = userEvent.setup();
+    render(<App />);
+    await user.click(await screen.findByRole('button', { name: 'New project' }));
+    const dialog = screen.getByRole('dialog', { name: 'New project' });
+    await user.type(within(dialog).getByRole('textbox', { name: 'Project name' }), 'beta{Enter}');
+    await waitFor(() => expect(here()).toBe('/?p=beta'));
+    expect(screen.queryByRole('dialog', { name: 'New project' })).toBeNull();
+    expect(screen.getByRole('combobox', { name: 'Workspace' })).toHaveValue('beta');
+    await waitFor(() => expect(urls).toContain('/api/agents?projectId=beta'));
+  });
+});
