@@ -8,7 +8,9 @@ export function ok<T>(data: T, init?: ResponseInit): NextResponse {
 }
 
 export function fail(error: AppError): NextResponse {
-  return NextResponse.json({ success: false, error: error.message, code: error.code }, { status: error.status });
+  // A validation error names its field, so a form can show the message beside it.
+  const field = typeof error.details?.field === 'string' ? { field: error.details.field } : {};
+  return NextResponse.json({ success: false, error: error.message, code: error.code, ...field }, { status: error.status });
 }
 
 /** Maps anything thrown in a handler to the API's error shape; unknown errors never leak their text. */
