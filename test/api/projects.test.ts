@@ -10,6 +10,7 @@ import { GET as listDocuments } from '@/app/api/projects/[id]/files/route';
 import { GET as getDocument } from '@/app/api/projects/[id]/files/[...path]/route';
 import { POST as restore } from '@/app/api/projects/[id]/restore/route';
 import { DELETE as deleteConversation } from '@/app/api/conversations/[id]/route';
+import { GET as listConversationFiles } from '@/app/api/conversations/[id]/files/route';
 import { currentTurn, lastUserText, reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
@@ -97,6 +98,10 @@ describe('BMAD projects over the API', () => {
     const listed = await json(await listConversations(get('/api/conversations?projectId=shop')));
     expect(listed.body.data.items).toHaveLength(2);
     expect(listed.body.data.items[0]).toMatchObject({ projectId: 'shop' });
+
+    // The conversation's files are the project's shared documents.
+    const files = await json(await listConversationFiles(get(`/api/conversations/${first.body.data.conversationId}/files`), params({ id: first.body.data.conversationId })));
+    expect(JSON.stringify(files.body.data.files)).toContain('product-brief.md');
 
     // Deleting a conversation never deletes the project's documents.
     const del = await deleteConversation(get(`/api/conversations/${first.body.data.conversationId}`, { method: 'DELETE' }), params({ id: first.body.data.conversationId }));
