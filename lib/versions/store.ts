@@ -51,16 +51,8 @@ export interface RecordInput {
   previous?: Buffer | null;
 }
 
-export interface FileInfo {
-  path: string;
-  version: string;
-  at: string;
-  agentId: string | null;
-  conversationId: string | null;
-  kind: VersionKind;
-  size: number;
-  sha256: string;
-}
+/** A current file: its newest version. */
+export type FileInfo = Pick<VersionInfo, 'path' | 'version' | 'at' | 'agentId' | 'conversationId' | 'kind' | 'size' | 'sha256'>;
 
 export interface VersionStore {
   /** The shadow repository (a bare git repository). */

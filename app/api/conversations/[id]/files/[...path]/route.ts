@@ -1,6 +1,6 @@
 import { readOutputFile } from '@/lib/outputs';
 import { AppError } from '@/lib/errors';
-import { handle } from '../../../../_lib/http';
+import { fileResponse, handle } from '../../../../_lib/http';
 import { conversationOr404, filesRootOf } from '../../../../_lib/conversations';
 
 export const dynamic = 'force-dynamic';
@@ -13,14 +13,6 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     if (!root) throw new AppError('E_FILE_NOT_FOUND', `No output file "${path.join('/')}".`);
     // Segments arrive URL-decoded; they are joined and checked by the sandbox as one relative path.
     const file = await readOutputFile(root, path.join('/'));
-    const download = new URL(request.url).searchParams.get('download') === '1';
-    const headers: Record<string, string> = {
-      'content-type': file.contentType,
-      'content-length': String(file.content.byteLength),
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-    };
-    if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
-    return new Response(new Uint8Array(file.content), { status: 200, headers });
+    return fileResponse(file, new URL(request.url).searchParams.get('download') === '1');
   });
 }
