@@ -6,7 +6,7 @@ import { init, readBlob, readCommit, readTree, resolveRef, writeBlob, writeCommi
 import { KeyedLock, isInside, readResolved, resolveInRoot, withFileLock, writeFileAtomic, type ResolvedPath } from '../paths';
 import { isFailure, sha256 } from '../results';
 import { gitFs } from './git-fs';
-import { commitMessage, oneLine, parseCommitMessage, type VersionInfo, type VersionKind, type VersionMeta } from './metadata';
+import { commitMessage, oneLine, parseCommitMessage, type VersionInfo, type VersionMeta } from './metadata';
 
 export type VersionErrorCode =
   | 'E_INVALID_PATH'
