@@ -24,6 +24,10 @@ export type ToolErrorCode =
   | 'E_INVALID_YAML'
   | 'E_UNRESOLVED_VARIABLE'
   | 'E_ABORTED'
+  /** A subagent used up its model calls before it answered. */
+  | 'E_SUBAGENT_LIMIT'
+  /** A subagent's model call failed (upstream error). */
+  | 'E_SUBAGENT_FAILED'
   | 'E_INTERNAL';
 
 export interface ToolFailure {
