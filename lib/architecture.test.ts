@@ -60,10 +60,20 @@ describe('architecture', () => {
     ['loop', ['chat', 'conversations', 'tools', 'runtime']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
+    ['prompt', ['tools', 'loop', 'chat', 'runtime']],
+    ['stream', ['tools', 'chat', 'conversations', 'runtime']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)
       .flatMap(([f, list]) => list.filter((i) => i.target && forbidden.includes(roomOf(i.target))).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  // A tool that needs a model (spawn_subagent) gets a runner through its ToolContext instead.
+  it('only the chat service runs the loop (the stream reads its event types)', () => {
+    const offending = [...imports]
+      .filter(([f]) => !isTest(f) && !['loop', 'chat', 'stream'].includes(roomOf(f)))
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'loop').map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });
 

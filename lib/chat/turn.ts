@@ -3,7 +3,7 @@ import { log } from '../log';
 import type { StoredMessage, TurnLease } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
-import { runTurn, type TurnEvent } from '../loop';
+import { runTurn, TurnBudget, type TurnEvent } from '../loop';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
 import { describeAmbiguity, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
@@ -12,6 +12,7 @@ import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
 import { activate } from './activation';
 import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
+import { subagentHost } from './subagent';
 
 export interface ChatRequest {
   agentId: string;
@@ -144,17 +145,21 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);
     let stepStarted = performance.now();
+    // Subagents draw on the turn's budget and run on its model; their activity joins its events.
+    const budget = new TurnBudget(deps.config.maxIterations);
+    const subagents = subagentHost({ deps, ctx, definitions, client: deps.llm(), model: deps.config.llm.model, budget, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
 
-    for await (const event of runTurn({
+    for await (const event of subagents.merge(runTurn({
       client: deps.llm(),
       model: deps.config.llm.model,
       messages,
-      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig }) },
+      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig, subagent: subagents.runner(call.id) }) },
       maxIterations: deps.config.maxIterations,
+      budget,
       signal,
       timeoutMs: deps.config.turnTimeoutMs,
       ...(shortcut ? { serverCalls: [shortcut] } : {}),
-    })) {
+    }))) {
       switch (event.type) {
         case 'step-start':
           stepStarted = performance.now();

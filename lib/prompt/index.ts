@@ -84,6 +84,31 @@ export function buildSystemPrompt({ agent, bundleName, toolNames, activated = fa
     .join('\n\n');
 }
 
+export interface SubagentPromptInput {
+  instructions: string;
+  toolNames: string[];
+  /** Model calls the subagent may make. */
+  maxSteps: number;
+  project?: { writable: string[] };
+}
+
+/**
+ * A subagent's system prompt: the task it was given and how to work, without the agent's persona
+ * or commands (it does one job and answers the agent that spawned it, not the user).
+ */
+export function buildSubagentPrompt({ instructions, toolNames, maxSteps, project }: SubagentPromptInput): string {
+  return [
+    'You are a subagent: a helper another agent started for one focused task. Do the task below with your tools, then answer with a concise result for that agent: what you found or did, with the virtual paths of the files that matter. Your final answer is all it sees.',
+    `## How you work
+- Nobody will answer questions: do not ask any. Where something is missing or unclear, make a reasonable choice and say so in your result.
+- Read files with your tools; never invent their contents or claim you read a file you did not.
+- ${project ? projectPaths(project.writable) : BUNDLE_PATHS}
+- You have at most ${maxSteps} model call${maxSteps === 1 ? '' : 's'}; call tools in parallel where you can and answer before they run out.
+Your tools: ${toolNames.join(', ')}.`,
+    `## Your task\n${instructions.trim()}`,
+  ].join('\n\n');
+}
+
 const LOAD_RE = /^\s*load\s+(?:into\s+memory\s+|and\s+read\s+)?(\S+)(?:\s+(?:and|&)\s+set\s+(?:the\s+)?(?:variables?|vars?)\s*:?\s*(.*))?$/i;
 
 export interface CriticalLoad {
