@@ -1,4 +1,4 @@
-import { buildSystemPrompt, classifyCriticalActions, toModelMessages, type PromptAgent } from '.';
+import { buildSubagentPrompt, buildSystemPrompt, classifyCriticalActions, toModelMessages, type PromptAgent } from '.';
 import type { StoredMessage } from '../conversations/types';
 import type { ToolResult } from '../results';
 
@@ -122,5 +122,21 @@ describe('toModelMessages and repeated tool results', () => {
     const out = toModelMessages('SYS', [...turn(1, big), ...turn(2, changed), ...turn(3, small), ...turn(4, small)]);
     expect(String(out[6].content)).toContain('y'.repeat(5000));
     expect(JSON.parse(String(out[12].content))).toEqual(small);
+  });
+});
+
+describe('buildSubagentPrompt', () => {
+  it('is the task and how to work on it, with the mounts of the conversation and its step limit', () => {
+    const p = buildSubagentPrompt({ instructions: '  Find the PRD.\nSay where it is.  ', toolNames: ['read_file', 'list_files'], maxSteps: 3, project: { writable: ['docs'] } });
+    expect(p).toMatch(/^You are a subagent/);
+    expect(p).toContain('do not ask any');
+    expect(p).toContain('{project-root}/docs/...');
+    expect(p).toContain('at most 3 model calls');
+    expect(p).toContain('Your tools: read_file, list_files.');
+    expect(p.endsWith('## Your task\nFind the PRD.\nSay where it is.')).toBe(true);
+    expect(p).not.toContain('Persona');
+    const bundle = buildSubagentPrompt({ instructions: 'x', toolNames: [], maxSteps: 1 });
+    expect(bundle).toContain("{output_folder}/... is this conversation's output folder");
+    expect(bundle).toContain('at most 1 model call;');
   });
 });
