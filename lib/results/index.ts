@@ -24,6 +24,8 @@ export type ToolErrorCode =
   | 'E_INVALID_YAML'
   | 'E_UNRESOLVED_VARIABLE'
   | 'E_ABORTED'
+  /** The server lacks what the call needs (a sandbox, an interpreter, a package): the caller's fallback applies. */
+  | 'E_UNAVAILABLE'
   | 'E_INTERNAL';
 
 export interface ToolFailure {
