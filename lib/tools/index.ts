@@ -8,6 +8,7 @@ import { editFileTool } from './edit-file';
 import { executeWorkflowTool } from './execute-workflow';
 import { listFilesTool } from './list-files';
 import { readFileTool } from './read-file';
+import { runScriptTool } from './run-script';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
 import { fail, type ToolResult } from '../results';
 import { saveOutputTool } from './save-output';
@@ -25,6 +26,7 @@ const TOOLS: Tool<any>[] = [
   editFileTool,
   applyPatchTool,
   executeWorkflowTool,
+  runScriptTool,
 ];
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
@@ -169,5 +171,5 @@ export async function executeTool(call: ToolCall, ctx: ToolContext): Promise<Too
   return (await runToolCall(call, ctx)).result;
 }
 
-export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool };
+export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool, runScriptTool };
 export type { Tool } from './define';
