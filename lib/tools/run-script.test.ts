@@ -110,7 +110,13 @@ sandboxed('the method\'s scripts', () => {
   });
 
   it('memlog.py init and append write the run folder\'s .memlog.md under the output folder', async () => {
+    const recorded: Array<{ virtualPath: string; tool: string; sha256: string }> = [];
+    ctx.recordWrite = async (w) => {
+      recorded.push({ virtualPath: w.virtualPath, tool: w.tool, sha256: w.sha256 });
+    };
     const init = await run({ command: 'uv run {project-root}/_bmad/scripts/memlog.py init --workspace {planning_artifacts}/prds/prd-shop --field topic="Plant shop"' });
+    // What a script writes gets a version, like any write of the file tools.
+    expect(recorded).toEqual([{ virtualPath: '{output_folder}/planning-artifacts/prds/prd-shop/.memlog.md', tool: 'run_script', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
     expect(init).toMatchObject({ ok: true, exit_code: 0, files_written: ['{output_folder}/planning-artifacts/prds/prd-shop/.memlog.md'] });
     expect(JSON.parse(init.stdout)).toEqual({ ok: true, memlog: '{output_folder}/planning-artifacts/prds/prd-shop/.memlog.md', entries: 0 });
     const append = await run({ command: 'uv run {project-root}/_bmad/scripts/memlog.py append --workspace {output_folder}/planning-artifacts/prds/prd-shop --type decision --text "lead with one account; defer \\"import\\""' });
@@ -359,6 +365,11 @@ sandboxed('what is not the method\'s script', () => {
     const text = await run({ command: 'uv run {project-root}/_bmad/scripts/memlog.py append --workspace {output_folder}/w --text "use {curly} braces"' });
     expect(text).toMatchObject({ ok: true, exit_code: 0 });
     expect(await fs.readFile(path.join(output(), 'w', '.memlog.md'), 'utf8')).toContain('- use {curly} braces');
+  });
+
+  it('refuses NUL bytes in the script or its arguments', async () => {
+    expect(await run({ script: '{project-root}/_bmad/scripts/memlog.py\u0000.txt' })).toMatchObject({ ok: false, error: { code: 'E_SANDBOX_VIOLATION' } });
+    expect(await run({ script: '{project-root}/_bmad/scripts/memlog.py', args: ['init', '--workspace', 'x\u0000y'] })).toMatchObject({ ok: false, error: { code: 'E_INVALID_ARGS' } });
   });
 
   it('refuses {skill-root} when no skill is named, and shell operators', async () => {

@@ -87,6 +87,7 @@ interface Located {
  */
 async function locateScript(raw: string, ctx: ToolContext, projectReal: string, skills: SkillFolder[], named?: SkillFolder): Promise<Located | ToolFailure> {
   const text = raw.trim();
+  if (text.includes('\0')) return fail('E_SANDBOX_VIOLATION', 'Access denied (outside every mount): NUL bytes are not allowed in paths.');
   if (text.startsWith('/') || text.startsWith('~') || /^[A-Za-z]:/.test(text) || text.startsWith('\\')) {
     return fail('E_SANDBOX_VIOLATION', 'Access denied (outside every mount): absolute paths are not allowed; name the script as {project-root}/_bmad/scripts/<name>.py or {skill-root}/scripts/<name>.py.');
   }
@@ -163,6 +164,7 @@ function contextDate(ctx: ToolContext): string {
 function mapArgs(args: string[], ctx: ToolContext, tokens: Record<string, string>, skillPath: string | null, skillName: string | null): string[] | ToolFailure {
   const out: string[] = [];
   for (const arg of args) {
+    if (arg.includes('\0')) return fail('E_INVALID_ARGS', 'Arguments may not contain NUL bytes.');
     let a = arg;
     if (a.includes(SKILL_ROOT) || a.includes(SKILL_NAME)) {
       if (skillPath === null || skillName === null) {
