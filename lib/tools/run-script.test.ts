@@ -150,6 +150,15 @@ sandboxed('the method\'s scripts', () => {
     expect(bare).toMatchObject({ ok: true, script: viaRoot.script });
   });
 
+  it('forgives the whole line in script, and args as one string', async () => {
+    const line = await run({ script: 'uv run {project-root}/_bmad/scripts/resolve_config.py --project-root {project-root} --key core.user_name' });
+    expect(line).toMatchObject({ ok: true, exit_code: 0 });
+    expect(JSON.parse(line.stdout)).toEqual({ 'core.user_name': 'Tester' });
+    const joined = await run({ script: '{project-root}/_bmad/scripts/resolve_config.py', args: '--project-root {project-root} --key "core.user_name"' });
+    expect(JSON.parse(joined.stdout)).toEqual({ 'core.user_name': 'Tester' });
+    expect(await run({ script: '{skill-root}/scripts/sprint_plan.py', skill: 'bmad-nope' })).toMatchObject({ ok: false, error: { code: 'ENOENT', message: expect.stringContaining('bmad-nope') } });
+  });
+
   it('leaves one audit line per run with the script and its exit code', async () => {
     await run({ command: 'uv run {project-root}/_bmad/scripts/resolve_config.py --project-root {project-root}' });
     await run({ script: '{output_folder}/x.py' });
