@@ -53,7 +53,7 @@ afterEach(async () => {
   await fs.rm(auditDir, { recursive: true, force: true });
 });
 
-type Ran = ToolResult & { exit_code: number | null; stdout: string; stderr: string; stopped?: string; files_written?: string[]; hint?: string; warnings?: string[]; truncated?: boolean };
+type Ran = ToolResult & { script?: string; args?: string[]; exit_code: number | null; stdout: string; stderr: string; stopped?: string; files_written?: string[]; hint?: string; warnings?: string[]; truncated?: boolean };
 
 const run = async (args: Record<string, unknown>, over: Partial<ToolContext> = {}): Promise<Ran> =>
   (await executeTool({ id: 'call-1', name: 'run_script', arguments: JSON.stringify(args) }, { ...ctx, ...over })) as Ran;
