@@ -62,6 +62,7 @@ describe('architecture', () => {
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
     ['prompt', ['tools', 'loop', 'chat', 'runtime']],
     ['stream', ['tools', 'chat', 'conversations', 'runtime']],
+    ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

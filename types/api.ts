@@ -54,6 +54,8 @@ export interface ProjectDetail extends ProjectView {
 export interface HealthData {
   status: 'ok';
   llm: { configured: boolean; model: string };
+  /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap). */
+  capabilities?: { scripts: boolean; sandbox: boolean };
 }
 
 export interface FunctionCallView {

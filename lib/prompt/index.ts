@@ -38,7 +38,7 @@ const BUNDLE_PATHS =
 
 function projectPaths(writable: string[]): string {
   const extra = writable.length ? `, and ${writable.map((w) => `{project-root}/${w}/...`).join(', ')}` : '';
-  return `Paths are virtual: {project-root}/... is the project (readable; secrets such as .env and .git are not), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder, shared by every agent and conversation of the project: documents other agents wrote are there. You can write into {output_folder}${extra}; nothing else.`;
+  return `Paths are virtual: {project-root}/... is the project (readable; secrets such as .env and .git are not), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder, shared by every agent and conversation of the project: documents other agents wrote are there. You can write into {output_folder}${extra}; nothing else. When the method says to run one of its scripts (\`uv run {project-root}/_bmad/scripts/...\`, \`uv run {skill-root}/scripts/...\`), call run_script with that line as command; if it cannot run or fails, do what the instructions say for that case.`;
 }
 
 function personaSection(agent: PromptAgent): string {

@@ -28,6 +28,8 @@ export type ToolErrorCode =
   | 'E_SUBAGENT_LIMIT'
   /** A subagent's model call failed (upstream error). */
   | 'E_SUBAGENT_FAILED'
+  /** The server lacks what the call needs (a sandbox, an interpreter, a package): the caller's fallback applies. */
+  | 'E_UNAVAILABLE'
   | 'E_INTERNAL';
 
 export interface ToolFailure {

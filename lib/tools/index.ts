@@ -8,6 +8,7 @@ import { editFileTool } from './edit-file';
 import { executeWorkflowTool } from './execute-workflow';
 import { listFilesTool } from './list-files';
 import { readFileTool } from './read-file';
+import { runScriptTool } from './run-script';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
 import { fail, type ToolResult } from '../results';
 import { saveOutputTool } from './save-output';
@@ -27,6 +28,7 @@ const TOOLS: Tool<any>[] = [
   applyPatchTool,
   executeWorkflowTool,
   spawnSubagentTool,
+  runScriptTool,
 ];
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
@@ -171,5 +173,5 @@ export async function executeTool(call: ToolCall, ctx: ToolContext): Promise<Too
   return (await runToolCall(call, ctx)).result;
 }
 
-export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool, spawnSubagentTool };
+export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool, spawnSubagentTool, runScriptTool };
 export type { Tool } from './define';

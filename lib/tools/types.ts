@@ -1,5 +1,5 @@
 import type { AuditLog } from '../audit';
-import type { ToolLimits } from '../config';
+import type { ScriptSettings, ToolLimits } from '../config';
 import type { PathContext } from '../paths';
 import type { ToolResult } from '../results';
 
@@ -48,6 +48,8 @@ export interface ToolContext extends PathContext {
   /** The conversation's audit file held open for a turn; without it each line opens the file. */
   audit?: AuditLog;
   signal?: AbortSignal;
+  /** How run_script finds bubblewrap and python3, and its limits; the server's defaults when absent. */
+  scripts?: ScriptSettings;
   /**
    * Called after each successful write of save_output, edit_file and apply_patch, awaited while
    * the file's write lock is still held, so records of one file arrive in the order the writes
