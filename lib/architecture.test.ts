@@ -60,6 +60,7 @@ describe('architecture', () => {
     ['loop', ['chat', 'conversations', 'tools', 'runtime']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
+    ['doctor', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'llm', 'stream', 'audit']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)
