@@ -33,17 +33,17 @@ function splitLine(line: string): { file: string; reason: string } {
 export async function diagnoseBundles(bundlesRoot: string, roots: BundleRoots, only?: string): Promise<Problem[]> {
   const catalog = createCatalog(bundlesRoot, { coreRoot: roots.coreRoot, projectRoot: roots.projectRoot });
   const views = (await catalog.listBundles()).filter((b) => only === undefined || b.folder === only);
-  const folder = only === undefined ? bundlesRoot : path.join(bundlesRoot, only);
+  const folder = only === undefined ? bundlesRoot : path.join(/*turbopackIgnore: true*/ bundlesRoot, only);
   const report = new Report();
   const checker = new WorkflowChecker();
   const reached: Reached[] = [];
   // Never created: the doctor only reads, and a bundle's outputs are not its business.
-  const outputRoot = path.join(os.tmpdir(), 'bmad-doctor-no-output', String(process.pid));
+  const outputRoot = path.join(/*turbopackIgnore: true*/ os.tmpdir(), 'bmad-doctor-no-output', String(process.pid));
   for (const view of views) {
-    const bundleRoot = path.join(bundlesRoot, view.folder);
+    const bundleRoot = path.join(/*turbopackIgnore: true*/ bundlesRoot, view.folder);
     const place = placeOf(folder, { bundleRoot, coreRoot: roots.coreRoot, projectRoot: roots.projectRoot, outputRoot });
     for (const agent of view.agents) {
-      const file = path.join(bundleRoot, agent.file);
+      const file = path.join(/*turbopackIgnore: true*/ bundleRoot, agent.file);
       const text = await fs.readFile(file, 'utf8').catch(() => null);
       // The catalog says so already.
       if (text === null) continue;

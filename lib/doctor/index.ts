@@ -30,11 +30,11 @@ async function isFile(p: string): Promise<boolean> {
 
 /** What kind of folder it is: a project (`_bmad/` or `bmad/`), one bundle, a folder of bundles, or none. */
 export async function folderKind(folder: string): Promise<FolderKind> {
-  if (await isFile(path.join(folder, MANIFEST))) return 'bundle';
+  if (await isFile(path.join(/*turbopackIgnore: true*/ folder, MANIFEST))) return 'bundle';
   if (await readProject(folder, path.basename(folder))) return 'project';
   const entries = await fs.readdir(folder, { withFileTypes: true }).catch(() => []);
   for (const e of entries) {
-    if (!e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()) && (await isFile(path.join(folder, e.name, MANIFEST)))) return 'bundles';
+    if (!e.name.startsWith('.') && (e.isDirectory() || e.isSymbolicLink()) && (await isFile(path.join(/*turbopackIgnore: true*/ folder, e.name, MANIFEST)))) return 'bundles';
   }
   return 'unknown';
 }
@@ -48,7 +48,7 @@ export async function diagnose(folder: string, roots: Partial<BundleRoots> = {})
   const real = await fs.realpath(folder);
   if (!(await fs.stat(real)).isDirectory()) throw new Error(`${folder} is not a folder`);
   const kind = await folderKind(real);
-  const bundleRoots: BundleRoots = { coreRoot: path.resolve(roots.coreRoot ?? 'bmad/core'), projectRoot: path.resolve(roots.projectRoot ?? '.') };
+  const bundleRoots: BundleRoots = { coreRoot: path.resolve(/*turbopackIgnore: true*/ roots.coreRoot ?? 'bmad/core'), projectRoot: path.resolve(/*turbopackIgnore: true*/ roots.projectRoot ?? '.') };
   switch (kind) {
     case 'project': {
       const project = await readProject(real, path.basename(real));

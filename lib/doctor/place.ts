@@ -54,7 +54,7 @@ export function placeOf(folder: string, mounts: Mounts): Place {
     show(virtualPath) {
       const m = VIRTUAL.exec(virtualPath);
       if (!m) return virtualPath;
-      const abs = path.join(roots[m[1]], ...(m[2] ?? '').split('/').filter(Boolean));
+      const abs = path.join(/*turbopackIgnore: true*/ roots[m[1]], ...(m[2] ?? '').split('/').filter(Boolean));
       return isInside(folder, abs) ? relative(abs) : virtualPath;
     },
     relative,

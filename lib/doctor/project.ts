@@ -31,13 +31,13 @@ async function checkManifests(project: Project, place: Place, report: Report): P
       yaml.load(manifest, { schema: yaml.CORE_SCHEMA });
     } catch (e) {
       const reason = e instanceof yaml.YAMLException ? `${e.reason} (line ${e.mark.line + 1})` : 'unreadable YAML';
-      report.add({ file: place.relative(path.join(dir, 'manifest.yaml')), severity: 'warning', reason: `not valid YAML: ${reason}; the install's version and modules are guessed from its folders` });
+      report.add({ file: place.relative(path.join(/*turbopackIgnore: true*/ dir, 'manifest.yaml')), severity: 'warning', reason: `not valid YAML: ${reason}; the install's version and modules are guessed from its folders` });
     }
   }
   const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
   for (const entry of entries) {
     if (!entry.isFile() || !entry.name.endsWith('.csv') || entry.name === 'agent-manifest.csv') continue;
-    const file = place.relative(path.join(dir, entry.name));
+    const file = place.relative(path.join(/*turbopackIgnore: true*/ dir, entry.name));
     const text = await fs.readFile(path.join(/*turbopackIgnore: true*/ dir, entry.name), 'utf8').catch(() => null);
     if (text === null) continue;
     let rows: Array<Record<string, string>>;
