@@ -2,7 +2,7 @@ import { loadAgentYaml } from '../agents/config';
 import { isWorkflowCommand, type AgentDefinition } from '../agents/parser';
 import { classifyCriticalActions, startupActions } from '../agents/startup';
 import { isReservedVariable } from '../paths';
-import { isFailure } from '../results';
+import { isFailure, type Severity } from '../results';
 import { lookUp, sandboxReader, type Place } from './place';
 import type { Report, Via } from './report';
 import type { Finding, WorkflowChecker } from './workflows';
@@ -32,7 +32,7 @@ const RUNS = new Set(['run-workflow', 'workflow', 'validate-workflow', 'exec']);
  */
 export async function checkAgent(agent: AgentToCheck, place: Place, checker: WorkflowChecker, report: Report): Promise<Reached[]> {
   const file = place.relative(agent.file);
-  const add = (severity: 'error' | 'warning' | 'note', reason: string, command?: string) =>
+  const add = (severity: Severity, reason: string, command?: string) =>
     report.add({ file, severity, reason: place.clean(reason), agent: agent.id, ...(command ? { command } : {}) });
 
   for (const problem of agent.def.problems) add(/no <agent> element/.test(problem) ? 'error' : 'warning', problem);

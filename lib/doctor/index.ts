@@ -1,3 +1,9 @@
+/**
+ * The doctor: everything an agent needs before it can run, checked without running it. A BMAD
+ * project, a folder of bundles or one bundle; one problem per thing to fix, naming its file
+ * relative to the folder.
+ */
+
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { readProject } from '../projects';
@@ -8,12 +14,6 @@ import { diagnoseProject } from './project';
 export { diagnoseProject } from './project';
 export { diagnoseBundles, type BundleRoots } from './bundles';
 export { createDoctorCache, type DoctorCache } from './cache';
-
-/**
- * The doctor: everything an agent needs before it can run, checked without running it. A BMAD
- * project, a folder of bundles or one bundle; one problem per thing to fix, naming its file
- * relative to the folder.
- */
 
 export type FolderKind = 'project' | 'bundles' | 'bundle' | 'unknown';
 
