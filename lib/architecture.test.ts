@@ -63,6 +63,7 @@ describe('architecture', () => {
     ['prompt', ['tools', 'loop', 'chat', 'runtime']],
     ['stream', ['tools', 'chat', 'conversations', 'runtime']],
     ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
+    ['doctor', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'llm', 'stream', 'audit']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

@@ -4,3 +4,5 @@ export { matchCommand, resolveCommand, describeAmbiguity } from './commands';
 export type { CommandMatch, CommandResolution, MatchedBy } from './commands';
 export { createCatalog } from './catalog';
 export type { Catalog, ResolvedAgent } from './catalog';
+export { classifyCriticalActions, activationLoads, startupActions } from './startup';
+export type { CriticalAction, CriticalLoad } from './startup';

@@ -4,7 +4,7 @@ import { loadAgentYaml, type ConfigReader } from '../agents/config';
 import type { ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
 import { expandVariables, isReservedVariable } from '../paths';
-import { activationLoads, classifyCriticalActions, type CriticalAction } from '../prompt';
+import { classifyCriticalActions, startupActions } from '../agents/startup';
 import { isFailure } from '../results';
 import { runToolCall } from '../tools';
 import { toolContext, type ChatDeps } from './context';
@@ -18,13 +18,6 @@ export interface Activation {
 
 function criticalFailure(agentId: string, action: string, shownPath: string, code: string, message: string): AppError {
   return new AppError('E_CRITICAL_ACTION', `The agent "${agentId}" could not start: its critical action "${action}" failed to load ${shownPath} (${code}: ${message}).`, { file: shownPath });
-}
-
-/** What the server does when an agent starts: its critical actions, then its activation's file loads. */
-export function startupActions(agent: ResolvedAgent['agent']): CriticalAction[] {
-  const critical = classifyCriticalActions(agent.criticalActions);
-  const loaded = new Set(critical.flatMap((a) => (a.kind === 'load' ? [a.load.path] : [])));
-  return [...critical, ...activationLoads(agent.activation?.text).filter((a) => a.kind === 'load' && !loaded.has(a.load.path))];
 }
 
 /**

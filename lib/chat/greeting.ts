@@ -3,7 +3,7 @@ import { loadAgentYaml, type ConfigReader } from '../agents/config';
 import type { ResolvedAgent } from '../agents';
 import { expandVariables, readResolved, resolvePath } from '../paths';
 import { isFailure } from '../results';
-import { startupActions } from './activation';
+import { startupActions } from '../agents/startup';
 import { findAgent, type ChatDeps } from './context';
 
 const TTL_MS = 2000;

@@ -5,6 +5,7 @@ import type { AgentSummary, ProjectView } from '../../types/api';
 import { parseAgentFile, type AgentDefinition } from '../agents/parser';
 import type { ResolvedAgent } from '../agents/catalog';
 import type { Workspace } from '../agents/workspace';
+import { problemLine, type Problem } from '../results';
 import { readInstall, type BmadInstall, type InstalledAgent } from './layout';
 
 /** A project folder's own settings for this app, beside its BMAD install. */
@@ -21,7 +22,8 @@ export interface Project {
   install: BmadInstall;
   /** Project folders agents may write besides the output folder (relative, posix). */
   writable: string[];
-  problems: string[];
+  /** What is wrong with the install or the settings file (cheap checks; the doctor does the rest). */
+  problems: Problem[];
 }
 
 export interface ProjectCatalog {
@@ -44,20 +46,20 @@ export function isValidProjectId(id: unknown): id is string {
 }
 
 /** `writable: [docs, src]` from the settings file; anything unsafe is dropped with a problem line. */
-async function readSettings(root: string, install: BmadInstall, problems: string[]): Promise<string[]> {
+async function readSettings(root: string, install: BmadInstall, problems: Problem[]): Promise<string[]> {
   const text = await fs.readFile(path.join(/*turbopackIgnore: true*/ root, SETTINGS_FILE), 'utf8').catch(() => null);
   if (text === null) return [];
   let parsed: unknown;
   try {
     parsed = yaml.load(text, { schema: yaml.CORE_SCHEMA });
   } catch (e) {
-    problems.push(`${SETTINGS_FILE} is not valid YAML (${(e as Error).message.split('\n')[0]}); no extra folder is writable`);
+    problems.push({ file: SETTINGS_FILE, severity: 'warning', reason: `not valid YAML (${(e as Error).message.split('\n')[0]}); no extra folder is writable` });
     return [];
   }
   const list = (parsed as { writable?: unknown } | null)?.writable;
   if (list === undefined || list === null) return [];
   if (!Array.isArray(list)) {
-    problems.push(`${SETTINGS_FILE}: writable must be a list of folders, e.g. [docs, src]`);
+    problems.push({ file: SETTINGS_FILE, severity: 'warning', reason: 'writable must be a list of folders, e.g. [docs, src]' });
     return [];
   }
   const out: string[] = [];
@@ -65,7 +67,7 @@ async function readSettings(root: string, install: BmadInstall, problems: string
     const folder = typeof item === 'string' ? item.trim().replace(/^\.\//, '').replace(/\/+$/, '') : '';
     const parts = folder.split('/');
     const ok = folder && parts.every((p) => SAFE_FOLDER.test(p) && p !== '..' && p !== '.') && !NEVER_WRITABLE.test(parts[0]) && parts[0] !== install.folder;
-    if (!ok) problems.push(`${SETTINGS_FILE}: "${String(item)}" cannot be made writable (a folder inside the project, not hidden, not the installed method)`);
+    if (!ok) problems.push({ file: SETTINGS_FILE, severity: 'warning', reason: `"${String(item)}" cannot be made writable (a folder inside the project, not hidden, not the installed method)` });
     else out.push(parts.join('/'));
   }
   return out;
@@ -75,22 +77,26 @@ function posixRel(root: string, abs: string): string {
   return path.relative(root, abs).split(path.sep).join('/');
 }
 
+/** The project in a folder (its install and settings), or null when the folder holds no BMAD install. */
+export async function readProject(folder: string, id: string): Promise<Project | null> {
+  // A symlink to a folder elsewhere is a project too; its real path is what the sandbox uses.
+  const root = await fs.realpath(folder).catch(() => null);
+  if (!root || !(await fs.stat(root).then((s) => s.isDirectory(), () => false))) return null;
+  const install = await readInstall(root);
+  if (!install) return null;
+  const problems = [...install.problems];
+  const writable = await readSettings(root, install, problems);
+  const name = typeof install.config.project_name === 'string' && install.config.project_name.trim() ? install.config.project_name.trim() : id;
+  return { id, name, root, install, writable, problems };
+}
+
 export function createProjectCatalog(projectsRoot: string, options: ProjectCatalogOptions = {}): ProjectCatalog {
   const fresh = options.revalidateMs ?? 0;
   const projects = new Map<string, { at: number; promise: Promise<Project | null> }>();
   const defs = new Map<string, { mtimeMs: number; def: Promise<AgentDefinition | null> }>();
 
   async function load(id: string): Promise<Project | null> {
-    const folder = path.join(/*turbopackIgnore: true*/ projectsRoot, id);
-    // A symlink to a folder elsewhere is a project too; its real path is what the sandbox uses.
-    const root = await fs.realpath(folder).catch(() => null);
-    if (!root || !(await fs.stat(root).then((s) => s.isDirectory(), () => false))) return null;
-    const install = await readInstall(root);
-    if (!install) return null;
-    const problems = [...install.problems];
-    const writable = await readSettings(root, install, problems);
-    const name = typeof install.config.project_name === 'string' && install.config.project_name.trim() ? install.config.project_name.trim() : id;
-    return { id, name, root, install, writable, problems };
+    return readProject(path.join(/*turbopackIgnore: true*/ projectsRoot, id), id);
   }
 
   function get(id: string): Promise<Project | null> {
@@ -192,7 +198,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
       agentCount: list.length,
       outputFolder: `{project-root}/${posixRel(project.root, project.install.outputRoot)}`,
       writable: project.writable.map((w) => `{project-root}/${w}`),
-      problems: project.problems,
+      problems: project.problems.map(problemLine),
     };
   }
 

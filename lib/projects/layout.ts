@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import yaml from 'js-yaml';
+import type { Problem } from '../results';
 
 /**
  * What BMAD's installer leaves in a project, read as it is: `_bmad/` (`bmad/` in early v6
@@ -19,7 +20,8 @@ export interface BmadInstall {
   config: Record<string, unknown>;
   /** Absolute output folder, inside the project. */
   outputRoot: string;
-  problems: string[];
+  /** Files named relative to the project. */
+  problems: Problem[];
 }
 
 export interface InstalledAgent {
@@ -70,12 +72,19 @@ export async function findInstallFolder(projectRoot: string): Promise<string | n
 }
 
 function yamlMap(text: string | null): Record<string, unknown> | null {
+  const read = readYamlMap(text);
+  return read && 'map' in read ? read.map : null;
+}
+
+/** A YAML map, or why the text is none (null when there is no text). */
+function readYamlMap(text: string | null): { map: Record<string, unknown> } | { reason: string } | null {
   if (text === null) return null;
   try {
     const v = yaml.load(text, { schema: yaml.CORE_SCHEMA });
-    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-  } catch {
-    return null;
+    return v && typeof v === 'object' && !Array.isArray(v) ? { map: v as Record<string, unknown> } : { reason: 'is not a YAML map of keys' };
+  } catch (e) {
+    const reason = e instanceof yaml.YAMLException ? `${e.reason} (line ${e.mark.line + 1})` : 'unreadable YAML';
+    return { reason: `is not valid YAML: ${reason}` };
   }
 }
 
@@ -93,25 +102,26 @@ function manifestModules(manifest: Record<string, unknown> | null): string[] {
  * Where the project's documents go: the config's `output_folder` (`_bmad-output`,
  * `{project-root}/docs`, ...), always inside the project.
  */
-function outputRootOf(projectRoot: string, config: Record<string, unknown>, problems: string[]): string {
+function outputRootOf(projectRoot: string, config: Record<string, unknown>, configFile: string, problems: Problem[]): string {
   const raw = str(config.output_folder) ?? DEFAULT_OUTPUT;
   const rel = raw.replace(/^\{project[-_]root\}\/?/, '').replace(/^\.\//, '');
   const abs = path.resolve(/*turbopackIgnore: true*/ projectRoot, rel || DEFAULT_OUTPUT);
   if (/\{[^}]*\}/.test(rel) || !isInsideFolder(projectRoot, abs) || abs === projectRoot) {
-    problems.push(`output_folder "${raw}" is not a folder inside the project; ${DEFAULT_OUTPUT} is used`);
+    problems.push({ file: configFile, severity: 'warning', reason: `output_folder "${raw}" is not a folder inside the project; ${DEFAULT_OUTPUT} is used` });
     return path.join(/*turbopackIgnore: true*/ projectRoot, DEFAULT_OUTPUT);
   }
   return abs;
 }
 
-async function manifestAgents(projectRoot: string, configDir: string, problems: string[]): Promise<InstalledAgent[] | null> {
+async function manifestAgents(projectRoot: string, configDir: string, problems: Problem[]): Promise<InstalledAgent[] | null> {
+  const manifestFile = `${posix(path.relative(projectRoot, configDir))}/agent-manifest.csv`;
   const text = await readText(path.join(/*turbopackIgnore: true*/ configDir, 'agent-manifest.csv'));
   if (text === null) return null;
   let rows: Record<string, string>[];
   try {
     rows = parseCsv(text, { columns: true, skip_empty_lines: true, relax_column_count: true, bom: true }) as Record<string, string>[];
   } catch (e) {
-    problems.push(`${posix(path.relative(projectRoot, configDir))}/agent-manifest.csv is not valid CSV (${(e as Error).message.split('\n')[0]})`);
+    problems.push({ file: manifestFile, severity: 'error', reason: `not valid CSV (${(e as Error).message.split('\n')[0]}); the agents are looked for in the module folders instead` });
     return null;
   }
   const agents: InstalledAgent[] = [];
@@ -119,12 +129,12 @@ async function manifestAgents(projectRoot: string, configDir: string, problems: 
     const id = str(row.name);
     const rel = str(row.path);
     if (!id || !ID.test(id) || !rel) {
-      problems.push(`agent-manifest.csv: a row without a usable name or path was skipped${id ? ` (${id})` : ''}`);
+      problems.push({ file: manifestFile, severity: 'error', reason: `a row without a usable name or path was skipped${id ? ` (${id})` : ''}` });
       continue;
     }
     const file = path.resolve(/*turbopackIgnore: true*/ projectRoot, rel.replace(/^\{project[-_]root\}\/?/, ''));
     if (!isInsideFolder(projectRoot, file)) {
-      problems.push(`agent-manifest.csv: ${id} points outside the project (${rel})`);
+      problems.push({ file: manifestFile, severity: 'error', reason: `agent ${id} points outside the project (${rel})`, agent: id });
       continue;
     }
     agents.push({
@@ -165,7 +175,7 @@ export async function readInstall(projectRoot: string): Promise<BmadInstall | nu
   const folder = await findInstallFolder(projectRoot);
   if (!folder) return null;
   const root = path.join(/*turbopackIgnore: true*/ projectRoot, folder);
-  const problems: string[] = [];
+  const problems: Problem[] = [];
   let configDir: string | null = null;
   for (const cfg of CONFIG_FOLDERS) if (await isDir(path.join(/*turbopackIgnore: true*/ root, cfg))) configDir = path.join(/*turbopackIgnore: true*/ root, cfg);
 
@@ -180,30 +190,37 @@ export async function readInstall(projectRoot: string): Promise<BmadInstall | nu
 
   // core first: module configs repeat its keys and may refine them.
   const config: Record<string, unknown> = {};
+  let outputFrom = `${folder}/core/config.yaml`;
   for (const m of ['core', ...modules.filter((x) => x !== 'core')]) {
-    const text = await readText(path.join(/*turbopackIgnore: true*/ root, m, 'config.yaml'));
-    if (text === null) continue;
-    const map = yamlMap(text);
-    if (!map) problems.push(`${folder}/${m}/config.yaml is not a YAML map`);
-    else Object.assign(config, map);
+    const file = `${folder}/${m}/config.yaml`;
+    const read = readYamlMap(await readText(path.join(/*turbopackIgnore: true*/ root, m, 'config.yaml')));
+    if (read === null) continue;
+    if ('reason' in read) {
+      problems.push({ file, severity: 'error', reason: `${read.reason}; its settings are not used` });
+      continue;
+    }
+    Object.assign(config, read.map);
+    if (read.map.output_folder !== undefined) outputFrom = file;
   }
 
-  const agents = (configDir ? await manifestAgents(projectRoot, configDir, problems) : null) ?? (await scannedAgents(projectRoot, root));
+  const fromManifest = configDir ? await manifestAgents(projectRoot, configDir, problems) : null;
+  const listedIn = configDir && fromManifest ? `${posix(path.relative(projectRoot, configDir))}/agent-manifest.csv` : null;
+  const agents = fromManifest ?? (await scannedAgents(projectRoot, root));
   const present = await Promise.all(agents.map((a) => fs.stat(a.file).then((s) => s.isFile(), () => false)));
   const usable = agents.filter((a, i) => {
-    if (!present[i]) problems.push(`agent ${a.id}: ${a.relFile} not found`);
+    if (!present[i]) problems.push({ file: listedIn ?? a.relFile, severity: 'error', reason: `agent ${a.id}: ${a.relFile} not found`, agent: a.id });
     return present[i];
   });
   const seen = new Set<string>();
   const unique = usable.filter((a) => {
     const key = a.id.toLowerCase();
     if (seen.has(key)) {
-      problems.push(`agent id ${a.id} appears twice; ${a.relFile} is not offered`);
+      problems.push({ file: listedIn ?? a.relFile, severity: 'warning', reason: `agent id ${a.id} appears twice; ${a.relFile} is not offered`, agent: a.id });
       return false;
     }
     seen.add(key);
     return true;
   });
 
-  return { folder, root, version, modules, agents: unique, config, outputRoot: outputRootOf(projectRoot, config, problems), problems };
+  return { folder, root, version, modules, agents: unique, config, outputRoot: outputRootOf(projectRoot, config, outputFrom, problems), problems };
 }

@@ -64,3 +64,25 @@ export function sha256(data: string | Buffer): string {
 export function byteLength(text: string): number {
   return Buffer.byteLength(text, 'utf8');
 }
+
+/**
+ * How much a builder's problem matters: `error` leaves an agent or a command unusable, `warning`
+ * works but not as written (a value left unresolved, an optional file missing, a fallback used),
+ * `note` is worth knowing and needs no fix (a value a workflow sets itself while it runs).
+ */
+export type Severity = 'error' | 'warning' | 'note';
+
+/** One thing a builder should look at, in a file named relative to the folder checked. */
+export interface Problem {
+  file: string;
+  severity: Severity;
+  reason: string;
+  /** The agent (and its menu command) the problem was found through, where there is one. */
+  agent?: string;
+  command?: string;
+}
+
+/** A problem as one line: `<file>: <severity>: <reason>`. */
+export function problemLine(p: Problem): string {
+  return `${p.file}: ${p.severity}: ${p.reason}`;
+}

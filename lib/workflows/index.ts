@@ -8,6 +8,8 @@ import { loadYamlWorkflow, type Shared } from './yaml-workflow';
 
 export type { LoadedFile, LoadedStep, LoadWorkflowOptions, WorkflowKind, WorkflowResult } from './types';
 export { unresolvedName } from './unresolved';
+export { isStepFile } from './steps';
+export { isSkillRef } from './skills';
 
 const FOLDER_ENTRIES = ['workflow.yaml', 'workflow.md'];
 

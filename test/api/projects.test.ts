@@ -52,6 +52,34 @@ describe('BMAD projects over the API', () => {
     expect(listed.body.data.map((a: { id: string }) => a.id)).toEqual(ids);
   });
 
+  it("carries the doctor's problems in the detail; the list keeps the install's own", async () => {
+    const fresh = await json(await getProject(get('/api/projects/shop'), params({ id: 'shop' })));
+    expect(fresh.body.data.problems).toEqual([
+      '_bmad/bmm/workflows/2-plan-workflows/create-prd/steps-v/step-v-07-implementation-leakage-validation.md: warning: the frontmatter is not valid YAML (bad indentation of a mapping entry (line 3)); it was read line by line (via pm *CP and 2 more)',
+    ]);
+    expect(fresh.body.data.notes.length).toBeGreaterThan(0);
+    for (const note of fresh.body.data.notes) expect(note).toMatch(/^_bmad\/\S+: note: /);
+
+    // Another project, broken before anyone asked: the diagnosis of `shop` is kept a few seconds.
+    await bmadProject('6.0.4', { parent: projectsRoot, name: 'broken' });
+    await fs.rm(path.join(projectsRoot, 'broken', '_bmad/bmm/workflows/4-implementation/correct-course/instructions.md'));
+    await fs.rm(path.join(projectsRoot, 'broken', '_bmad/bmm/agents/qa.md'));
+    const manifestLine = '_bmad/_config/agent-manifest.csv: error: agent qa: _bmad/bmm/agents/qa.md not found';
+
+    const list = await json(await listProjects(get('/api/projects')));
+    expect(list.body.data.find((p: { id: string }) => p.id === 'broken').problems).toEqual([manifestLine]);
+    expect(list.body.data.find((p: { id: string }) => p.id === 'shop').problems).toEqual([]);
+
+    const detail = await json(await getProject(get('/api/projects/broken'), params({ id: 'broken' })));
+    expect(detail.status).toBe(200);
+    expect(detail.body.data.problems).toEqual([
+      manifestLine,
+      '_bmad/bmm/workflows/2-plan-workflows/create-prd/steps-v/step-v-07-implementation-leakage-validation.md: warning: the frontmatter is not valid YAML (bad indentation of a mapping entry (line 3)); it was read line by line (via pm *CP and 2 more)',
+      '_bmad/bmm/workflows/4-implementation/correct-course/workflow.yaml: error: cannot be loaded: instructions: Not found: {bundle-root}/bmm/workflows/4-implementation/correct-course/instructions.md (via pm *CC and 1 more)',
+    ]);
+    expect(JSON.stringify(detail.body)).not.toContain(projectsRoot);
+  });
+
   it('answers 404 for an unknown project everywhere', async () => {
     expect((await json(await getProject(get('/api/projects/nope'), params({ id: 'nope' })))).body.code).toBe('E_PROJECT_NOT_FOUND');
     expect((await agents(get('/api/agents?projectId=nope'))).status).toBe(404);
