@@ -1,9 +1,9 @@
 import { today, withoutReserved, type PathContext } from '../paths';
-import { isFailure, type ToolResult } from '../results';
+import { isFailure, type ToolFailure, type ToolResult } from '../results';
 import { basenameVirtual, dirnameVirtual, readText, withContext, type LoadedFile } from './files';
 import { loadMarkdownWorkflow } from './markdown';
 import type { LoadWorkflowOptions, WorkflowResult } from './types';
-import { isSkillRef, skillFile } from './skills';
+import { isSkillRef, loadSkill, loadSkillFile } from './skills';
 import { loadYamlWorkflow, type Shared } from './yaml-workflow';
 
 export type { LoadedFile, LoadedStep, LoadWorkflowOptions, WorkflowKind, WorkflowResult } from './types';
@@ -38,21 +38,21 @@ async function readTarget(target: string, ctx: PathContext): Promise<{ file: Awa
  * attribute (`workflow=`, `exec=`) named it.
  */
 export async function loadWorkflow(target: string, ctx: PathContext, options: LoadWorkflowOptions = {}): Promise<ToolResult> {
-  let where = target;
-  if (isSkillRef(target)) {
-    const skill = await skillFile(target, ctx);
-    if (isFailure(skill)) return skill;
-    where = skill;
-  }
-  const { file, warning } = await readTarget(where, ctx);
-  if (isFailure(file)) return file;
-  const loaded: LoadedFile = { path: file.path, content: file.content };
   const date = typeof ctx.variables?.date === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(ctx.variables.date) ? ctx.variables.date : today();
   const shared: Shared = { agent: withoutReserved(ctx.variables), date };
-
-  const result = /\.ya?ml$/i.test(file.path) ? await loadYamlWorkflow(loaded, ctx, shared) : await loadMarkdownWorkflow(loaded, ctx, shared);
+  let result: WorkflowResult | ToolFailure;
+  if (isSkillRef(target)) {
+    result = await loadSkill(target, ctx, shared);
+  } else {
+    const { file, warning } = await readTarget(target, ctx);
+    if (isFailure(file)) return file;
+    const loaded: LoadedFile = { path: file.path, content: file.content };
+    result = /\.ya?ml$/i.test(file.path)
+      ? await loadYamlWorkflow(loaded, ctx, shared)
+      : ((await loadSkillFile(loaded, ctx, shared)) ?? (await loadMarkdownWorkflow(loaded, ctx, shared)));
+    if (!isFailure(result) && warning) result.warnings = [warning, ...(result.warnings ?? [])];
+  }
   if (isFailure(result)) return result;
-  if (warning) result.warnings = [warning, ...(result.warnings ?? [])];
 
   if (options.dataPath !== undefined && options.dataPath.trim() !== '') {
     const data = await readText(options.dataPath, ctx);
