@@ -3,8 +3,6 @@ import { loadWorkflow } from '../workflows';
 import { coerceArgs, defineTool } from './define';
 import type { ToolResult } from '../results';
 
-const BARE_SKILL = /^[A-Za-z0-9][A-Za-z0-9_-]*-[A-Za-z0-9_-]+$/;
-
 const schema = z.object({
   workflow_path: z
     .string()
@@ -44,14 +42,12 @@ export const executeWorkflowTool = defineTool({
         userInput: 'user_input',
       },
     });
-    // Skills are named in prose ("invoke the `bmad-help` skill"): a bare name is that skill.
-    for (const key of ['skill', 'skill_name', 'name']) {
+    for (const key of ['skill', 'skill_name']) {
       if (out.workflow_path === undefined && typeof out[key] === 'string') {
-        out.workflow_path = out[key];
+        out.workflow_path = `skill:${(out[key] as string).trim().replace(/^skill:\s*/, '')}`;
         delete out[key];
       }
     }
-    if (typeof out.workflow_path === 'string' && BARE_SKILL.test(out.workflow_path.trim())) out.workflow_path = `skill:${out.workflow_path.trim()}`;
     return out;
   },
   async run(args, ctx): Promise<ToolResult> {
