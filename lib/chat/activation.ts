@@ -51,6 +51,8 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
   const instructions: string[] = [];
   const facts: string[] = [];
   const done: string[] = [];
+  // A file a fact and a step both name is loaded once.
+  const seen = new Set<string>();
   const read: ConfigReader = async (file_path) => {
     const ctx = toolContext(deps, resolved, conversationId, variables, audit);
     const { result } = await runToolCall({ id: `critical_${crypto.randomUUID()}`, name: 'read_file', arguments: JSON.stringify({ file_path }) }, ctx);
@@ -75,9 +77,13 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
       if (isFailure(matched)) notLoaded.push(`- ${requested}: ${matched.error.message}`);
       else if (!matched.files.length) notLoaded.push(`- ${requested}: no file matches`);
       for (const file of isFailure(matched) ? [] : matched.files) {
+        if (seen.has(file)) continue;
         const got = await read(file);
         if (isFailure(got)) notLoaded.push(`- ${file}: ${got.error.message}`);
-        else loaded.push(fence(got.path, got.content));
+        else {
+          seen.add(got.path);
+          loaded.push(fence(got.path, got.content));
+        }
       }
       continue;
     }
@@ -102,6 +108,7 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
       loaded.push(fence(config.path, config.content));
       continue;
     }
+    if (seen.has(requested)) continue;
     const file = await read(requested);
     if (isFailure(file)) {
       const critical = !action.load.optional && resolved.agent.criticalActions.length > 0 && classifyCriticalActions(resolved.agent.criticalActions).some((a) => a.kind === 'load' && a.load.path === requested);
@@ -109,6 +116,7 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
       notLoaded.push(`- ${file.path ?? requested}: ${file.error.message}`);
       continue;
     }
+    seen.add(file.path);
     loaded.push(fence(file.path, file.content));
   }
   const resolvedInstructions = instructions.map((t) => expandVariables(t, { variables }).text);

@@ -111,7 +111,8 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     if (skillMd === null || !agent.skill) return null;
     const install = project.install;
     const relDir = posixRel(project.root, path.dirname(agent.file));
-    const labels = customizationLayers(`{project-root}/${relDir}`, `{project-root}/${install.folder}`, agent.skill);
+    // Labelled as reads of them show them: the install is {bundle-root}.
+    const labels = customizationLayers(`{project-root}/${relDir}`, '{bundle-root}', agent.skill);
     const customization = customize === null ? undefined : mergeTomlLayers([customize, team, user].map((text, i) => ({ path: labels[i], text })));
     let meta: Record<string, unknown> | undefined;
     try {

@@ -221,7 +221,7 @@ export function skillAgentDefinition(src: SkillAgentSource): AgentDefinition {
 
   const startup: CriticalAction[] = [...configLoads(src, body)];
   if (src.customization) {
-    const absent = customizationLayers(skillRoot, `${PROJECT}/${src.installFolder}`, src.skill.name).filter((l) => !src.customization?.merged.includes(l));
+    const absent = customizationLayers(skillRoot, '{bundle-root}', src.skill.name).filter((l) => !src.customization?.merged.includes(l));
     startup.push({
       kind: 'done',
       text: `Resolved the agent block (your "Resolve the Agent Block" step; do not run resolve_customization.py): merged ${src.customization.merged.join(' → ') || 'no layer'} by BMAD's rules${absent.length ? ` (not present: ${absent.join(', ')})` : ''}. Every {agent.*} in your instructions already shows the result`,

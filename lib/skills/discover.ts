@@ -155,7 +155,7 @@ async function missingAssets(found: Found, relDir: string, data: Record<string, 
     const t = data[table];
     if (!isTable(t)) continue;
     for (const [key, value] of Object.entries(t)) {
-      if (typeof value !== 'string' || !BARE_FILE.test(value)) continue;
+      if (typeof value !== 'string' || !BARE_FILE.test(value) || value.split('/').includes('..')) continue;
       if (!(await isFile(path.join(/*turbopackIgnore: true*/ found.dir, value)))) problems.push(`skill ${found.name}: ${table}.${key} names ${value}, which is not in ${relDir}`);
     }
   }

@@ -199,6 +199,7 @@ async function activate(scope: SkillScope, ctx: PathContext, done: string[]): Pr
     if (isFailure(matched)) return void activation.not_loaded.push(`${pattern}: ${matched.error.message}`);
     if (!matched.files.length) return void activation.not_loaded.push(`${pattern}: no file matches`);
     for (const file of matched.files) {
+      if (activation.loaded.some((l) => l.path === file)) continue;
       const read = await readText(file, ctx);
       if (isFailure(read)) activation.not_loaded.push(`${file}: ${read.error.message}`);
       else activation.loaded.push({ path: read.path, content: read.content });

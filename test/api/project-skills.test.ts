@@ -56,6 +56,17 @@ beforeAll(async () => {
     path.join(c, '_bmad', 'custom', 'bmad-agent-pm.user.toml'),
     ['[agent]', 'communication_style = "Plain words, short sentences."', 'persistent_facts = ["We ship on Fridays."]', ''].join('\n'),
   );
+  // The team's override of a workflow skill.
+  await fs.writeFile(
+    path.join(c, '_bmad', 'custom', 'bmad-prd.toml'),
+    [
+      '[workflow]',
+      'prd_output_path = "{planning_artifacts}/team-prds"',
+      'persistent_facts = ["file:{project-root}/docs/facts/*.md", "PRDs fit on two pages."]',
+      'activation_steps_prepend = ["Load {project-root}/docs/facts/team.md", "Ask for the launch date first."]',
+      '',
+    ].join('\n'),
+  );
   await fs.mkdir(path.join(c, 'docs', 'facts'), { recursive: true });
   await fs.writeFile(path.join(c, 'docs', 'facts', 'team.md'), 'The team is three people in Lisbon.\n');
   await fs.mkdir(path.join(c, SKILLS, 'bmad-broken'), { recursive: true });
@@ -137,7 +148,7 @@ describe('a real 6.12.0 install', () => {
     expect(system).toContain('have already been done by the server');
     expect(system).toContain('Done by the server:');
     expect(system).toContain(
-      'merged {project-root}/.claude/skills/bmad-agent-pm/customize.toml → {project-root}/_bmad/custom/bmad-agent-pm.toml → {project-root}/_bmad/custom/bmad-agent-pm.user.toml',
+      'merged {project-root}/.claude/skills/bmad-agent-pm/customize.toml → {bundle-root}/custom/bmad-agent-pm.toml → {bundle-root}/custom/bmad-agent-pm.user.toml',
     );
     expect(system).toContain('"code": "SUM"');
     expect(system).toContain('### {bundle-root}/bmm/config.yaml');
@@ -190,6 +201,28 @@ describe('a real 6.12.0 install', () => {
     expect(result.skill.files).toContain('{project-root}/.claude/skills/bmad-prd/references/validate.md');
     expect(result.unresolved).toEqual([]);
     expect(JSON.stringify(body)).not.toContain(projectsRoot);
+  });
+
+  it("a workflow skill's overrides merge too; its facts and file-loading steps come back loaded, the rest listed", async () => {
+    h.model.reset();
+    h.model.setScript([reply.text('ok')]);
+    const { body } = await send({ projectId: 'p612c', agentId: 'pm', message: '*PRD' });
+    const result = (body.data.message.functionCalls[0] as Call).result as unknown as {
+      instructions: { content: string };
+      workflow: Record<string, unknown>;
+      skill: { customization: string[] };
+      activation: { done: string[]; facts: string[]; loaded: { path: string; content: string }[]; not_loaded: string[]; steps: string[] };
+    };
+    expect(result.workflow.prd_output_path).toBe('{output_folder}/planning-artifacts/team-prds');
+    expect(result.instructions.content).toContain('scan `{output_folder}/planning-artifacts/team-prds` for prior in-progress runs');
+    expect(result.skill.customization).toEqual(['{project-root}/.claude/skills/bmad-prd/customize.toml', '{bundle-root}/custom/bmad-prd.toml']);
+    expect(result.activation).toMatchObject({
+      facts: ['PRDs fit on two pages.'],
+      loaded: [{ path: '{project-root}/docs/facts/team.md', content: 'The team is three people in Lisbon.\n' }],
+      not_loaded: [],
+      steps: ['prepend: Ask for the launch date first.'],
+    });
+    expect(result.activation.done[0]).toMatch(/^Resolved the skill's customization/);
   });
 
   it("lets the model invoke a skill by name and read the skill's references and assets", async () => {
