@@ -32,6 +32,12 @@ export function startupActions(agent: ResolvedAgent['agent']): CriticalAction[] 
   return [...critical, ...activationLoads(agent.activation?.text).filter((a) => a.kind === 'load' && !loaded.has(a.load.path))];
 }
 
+/** A TOML layer without its comment lines: BMAD's layers are mostly an explanatory header. */
+function settingsOnly(text: string): string {
+  const kept = text.split(/\r?\n/).filter((l) => !/^\s*#/.test(l)).join('\n').replace(/\n{3,}/g, '\n\n').trim();
+  return kept || '(no settings, only comments)';
+}
+
 const fence = (path: string, content: string) => `### ${path}\n\`\`\`\n${content.trimEnd()}\n\`\`\``;
 
 /**
@@ -105,7 +111,7 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
       Object.assign(variables, config.variables);
       const missing = action.load.variables.filter((k) => !(k in config.variables) && !isReservedVariable(k));
       if (missing.length) instructions.push(`Note: ${config.path} does not define ${missing.join(', ')}; ask the user if you need them.`);
-      loaded.push(fence(config.path, config.content));
+      loaded.push(fence(config.path, /\.toml$/i.test(config.path) ? settingsOnly(config.content) : config.content));
       continue;
     }
     if (seen.has(requested)) continue;

@@ -221,10 +221,12 @@ export function skillAgentDefinition(src: SkillAgentSource): AgentDefinition {
 
   const startup: CriticalAction[] = [...configLoads(src, body)];
   if (src.customization) {
-    const absent = customizationLayers(skillRoot, '{bundle-root}', src.skill.name).filter((l) => !src.customization?.merged.includes(l));
+    const c = src.customization;
+    const absent = customizationLayers(skillRoot, '{bundle-root}', src.skill.name).filter((l) => !c.merged.includes(l) && !c.invalid.includes(l));
+    const notes = [absent.length ? `not present: ${absent.join(', ')}` : '', c.invalid.length ? `left out as not valid TOML: ${c.invalid.join(', ')}` : ''].filter(Boolean);
     startup.push({
       kind: 'done',
-      text: `Resolved the agent block (your "Resolve the Agent Block" step; do not run resolve_customization.py): merged ${src.customization.merged.join(' → ') || 'no layer'} by BMAD's rules${absent.length ? ` (not present: ${absent.join(', ')})` : ''}. Every {agent.*} in your instructions already shows the result`,
+      text: `Resolved the agent block (your "Resolve the Agent Block" step; do not run resolve_customization.py): merged ${c.merged.join(' → ') || 'no layer'} by BMAD's rules${notes.length ? ` (${notes.join('; ')})` : ''}. Every {agent.*} in your instructions already shows the result`,
       content: JSON.stringify({ agent: block }, null, 2),
     });
     startup.push(...steps(block.activation_steps_prepend, 'Activation step (prepend)'));

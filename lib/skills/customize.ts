@@ -10,6 +10,8 @@ export interface Merged {
   data: TomlTable;
   /** Labels of the layers that were present and merged, in order. */
   merged: string[];
+  /** Labels of the layers that were present but not valid TOML, so left out. */
+  invalid: string[];
   /** Layers that could not be used (invalid TOML, a required one missing). */
   problems: string[];
 }
@@ -34,18 +36,20 @@ export function centralConfigLayers(installRoot: string): string[] {
 export function mergeTomlLayers(layers: Layer[]): Merged {
   const tables: TomlTable[] = [];
   const merged: string[] = [];
+  const invalid: string[] = [];
   const problems: string[] = [];
   for (const layer of layers) {
     if (layer.text === null) continue;
     const parsed = parseToml(layer.text);
     if (!parsed.ok) {
+      invalid.push(layer.path);
       problems.push(`${layer.path} is not valid TOML (${parsed.reason}); it was left out`);
       continue;
     }
     tables.push(parsed.data);
     merged.push(layer.path);
   }
-  return { data: mergeLayers(tables), merged, problems };
+  return { data: mergeLayers(tables), merged, invalid, problems };
 }
 
 /** Scalars of the named tables of a merged central config (`core`, `modules.bmm`), later tables winning: config variables. */

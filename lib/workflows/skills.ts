@@ -283,7 +283,8 @@ export async function loadSkill(target: string, ctx: PathContext, shared: Shared
   const front = splitFrontmatter(skillMd.content);
   const scope = await skillScope(dir, name, ctx);
   const done: string[] = [];
-  if (scope.customization) done.push(`Resolved the skill's customization (do not run resolve_customization.py): merged ${scope.customization.merged.join(' → ')} by BMAD's rules; {workflow.*} in its text shows the result.`);
+  const c = scope.customization;
+  if (c) done.push(`Resolved the skill's customization (do not run resolve_customization.py): merged ${c.merged.join(' → ') || 'no layer'} by BMAD's rules${c.invalid.length ? ` (left out as not valid TOML: ${c.invalid.join(', ')})` : ''}; {workflow.*} in its text shows the result.`);
   if (scope.centralLayers.length) done.push(`Config: ${scope.centralLayers.join(' → ')} laid over the module config, as resolve_config.py does.`);
 
   let entry: LoadedFile = { path: skillMd.path, content: skillMd.content };
