@@ -64,7 +64,11 @@ interface Built {
 
 function skillCommand(number: number, code: string, description: string, skill: string, src: SkillAgentSource, problems: string[], attrs: Record<string, string>): AgentCommand {
   if (!src.skillNames.has(skill)) problems.push(`menu item ${code} names the skill ${skill}, which is not installed`);
-  return { cmd: `*${code}`, code, name: skill, number, description, kind: 'skill', target: `skill:${skill}`, attrs };
+  const command: AgentCommand = { cmd: `*${code}`, code, name: skill, number, description, kind: 'skill', target: `skill:${skill}`, attrs };
+  // `*create-prd` as compiled agents named it (bmad-create-prd), still typed from habit.
+  const short = skill.replace(/^bmad-/i, '');
+  if (short !== skill && short.toLowerCase() !== code.toLowerCase()) command.aliases = [short];
+  return command;
 }
 
 /** 6.12: `[[agent.menu]]` items, each with a `code` and one of `skill` or `prompt`. */

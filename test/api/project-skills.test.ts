@@ -332,10 +332,10 @@ describe('a real 6.3.0 install', () => {
     expect(system).toContain('{user_name} = Tester');
   });
 
-  it("loads a skill that only points at its workflow.md as that step-file workflow", async () => {
+  it('loads a skill that only points at its workflow.md as that step-file workflow, also by the name compiled agents gave it', async () => {
     h.model.reset();
     h.model.setScript([reply.text('ok')]);
-    const { body } = await send({ projectId: 'p630', agentId: 'pm', message: '*CP' });
+    const { body } = await send({ projectId: 'p630', agentId: 'pm', message: '*create-prd' });
     expect(body.data.message.functionCalls[0].result).toMatchObject({
       ok: true,
       kind: 'step-file',
