@@ -96,6 +96,12 @@ export async function readSkillManifest(configDir: string | null): Promise<Manif
   });
 }
 
+/** The skill folders whose tool folder (`.claude`, `.agents`, ...) the project has: one listing instead of a lookup per tool. */
+async function presentFolders(projectReal: string): Promise<string[]> {
+  const top = new Set(await fs.readdir(projectReal).catch(() => [] as string[]));
+  return SKILL_FOLDERS.filter((f) => top.has(f.split('/')[0]));
+}
+
 /** The real folder, when it is one inside the project (a link out of the project is no skill of it). */
 async function realInside(projectReal: string, candidate: string): Promise<string | null> {
   const real = await fs.realpath(candidate).catch(() => null);
@@ -109,7 +115,46 @@ interface Found {
   row?: ManifestRow;
 }
 
+interface Described {
+  skill: InstalledSkill | null;
+  problems: string[];
+  /** `table.key = bare path` values of its customize.toml, checked against the folder on every discovery. */
+  assets: Array<[string, string]>;
+}
+
+// Parsing every skill's files again on each look at the project would cost more than the rest of
+// the project together; a skill is read again only when one of its files changes.
+const describedCache = new Map<string, { stamp: string; value: Promise<Described> }>();
+const SKILL_FILES = ['SKILL.md', 'customize.toml', 'bmad-skill-manifest.yaml'];
+
 async function describe(projectReal: string, found: Found, problems: string[]): Promise<InstalledSkill | null> {
+  // One listing, then stats of the files that are there: a failed stat costs an exception.
+  const present = new Set(await fs.readdir(found.dir).catch(() => [] as string[]));
+  const stats = await Promise.all(SKILL_FILES.map((f) => (present.has(f) ? fs.stat(path.join(/*turbopackIgnore: true*/ found.dir, f)).catch(() => null) : null)));
+  const stamp = stats.map((st) => (st ? `${st.mtimeMs}:${st.size}` : '-')).join('/');
+  const key = [projectReal, found.dir, found.name, found.row?.module ?? '', found.row?.description ?? ''].join('\0');
+  let hit = describedCache.get(key);
+  if (!hit || hit.stamp !== stamp) {
+    hit = { stamp, value: read(projectReal, found) };
+    describedCache.set(key, hit);
+  }
+  const d = await hit.value;
+  problems.push(...d.problems);
+  const relDir = posix(path.relative(projectReal, found.dir));
+  for (const [where, value] of d.assets) {
+    if (!(await isFile(path.join(/*turbopackIgnore: true*/ found.dir, value)))) problems.push(`skill ${found.name}: ${where} names ${value}, which is not in ${relDir}`);
+  }
+  return d.skill && { ...d.skill };
+}
+
+async function read(projectReal: string, found: Found): Promise<Described> {
+  const problems: string[] = [];
+  const assets: Array<[string, string]> = [];
+  const skill = await parseSkill(projectReal, found, problems, assets);
+  return { skill, problems, assets };
+}
+
+async function parseSkill(projectReal: string, found: Found, problems: string[], assets: Array<[string, string]>): Promise<InstalledSkill | null> {
   const relDir = posix(path.relative(projectReal, found.dir));
   const skillMd = await fs.readFile(path.join(/*turbopackIgnore: true*/ found.dir, 'SKILL.md'), 'utf8').catch(() => null);
   if (skillMd === null) {
@@ -130,7 +175,7 @@ async function describe(projectReal: string, found: Found, problems: string[]): 
     if (!parsed.ok) problems.push(`skill ${found.name}: ${relDir}/customize.toml is not valid TOML: ${parsed.reason}`);
     else {
       if (isTable(parsed.data.agent)) skill.agent = true;
-      await missingAssets(found, relDir, parsed.data, problems);
+      assets.push(...bareFiles(parsed.data));
     }
   }
   const meta = await fs.readFile(path.join(/*turbopackIgnore: true*/ found.dir, 'bmad-skill-manifest.yaml'), 'utf8').catch(() => null);
@@ -149,20 +194,36 @@ async function describe(projectReal: string, found: Found, problems: string[]): 
 // `prd_template = "assets/prd-template.md"`: a bare path, read from the skill folder.
 const BARE_FILE = /^(?:\.\/)?[\w.-]+(?:\/[\w.-]+)+\.[A-Za-z0-9]+$/;
 
-/** The files a skill's customize.toml names by a bare path must be in the skill folder. */
-async function missingAssets(found: Found, relDir: string, data: Record<string, unknown>, problems: string[]): Promise<void> {
+/** The files a skill's customize.toml names by a bare path: they must be in the skill folder. */
+function bareFiles(data: Record<string, unknown>): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
   for (const table of ['workflow', 'agent']) {
     const t = data[table];
     if (!isTable(t)) continue;
     for (const [key, value] of Object.entries(t)) {
-      if (typeof value !== 'string' || !BARE_FILE.test(value) || value.split('/').includes('..')) continue;
-      if (!(await isFile(path.join(/*turbopackIgnore: true*/ found.dir, value)))) problems.push(`skill ${found.name}: ${table}.${key} names ${value}, which is not in ${relDir}`);
+      if (typeof value === 'string' && BARE_FILE.test(value) && !value.split('/').includes('..')) out.push([`${table}.${key}`, value]);
     }
   }
+  return out;
 }
 
-/** Every SKILL.md under the install folder (6.2 keeps its skills there), a few levels deep. */
+const installWalks = new Map<string, { stamp: string; value: Promise<Array<{ name: string; dir: string }>> }>();
+
+/**
+ * Every SKILL.md under the install folder (6.2 keeps its skills there), a few levels deep. The
+ * walk is redone when the installer has run again (its manifest.yaml) or the folder changed.
+ */
 async function skillsInInstall(installReal: string): Promise<Array<{ name: string; dir: string }>> {
+  const stats = await Promise.all([installReal, path.join(installReal, '_config', 'manifest.yaml'), path.join(installReal, '_cfg', 'manifest.yaml')].map((p) => fs.stat(p).catch(() => null)));
+  const stamp = stats.map((st) => (st ? String(st.mtimeMs) : '-')).join('/');
+  const hit = installWalks.get(installReal);
+  if (hit && hit.stamp === stamp) return hit.value;
+  const value = walkInstall(installReal);
+  installWalks.set(installReal, { stamp, value });
+  return value;
+}
+
+async function walkInstall(installReal: string): Promise<Array<{ name: string; dir: string }>> {
   const out: Array<{ name: string; dir: string }> = [];
   try {
     const walk = walkFolder(installReal, { maxDepth: 5, maxEntries: 20_000, onUnreadable: 'skip' });
@@ -202,7 +263,7 @@ export async function discoverSkills(projectRoot: string, installRoot: string, c
     if (real) add({ name: row.name, dir: real, row });
   }
   if (installReal) for (const s of await skillsInInstall(installReal)) if (SKILL_NAME.test(s.name)) add(s);
-  for (const folder of SKILL_FOLDERS) {
+  for (const folder of await presentFolders(projectReal)) {
     const root = await realInside(projectReal, path.join(/*turbopackIgnore: true*/ projectReal, folder));
     if (!root) continue;
     const entries = await fs.readdir(root, { withFileTypes: true }).catch(() => []);
@@ -240,7 +301,7 @@ export async function locateSkill(projectRoot: string, installRoot: string, name
     const inInstall = (await skillsInInstall(installReal)).find((s) => s.name === name);
     if (inInstall) return inInstall.dir;
   }
-  for (const folder of SKILL_FOLDERS) {
+  for (const folder of await presentFolders(projectReal)) {
     const found = await hasSkillMd(await realInside(projectReal, path.join(/*turbopackIgnore: true*/ projectReal, folder, name)));
     if (found) return found;
   }
