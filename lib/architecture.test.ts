@@ -59,6 +59,7 @@ describe('architecture', () => {
     ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
     ['loop', ['chat', 'conversations', 'tools', 'runtime']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
+    ['skills', ['tools', 'chat', 'loop', 'runtime', 'projects', 'conversations', 'stream', 'llm']],
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
     ['prompt', ['tools', 'loop', 'chat', 'runtime']],
     ['stream', ['tools', 'chat', 'conversations', 'runtime']],

@@ -1,4 +1,7 @@
 import type { AgentDefinition } from './parser';
+import type { CriticalAction } from './actions';
+
+export type { CriticalAction, CriticalLoad } from './actions';
 
 /**
  * What an agent does when it starts, before the first model call: the file loads of its critical
@@ -7,15 +10,6 @@ import type { AgentDefinition } from './parser';
  */
 
 const LOAD_RE = /^\s*load\s+(?:into\s+memory\s+|and\s+read\s+)?(\S+)(?:\s+(?:and|&)\s+set\s+(?:the\s+)?(?:variables?|vars?)\s*:?\s*(.*))?$/i;
-
-export interface CriticalLoad {
-  /** The path as written in the agent file (variables unresolved). */
-  path: string;
-  /** Variable names the action asks to set; empty means every top-level key. */
-  variables: string[];
-}
-
-export type CriticalAction = { kind: 'load'; load: CriticalLoad; text: string } | { kind: 'instruction'; text: string };
 
 /** Sorts critical-action items into file loads the server performs and instructions for the model. */
 export function classifyCriticalActions(items: string[]): CriticalAction[] {
@@ -59,8 +53,13 @@ export function activationLoads(activation: string | undefined): CriticalAction[
   return out;
 }
 
-/** Critical actions first, then the activation's loads of files they do not already load. */
-export function startupActions(agent: Pick<AgentDefinition, 'criticalActions' | 'activation'>): CriticalAction[] {
+/**
+ * What the server does when an agent starts: what its definition lists (a skill agent's startup,
+ * read from its customization), else its critical actions, then its activation's loads of files
+ * they do not already load.
+ */
+export function startupActions(agent: Pick<AgentDefinition, 'criticalActions' | 'activation' | 'startup'>): CriticalAction[] {
+  if (agent.startup) return agent.startup;
   const critical = classifyCriticalActions(agent.criticalActions);
   const loaded = new Set(critical.flatMap((a) => (a.kind === 'load' ? [a.load.path] : [])));
   return [...critical, ...activationLoads(agent.activation?.text).filter((a) => a.kind === 'load' && !loaded.has(a.load.path))];

@@ -6,7 +6,7 @@ import type { ToolCall } from '../llm/types';
 import { runTurn, TurnBudget, type TurnEvent } from '../loop';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
-import { describeAmbiguity, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
+import { commandNote, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
 import { sweepTempFiles } from '../outputs';
 import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
@@ -125,9 +125,9 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   try {
     await store.append(conversationId, { id: newId('msg'), role: 'user', content: turn.message, timestamp: stamp() });
     // Several menu items fit what the user typed: the server guesses none and has the agent ask.
-    if (turn.command.kind === 'ambiguous') {
-      await store.append(conversationId, { id: newId('sys'), role: 'system', content: describeAmbiguity(turn.command), timestamp: stamp() });
-    }
+    // A prompt item the user picked: its prompt follows their message.
+    const note = commandNote(turn.command);
+    if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
     const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);

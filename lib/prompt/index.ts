@@ -29,6 +29,7 @@ You run inside a server that gives you real tools. Use them; never pretend.
 - PATHS_RULE
 - Write every document you produce with save_output into {output_folder}, e.g. {output_folder}/product-brief.md. Prefer edit_file for small changes to a file you already wrote.
 - When a command maps to a workflow or a task, call execute_workflow with its workflow_path, then follow the returned instructions step by step, using the template when there is one and the engine rules when they are returned. A step-file workflow comes back with its first step loaded; go to the next step with execute_workflow on the step's nextStepFile.
+- When a command or your instructions invoke a skill by name, call execute_workflow with workflow_path skill:<name> (e.g. skill:bmad-help) and follow the SKILL.md it returns; read its references and assets with read_file, or with execute_workflow to get them resolved.
 - When the instructions tell you to ask the user something, ask and stop; wait for the answer before going on.
 - A tool error comes back as { ok: false, error: { code, message } }: read it, correct the call or tell the user what is missing. Do not retry the same failing call over and over.
 - Use list_files and search_files to find files instead of guessing names; read large files in windows (start_line, end_line).`;
@@ -55,14 +56,14 @@ function personaSection(agent: PromptAgent): string {
 function commandsSection(agent: PromptAgent): string {
   if (!agent.commands.length) return '';
   const lines = agent.commands.map((c) => {
-    const target = c.target && c.kind && c.kind !== 'none' ? ` (${c.kind}: ${c.target})` : '';
+    const target = c.target && c.kind && c.kind !== 'none' ? ` (${c.target.startsWith(`${c.kind}:`) ? c.target : `${c.kind}: ${c.target}`})` : '';
     // A BMAD item is typed by its code or by its name: both have to be in the list.
-    const name = c.code && c.name ? ` ${c.name}` : '';
+    const name = c.code && c.name && c.name !== c.code ? ` ${c.name}` : '';
     const aliases = c.code && c.aliases?.length ? ` (also: ${c.aliases.join(', ')})` : '';
     return `- ${c.cmd}${name}${aliases}: ${c.description}${target}`;
   });
   const named = agent.commands.some((c) => c.code) ? ', its code or its name' : '';
-  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow / exec targets call execute_workflow with that path (and data_path for the item's data file); for tmpl / data / validate-workflow targets read the file first.`;
+  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow / exec targets call execute_workflow with that path (and data_path for the item's data file); for tmpl / data / validate-workflow targets read the file first${agent.commands.some((c) => c.kind === 'skill' || c.kind === 'prompt') ? '; for skill targets call execute_workflow with skill:<name>; for prompt items carry out the prompt (a prompt file: load it with execute_workflow)' : ''}.`;
 }
 
 /**
