@@ -80,6 +80,8 @@ export async function diagnoseProject(project: Project): Promise<Problem[]> {
   // they reach is told in the install's agent order, so the first menu item a line names is stable.
   const reached = await Promise.all(
     install.agents.map(async (agent): Promise<Reached[]> => {
+      // An agent skill is no compiled agent file: the catalog reads and checks it (the project's problems).
+      if (agent.skill) return [];
       const text = await fs.readFile(agent.file, 'utf8').catch(() => null);
       if (text === null) {
         report.add({ file: agent.relFile, severity: 'error', reason: 'could not be read', agent: agent.id });

@@ -121,8 +121,8 @@ describe('a real 6.12.0 install', () => {
     // The doctor and the API name what is wrong with the skills.
     expect(problems).toEqual(
       expect.arrayContaining([
-        'agent bmad-agent-pm: menu item ZZ names the skill bmad-nope, which is not installed',
-        `skill bmad-broken: ${SKILLS}/bmad-broken/SKILL.md is missing`,
+        '_bmad: error: agent bmad-agent-pm: menu item ZZ names the skill bmad-nope, which is not installed',
+        `_bmad: error: skill bmad-broken: ${SKILLS}/bmad-broken/SKILL.md is missing`,
       ]),
     );
 
@@ -315,7 +315,7 @@ describe('a real 6.3.0 install', () => {
     ]);
     const writer = agents.find((a) => a.id === 'bmad-agent-tech-writer') as AgentSummary;
     expect(writer.commands.map((c) => [c.cmd, c.kind, c.target])).toContainEqual(['*WD', 'prompt', '{project-root}/.claude/skills/bmad-agent-tech-writer/write-document.md']);
-    expect(problems).toEqual(['agent bmad-agent-analyst: menu item CB names the skill bmad-product-brief-preview, which is not installed']);
+    expect(problems).toEqual(['_bmad: error: agent bmad-agent-analyst: menu item CB names the skill bmad-product-brief-preview, which is not installed']);
   });
 
   it('activates server-side: the module config and the project context it searches for', async () => {
