@@ -6,7 +6,9 @@ import { GET as list } from '@/app/api/conversations/route';
 import { GET as getOne, PATCH, DELETE } from '@/app/api/conversations/[id]/route';
 import { GET as getAudit } from '@/app/api/conversations/[id]/audit/route';
 import { GET as exportConversation } from '@/app/api/conversations/[id]/export/route';
-import { reply } from '../scripted-model';
+import { GET as listFiles } from '@/app/api/conversations/[id]/files/route';
+import { GET as getFile } from '@/app/api/conversations/[id]/files/[...path]/route';
+import { NOTE_CONTENT, reply } from '../scripted-model';
 import { REPO, get, jsonRequest, params, startHarness, type Harness } from './harness';
 
 let h: Harness;
@@ -174,5 +176,17 @@ describe('GET /api/conversations/:id/export', () => {
     const id = (await (await send({ agentId: 'product-lead', message: 'hi' })).json()).conversationId;
     const text = await (await exportConversation(get(`/api/conversations/${id}/export`), params({ id }))).text();
     expect(text).toMatch(/- Last turn: failed \(`E_LLM_UPSTREAM`: The model endpoint .* failed \(500\)/);
+  });
+});
+
+describe('the README walk-through', () => {
+  it('scripted:write-file writes a note that GET /api/conversations/<id>/files/<path> serves as listed', async () => {
+    h = await startHarness({ OPENAI_MODEL: 'scripted:write-file' });
+    const id = (await (await send({ agentId: 'product-lead', message: 'write something' })).json()).data.conversationId;
+    const files = (await (await listFiles(get(`/api/conversations/${id}/files`), params({ id }))).json()).data.files;
+    expect(files.map((f: { path: string }) => f.path)).toEqual(['scripted-note.md']);
+    const file = await getFile(get(`/api/conversations/${id}/files/scripted-note.md`), params({ id, path: ['scripted-note.md'] }));
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe(NOTE_CONTENT);
   });
 });
