@@ -44,16 +44,25 @@ export interface ProjectView {
   outputFolder: string;
   /** Further folders agents may write (virtual paths); empty by default. */
   writable: string[];
+  /**
+   * `<file>: <severity>: <reason>` lines, files relative to the project. In the list: what reading
+   * the install finds (manifests, module configs, settings); in the detail: the doctor's errors
+   * and warnings (every agent's start, menu targets, workflows, steps, templates, config keys).
+   */
   problems: string[];
 }
 
 export interface ProjectDetail extends ProjectView {
   agents: AgentSummary[];
+  /** The doctor's notes: nothing to fix (values workflows set while they run, menu items not written yet). */
+  notes: string[];
 }
 
 export interface HealthData {
   status: 'ok';
   llm: { configured: boolean; model: string };
+  /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap). */
+  capabilities?: { scripts: boolean; sandbox: boolean };
 }
 
 export interface FunctionCallView {

@@ -4,11 +4,13 @@ import { memo } from 'react';
 import type { ToolPart } from '../_lib/types';
 import { shortJson, toolLabel, toolResultSummary } from '../_lib/toolLabels';
 import { AlertIcon, CheckIcon, Spinner } from './icons';
+import { SubagentActivity } from './SubagentActivity';
 
 const STATE_TEXT = { running: 'running', done: 'done', failed: 'failed' } as const;
 
 /** One tool call: a live line while it runs, then done/failed; details show arguments and result. */
 export const ToolActivity = memo(function ToolActivity({ part }: { part: ToolPart }) {
+  if (part.toolName === 'spawn_subagent') return <SubagentActivity part={part} />;
   const label = toolLabel(part.toolName, part.input);
   const summary = part.state === 'done' ? toolResultSummary(part.toolName, part.output) : undefined;
   return (

@@ -100,6 +100,10 @@ export function useChatSession(options: ChatSessionOptions) {
           if (typeof chunk.toolCallId === 'string' && typeof chunk.toolName === 'string') toolNames.set(chunk.toolCallId, chunk.toolName);
         } else if (chunk.type === 'tool-output-available' && typeof chunk.toolCallId === 'string') {
           if (WRITING_TOOLS.has(toolNames.get(chunk.toolCallId) ?? '')) optsRef.current.onOutputsChanged?.();
+        } else if (chunk.type === 'data-subagent') {
+          // A subagent writes into the same output folder.
+          const d = chunk.data as { toolName?: unknown; state?: unknown } | undefined;
+          if (d?.state === 'done' && WRITING_TOOLS.has(String(d.toolName))) optsRef.current.onOutputsChanged?.();
         }
       });
       dispatch({ type: 'end', reason: 'complete' });

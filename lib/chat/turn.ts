@@ -3,16 +3,17 @@ import { log } from '../log';
 import type { Conversation, StoredMessage, TurnLease, TurnOutcome } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
-import { runTurn, type TurnEvent } from '../loop';
+import { runTurn, TurnBudget, type TurnEvent } from '../loop';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
-import { describeAmbiguity, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
+import { commandNote, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
 import { sweepTempFiles } from '../outputs';
 import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
 import { activate } from './activation';
 import { SERVER_SHUTDOWN } from './shutdown-reason';
 import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
+import { subagentHost } from './subagent';
 
 export interface ChatRequest {
   agentId: string;
@@ -224,9 +225,9 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   try {
     if (turn.appendUser) await store.append(conversationId, { id: turn.userMessageId, role: 'user', content: turn.message, timestamp: stamp() });
     // Several menu items fit what the user typed: the server guesses none and has the agent ask.
-    if (turn.command.kind === 'ambiguous') {
-      await store.append(conversationId, { id: newId('sys'), role: 'system', content: describeAmbiguity(turn.command), timestamp: stamp() });
-    }
+    // A prompt item the user picked: its prompt follows their message.
+    const note = commandNote(turn.command);
+    if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
     const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);
@@ -244,17 +245,21 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);
     let stepStarted = performance.now();
+    // Subagents draw on the turn's budget and run on its model; their activity joins its events.
+    const budget = new TurnBudget(deps.config.maxIterations);
+    const subagents = subagentHost({ deps, ctx, definitions, client: deps.llm(), model: deps.config.llm.model, budget, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
 
-    for await (let event of runTurn({
+    for await (let event of subagents.merge(runTurn({
       client: deps.llm(),
       model: deps.config.llm.model,
       messages,
-      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig }) },
+      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig, subagent: subagents.runner(call.id) }) },
       maxIterations: deps.config.maxIterations,
+      budget,
       signal,
       timeoutMs: deps.config.turnTimeoutMs,
       ...(shortcut ? { serverCalls: [shortcut] } : {}),
-    })) {
+    }))) {
       switch (event.type) {
         case 'step-start':
           stepStarted = performance.now();

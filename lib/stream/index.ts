@@ -104,6 +104,25 @@ export class UiStreamEncoder {
         break;
       case 'assistant-message':
         break;
+      case 'subagent-tool': {
+        // A data part rather than a tool part: useChat would list a nested call as the turn's own.
+        // The same id again updates the part in place, so a call shows running, then its outcome.
+        const err = event.result ? errorText(event.result) : null;
+        out.push({
+          type: 'data-subagent',
+          id: `${event.parentToolCallId}:${event.seq}`,
+          data: {
+            parentToolCallId: event.parentToolCallId,
+            toolCallId: event.call.id,
+            toolName: event.call.name,
+            input: event.input,
+            step: event.step,
+            state: !event.result ? 'running' : err === null ? 'done' : 'failed',
+            ...(err !== null ? { errorText: err } : {}),
+          },
+        });
+        break;
+      }
       case 'finish':
         this.closeStep(out);
         out.push({ type: 'data-usage', data: { ...event.usage, iterations: event.iterations } });

@@ -70,3 +70,48 @@ describe('UiStreamEncoder', () => {
     expect(sse('[DONE]')).toBe('data: [DONE]\n\n');
   });
 });
+
+describe('nested activity (subagents)', () => {
+  const parent = { id: 'p1', name: 'spawn_subagent', arguments: '{"instructions":"Find the PRD"}' };
+  const nested = { id: 'call_0', name: 'read_file', arguments: '{"file_path":"{output_folder}/prd.md"}' };
+  const events: TurnEvent[] = [
+    { type: 'step-start', iteration: 1 },
+    { type: 'assistant-message', content: '', toolCalls: [parent], usage },
+    { type: 'tool-call', call: parent, input: { instructions: 'Find the PRD' } },
+    { type: 'subagent-tool', parentToolCallId: 'p1', seq: 0, step: 1, call: nested, input: { file_path: '{output_folder}/prd.md' } },
+    { type: 'subagent-tool', parentToolCallId: 'p1', seq: 0, step: 1, call: nested, input: { file_path: '{output_folder}/prd.md' }, result: { ok: false, error: { code: 'ENOENT', message: 'Not found' } } },
+    { type: 'tool-result', call: parent, result: { ok: true, result: 'No PRD yet.', steps: 2, tool_calls: [{ name: 'read_file', ok: false, error: 'ENOENT' }] }, durationMs: 5 },
+    { type: 'step-finish', iteration: 1, usage },
+    { type: 'step-start', iteration: 3 },
+    { type: 'text-delta', delta: 'There is no PRD yet.' },
+    { type: 'step-finish', iteration: 3, usage },
+    { type: 'finish', stopReason: 'stop', usage, iterations: 4 },
+  ];
+
+  it('shows a nested call as a data-subagent part under its parent call, updated in place', () => {
+    const chunks = encodeAll(events).filter((c) => c.type === 'data-subagent');
+    expect(chunks).toEqual([
+      { type: 'data-subagent', id: 'p1:0', data: { parentToolCallId: 'p1', toolCallId: 'call_0', toolName: 'read_file', input: { file_path: '{output_folder}/prd.md' }, step: 1, state: 'running' } },
+      { type: 'data-subagent', id: 'p1:0', data: expect.objectContaining({ state: 'failed', errorText: 'ENOENT: Not found' }) },
+    ]);
+  });
+
+  it('stays a valid UI message stream: the AI SDK reads it into one message with the tool and its nested call', async () => {
+    const { readUIMessageStream, uiMessageChunkSchema } = await import('ai');
+    const chunks = encodeAll(events);
+    const schema = uiMessageChunkSchema();
+    for (const c of chunks) expect((await schema.validate!(c)).success).toBe(true);
+    const stream = new ReadableStream({
+      start(ctrl) {
+        for (const c of chunks) ctrl.enqueue(c);
+        ctrl.close();
+      },
+    });
+    let last: { parts: Array<Record<string, unknown>> } | undefined;
+    for await (const m of readUIMessageStream({ stream: stream as never, terminateOnError: true })) last = m as never;
+    const parts = last!.parts.filter((p) => p.type !== 'step-start');
+    expect(parts.map((p) => p.type)).toEqual(['data-conversation', 'dynamic-tool', 'data-subagent', 'text', 'data-usage', 'data-stop']);
+    expect(parts[1]).toMatchObject({ toolCallId: 'p1', toolName: 'spawn_subagent', state: 'output-available' });
+    expect(parts[2]).toMatchObject({ id: 'p1:0', data: { parentToolCallId: 'p1', state: 'failed' } });
+  });
+});

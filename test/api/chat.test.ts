@@ -24,7 +24,10 @@ const send = (body: Record<string, unknown>, init?: RequestInit) => chat(jsonReq
 describe('GET endpoints', () => {
   it('reports health with the model configuration', async () => {
     const body = await (await health(get('/api/health'))).json();
-    expect(body).toEqual({ success: true, data: { status: 'ok', llm: { configured: true, model: 'scripted-test' } } });
+    expect(body).toEqual({
+      success: true,
+      data: { status: 'ok', llm: { configured: true, model: 'scripted-test' }, capabilities: { scripts: expect.any(Boolean), sandbox: expect.any(Boolean) } },
+    });
   });
 
   it('lists entry-point agents with their commands, never helpers', async () => {
