@@ -215,4 +215,29 @@ describe('sseBody', () => {
     expect(counts).toEqual([shown.length]);
     expect(log).toContain('stored how it ended');
   });
+
+  it('does not count a write that waits unread in the queue when the reader goes', async () => {
+    const counts: number[] = [];
+    let received = '';
+    const turn = stoppable([]);
+    const body = sseBody({
+      messageId: 'm',
+      conversationId: 'c',
+      events: turn.events,
+      coalesceMs: 0,
+      onTextWritten: (n) => counts.push(n),
+      onCancel: () => turn.controller.abort(),
+    });
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    while (!received.includes('text-delta')) received += decoder.decode((await reader.read()).value);
+    // The body reads ahead: the next token is written into the queue, where nobody takes it.
+    await sleep(40);
+    await reader.cancel();
+    const shown = frames(received)
+      .filter((f) => (f as { type?: string }).type === 'text-delta')
+      .map((f) => (f as { delta: string }).delta)
+      .join('');
+    expect(counts.at(-1)).toBe(shown.length);
+  });
 });

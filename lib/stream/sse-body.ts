@@ -25,9 +25,9 @@ export interface SseBodyOptions {
    */
   readerGone?: AbortSignal;
   /**
-   * Called after each write that carried answer text, with the characters of text-delta written
-   * so far (the whole turn). What the reader never got (still gathered for the window when it went
-   * away) is not counted, so a stopped turn can store exactly what was shown.
+   * Called when a read has taken written answer text, with the characters of text-delta taken
+   * so far (the whole turn). Text the reader never got (still gathered for the window, or queued
+   * unread, when it went away) is not counted, so a stopped turn can store exactly what was sent.
    */
   onTextWritten?: (chars: number) => void;
 }
@@ -44,7 +44,9 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   let pending: Promise<IteratorResult<TurnEvent>> | null = null;
   let buffered: string[] = [];
   let bufferedText = 0;
-  let writtenText = 0;
+  /** Text of the last write while it waits in the stream's queue for a read. */
+  let queuedText = 0;
+  let deliveredText = 0;
   /** The reader went away: nothing more is written, the events are drained to their end. */
   let detached = false;
   let drained: Promise<void> | null = null;
@@ -72,11 +74,18 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
     buffered = [];
     lastWrite = performance.now();
     deadline = Infinity;
-    if (bufferedText) {
-      writtenText += bufferedText;
-      bufferedText = 0;
-      options.onTextWritten?.(writtenText);
-    }
+    queuedText += bufferedText;
+    bufferedText = 0;
+    // Room left in the queue means a waiting read took the write at once.
+    if ((ctrl.desiredSize ?? 0) > 0) confirmDelivered();
+  };
+
+  /** What is written counts once a read took it: text held or queued when the reader goes is not. */
+  const confirmDelivered = () => {
+    if (!queuedText) return;
+    deliveredText += queuedText;
+    queuedText = 0;
+    options.onTextWritten?.(deliveredText);
   };
 
   /**
@@ -90,6 +99,7 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
     stopClosing();
     buffered = [];
     bufferedText = 0;
+    queuedText = 0;
     options.onCancel?.();
     drained = (async () => {
       try {
@@ -149,6 +159,8 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
       deadline = performance.now();
     },
     async pull(ctrl) {
+      // A pull comes only once the queue is empty: the last write has been read.
+      if (!detached) confirmDelivered();
       try {
         // A pull that enqueues nothing is not called again, so keep going until a write is made.
         for (;;) {
@@ -184,7 +196,5 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
     async cancel() {
       await detach();
     },
-    // No read ahead: a write is made only for a waiting read, which takes it at once. So what
-    // was written is what the reader got, and a reader gone loses nothing that was counted.
-  }, { highWaterMark: 0 });
+  });
 }
