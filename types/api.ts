@@ -86,10 +86,26 @@ export type MessagePartView = { type: 'text'; text: string } | { type: 'tool'; t
 
 export interface ChatResponseData {
   conversationId: string;
+  /** The id of the user message this turn answered (the stored one, for a regenerate). */
+  userMessageId: string;
   message: ChatMessageView & { role: 'assistant'; functionCalls: FunctionCallView[] };
   usage: { promptTokens: number; completionTokens: number };
   iterations: number;
   stopReason: 'stop' | 'max_iterations' | 'aborted';
+}
+
+/**
+ * `idle`: the last turn ended normally; `running`: a turn runs now; otherwise how the last turn
+ * ended: `stopped` by the user, `failed` on an error, `interrupted` when the server went away.
+ */
+export type ConversationStatus = 'idle' | 'running' | 'interrupted' | 'stopped' | 'failed';
+
+/** How the last turn ended when it did not end normally (absent when status is idle or running). */
+export interface LastTurnView {
+  status: 'stopped' | 'failed' | 'interrupted';
+  /** For `failed`: the error's code and message, as the turn reported them. */
+  error?: { code: string; message: string };
+  at: string;
 }
 
 export interface ConversationSummaryView {
@@ -101,7 +117,8 @@ export interface ConversationSummaryView {
   title: string;
   createdAt: string;
   updatedAt: string;
-  status: 'idle' | 'running' | 'interrupted';
+  status: ConversationStatus;
+  lastTurn?: LastTurnView;
   messageCount: number;
   lastMessagePreview?: string;
 }

@@ -32,10 +32,12 @@ export class UiStreamEncoder {
 
   constructor(private readonly messageId: string) {}
 
-  begin(conversationId: string): UiChunk[] {
+  begin(conversationId: string, userMessageId?: string): UiChunk[] {
     return [
       { type: 'start', messageId: this.messageId },
       { type: 'data-conversation', data: { conversationId } },
+      // The stored id of the message this turn answers: what an edit of it names later.
+      ...(userMessageId ? [{ type: 'data-user-message', data: { id: userMessageId }, transient: true }] : []),
     ];
   }
 
@@ -129,7 +131,10 @@ export class UiStreamEncoder {
         break;
       case 'error':
         this.closeStep(out);
-        out.push({ type: 'error', errorText: `${event.error.code}: ${event.error.message}` });
+        // The text is the message alone, as in a JSON error body; the code comes beside it, as
+        // `code` does there, in a data part that precedes the error (a reader stops at the error).
+        out.push({ type: 'data-error', data: { code: event.error.code, message: event.error.message }, transient: true });
+        out.push({ type: 'error', errorText: event.error.message });
         break;
     }
     return out;

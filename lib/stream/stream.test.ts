@@ -44,13 +44,25 @@ describe('UiStreamEncoder', () => {
     expect(chunks.at(-1)).toMatchObject({ type: 'tool-output-error', toolCallId: 'c1', errorText: 'ENOENT: Not found: {bundle-root}/a.md' });
   });
 
-  it('reports max_iterations as data-stop and errors as an error chunk', () => {
+  it('reports max_iterations as data-stop and errors as the plain message, the code in a data part before it', () => {
     const chunks = encodeAll([
       { type: 'finish', stopReason: 'max_iterations', usage, iterations: 25 },
       { type: 'error', error: new AppError('E_LLM_TIMEOUT', 'took too long') },
     ]);
     expect(chunks.find((c) => c.type === 'data-stop')).toEqual({ type: 'data-stop', data: { stopReason: 'max_iterations' } });
-    expect(chunks.at(-1)).toEqual({ type: 'error', errorText: 'E_LLM_TIMEOUT: took too long' });
+    expect(chunks.slice(-2)).toEqual([
+      { type: 'data-error', data: { code: 'E_LLM_TIMEOUT', message: 'took too long' }, transient: true },
+      { type: 'error', errorText: 'took too long' },
+    ]);
+  });
+
+  it('names the stored user message when it is given', () => {
+    const enc = new UiStreamEncoder('m1');
+    expect(enc.begin('conv-1', 'msg_u')).toEqual([
+      { type: 'start', messageId: 'm1' },
+      { type: 'data-conversation', data: { conversationId: 'conv-1' } },
+      { type: 'data-user-message', data: { id: 'msg_u' }, transient: true },
+    ]);
   });
 
   it('writes SSE frames', () => {

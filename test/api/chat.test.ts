@@ -326,7 +326,8 @@ describe('POST /api/chat (stream)', () => {
     h.model.setScript(() => reply.error(500));
     const chunks = await readSse(await send({ agentId: 'product-lead', message: 'hi', stream: true }));
     const error = chunks.find((c) => c !== '[DONE]' && c.type === 'error') as Record<string, any>;
-    expect(error.errorText).toMatch(/E_LLM_UPSTREAM/);
+    expect(error.errorText).toMatch(/failed \(500\)/);
+    expect(chunks.find((c) => c !== '[DONE]' && c.type === 'data-error')).toMatchObject({ data: { code: 'E_LLM_UPSTREAM', message: error.errorText } });
     expect(chunks.at(-1)).toBe('[DONE]');
   });
 
