@@ -54,6 +54,20 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX conversations_by_project ON conversations (project_id, updated_at, id) WHERE project_id IS NOT NULL;
   CREATE INDEX conversations_by_project_agent ON conversations (project_id, agent_id, updated_at, id) WHERE project_id IS NOT NULL;
   `,
+  `
+  -- Model profiles and usage: the profile a conversation was set to (NULL: chosen per turn),
+  -- prompt tokens served from the provider's cache, cost (NULL until a priced call); per
+  -- message the profile and model that answered, and how the message goes to the model once
+  -- the conversation was compacted to fit a context window (JSON; NULL: as it is).
+  ALTER TABLE conversations ADD COLUMN model TEXT;
+  ALTER TABLE conversations ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE conversations ADD COLUMN cost REAL;
+  ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;
+  ALTER TABLE messages ADD COLUMN cost REAL;
+  ALTER TABLE messages ADD COLUMN profile TEXT;
+  ALTER TABLE messages ADD COLUMN model TEXT;
+  ALTER TABLE messages ADD COLUMN compacted TEXT;
+  `,
 ];
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
