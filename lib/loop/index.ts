@@ -1,2 +1,2 @@
 export { runTurn } from './run-turn';
-export type { LoopTools, StopReason, ToolOutcome, TurnEvent } from './types';
+export type { CompactionReport, LoopTools, PrepareRequest, PrepareResult, StopReason, ToolOutcome, TurnEvent } from './types';

@@ -95,9 +95,9 @@ describe('runTurn', () => {
       type: 'assistant-message',
       content: 'Hello from the model.',
       toolCalls: [],
-      usage: { promptTokens: 20, completionTokens: 5 },
+      usage: { promptTokens: 20, completionTokens: 5, cachedTokens: 0 },
     });
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 20, completionTokens: 5 }, iterations: 1 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 20, completionTokens: 5, cachedTokens: 0 }, iterations: 1 });
     expect(model.chatRequests()[0].body!.messages).toEqual(USER);
   });
 
@@ -122,7 +122,7 @@ describe('runTurn', () => {
       input: { path: '{bundle-root}' },
     });
     expect(only(events, 'tool-result')[0]).toMatchObject({ call: { id: 'call_1' }, result: { ok: true, entries: ['a.md', 'b.md'] } });
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 40, completionTokens: 9 }, iterations: 2 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 40, completionTokens: 9, cachedTokens: 0 }, iterations: 2 });
 
     const second = model.chatRequests()[1].body!.messages!;
     expect(second.slice(0, 2)).toEqual(USER);
@@ -212,7 +212,7 @@ describe('runTurn', () => {
       ['list_files', '{}'],
       ['read_file', '{"file_path":"a.md"}'],
     ]);
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 2 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, iterations: 2 });
     const sent = model.chatRequests()[1].body!.messages!;
     const ids = sent[2].tool_calls!.map((c) => c.id);
     expect(ids.every((id) => /^call_/.test(id ?? ''))).toBe(true);
@@ -255,7 +255,7 @@ describe('runTurn', () => {
     expect(types(events).slice(-2)).toEqual(['assistant-message', 'finish']);
     expect(only(events, 'assistant-message')[0]).toMatchObject({ toolCalls: [], usage: { promptTokens: 0, completionTokens: 0 } });
     expect(only(events, 'assistant-message')[0].content.length).toBeGreaterThan(0);
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 1 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, iterations: 1 });
     await model.waitFor(() => model.chatRequests()[0]?.clientClosed === true, 1000);
   });
 
@@ -302,7 +302,7 @@ describe('runTurn', () => {
     const ctl = new AbortController();
     ctl.abort();
     const events = await collect(runTurn(input({ signal: ctl.signal })));
-    expect(events).toEqual([{ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 0 }]);
+    expect(events).toEqual([{ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, iterations: 0 }]);
     expect(model.chatRequests()).toHaveLength(0);
   });
 
