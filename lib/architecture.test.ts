@@ -57,9 +57,13 @@ describe('architecture', () => {
     ['results', ['tools', 'paths', 'audit', 'workflows', 'chat', 'loop', 'llm']],
     ['tools', ['loop', 'chat', 'runtime']],
     ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
-    ['loop', ['chat', 'conversations', 'tools', 'runtime']],
+    ['loop', ['chat', 'conversations', 'tools', 'runtime', 'context', 'models', 'prompt']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
-    ['llm', ['tools', 'loop', 'chat', 'conversations']],
+    ['llm', ['tools', 'loop', 'chat', 'conversations', 'context', 'models']],
+    // Profiles are configuration: they know no other room.
+    ['models', ['config', 'llm', 'loop', 'chat', 'conversations', 'tools', 'runtime', 'context', 'prompt', 'stream', 'agents', 'projects']],
+    // The context budget works on messages and counts; it neither runs turns nor stores anything itself.
+    ['context', ['chat', 'runtime', 'tools', 'stream', 'agents', 'projects', 'config']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)
