@@ -4,6 +4,8 @@ import type { StoredMessage, TurnLease } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
 import { runTurn, type TurnEvent } from '../loop';
+import { checkMessageFits, contextGuard, loadTokenizer, tokenizerFor, type ContextBudget, type Tokenizer } from '../context';
+import { costOf, type ModelPrice, type ModelProfile } from '../models';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
 import { describeAmbiguity, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
@@ -12,6 +14,7 @@ import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
 import { activate } from './activation';
 import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
+import { chooseModel, unknownProfile } from './model-choice';
 
 export interface ChatRequest {
   agentId: string;
@@ -19,12 +22,18 @@ export interface ChatRequest {
   projectId?: string;
   message: string;
   conversationId?: string;
+  /** A model profile by name; the conversation keeps it for its later turns. */
+  model?: string;
 }
 
 export interface TurnHandle {
   conversationId: string;
   /** Id of the assistant message this turn answers with. */
   messageId: string;
+  /** The profile the turn runs on, and the model name it sends. */
+  profile: string;
+  model: string;
+  price?: ModelPrice;
   events: AsyncGenerator<TurnEvent>;
 }
 
@@ -47,13 +56,13 @@ function shortcutCall(resolution: CommandResolution): ToolCall | null {
  */
 export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortSignal): Promise<TurnHandle> {
   const resolved = await findAgent(deps, req);
-  if (!deps.config.llm.configured) {
-    throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured. Set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL (for a local OpenAI-compatible server such as Ollama, vLLM or LM Studio), and OPENAI_MODEL, then restart the server.');
-  }
+  const setup = deps.config.models;
+  if (req.model !== undefined && !setup.profiles.has(req.model)) throw unknownProfile(setup, req.model);
 
   let conversationId = req.conversationId;
   let isNew = false;
   let wasInterrupted = false;
+  let remembered: string | undefined;
   if (conversationId) {
     const existing = await deps.store.get(conversationId);
     if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
@@ -65,12 +74,30 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     if (existing.agentId !== resolved.agent.id) {
       throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to agent "${existing.agentId}", not "${resolved.agent.id}".`, { field: 'agentId' });
     }
+    remembered = existing.model;
   } else {
     conversationId = newConversationId();
     isNew = true;
   }
 
   const command = resolveCommand(resolved.agent, req.message);
+  const known = conversationId;
+  const { profile } = await chooseModel(setup, {
+    requested: req.model,
+    remembered,
+    agent: resolved.agent,
+    command,
+    ...(isNew ? {} : { history: () => deps.store.messages(known) }),
+  });
+  const tokenizer = await loadTokenizer(tokenizerFor(profile.model, profile.tokenizer));
+  const budget: ContextBudget = { profile: profile.name, contextWindow: profile.contextWindow, maxOutputTokens: profile.maxOutputTokens };
+  // The least this turn's requests hold: refused now, before anything is stored.
+  const tooLarge = checkMessageFits(tokenizer, budget, {
+    systemPrompt: buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.workspace.name, toolNames: [] }),
+    message: req.message,
+    tools: toolDefinitions(),
+  });
+  if (tooLarge) throw tooLarge;
   // One open audit file for the critical actions and every tool call of the turn.
   const audit = openAuditLog(deps.auditDir, conversationId);
   let lease: TurnLease | null;
@@ -80,7 +107,13 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
       const activation = await activate(deps, resolved, conversationId, audit);
       // No title: the store names the conversation from its first message or its workflow.
       const projectId = resolved.workspace.projectId;
-      await deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.workspace.name, ...(projectId ? { projectId } : {}) });
+      await deps.store.create({
+        id: conversationId,
+        agentId: resolved.agent.id,
+        bundleName: resolved.workspace.name,
+        ...(projectId ? { projectId } : {}),
+        ...(req.model !== undefined ? { model: req.model } : {}),
+      });
       await deps.store.setVariables(conversationId, activation.variables);
       if (activation.context) {
         await deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: activation.context, timestamp: clock(deps)().toISOString() });
@@ -88,6 +121,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     }
     lease = await deps.store.beginTurn(conversationId);
     if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
+    if (!isNew && req.model !== undefined && req.model !== remembered) await deps.store.setModel(conversationId, req.model);
   } catch (e) {
     void audit.close();
     throw e;
@@ -99,8 +133,8 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   }
 
   const messageId = newId('msg');
-  const events = turnEvents(deps, { resolved, conversationId, message: req.message, command, signal, messageId, lease, audit });
-  return { conversationId, messageId, events };
+  const events = turnEvents(deps, { resolved, conversationId, message: req.message, command, signal, messageId, lease, audit, profile, tokenizer, budget });
+  return { conversationId, messageId, profile: profile.name, model: profile.model, ...(profile.price ? { price: profile.price } : {}), events };
 }
 
 interface Turn {
@@ -112,10 +146,13 @@ interface Turn {
   messageId: string;
   lease: TurnLease;
   audit: AuditLog;
+  profile: ModelProfile;
+  tokenizer: Tokenizer;
+  budget: ContextBudget;
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
-  const { resolved, conversationId, signal, audit } = turn;
+  const { resolved, conversationId, signal, audit, profile } = turn;
   const store = deps.store;
   const now = clock(deps);
   const stamp = () => now().toISOString();
@@ -144,15 +181,28 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);
     let stepStarted = performance.now();
+    let requestTokens = 0;
+    const prepare = contextGuard({
+      budget: turn.budget,
+      tokenizer: turn.tokenizer,
+      tools: definitions,
+      render: (stored) => toModelMessages(systemPrompt, stored),
+      load: () => store.messages(conversationId),
+      save: (marks) => store.compact(conversationId, marks),
+      onCount: (n) => (requestTokens = n),
+    });
 
     for await (const event of runTurn({
-      client: deps.llm(),
-      model: deps.config.llm.model,
+      client: deps.llm(profile.name),
+      model: profile.model,
+      profile: profile.name,
+      ...(profile.parallelToolCalls !== undefined ? { parallelToolCalls: profile.parallelToolCalls } : {}),
       messages,
       tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig }) },
       maxIterations: deps.config.maxIterations,
       signal,
       timeoutMs: deps.config.turnTimeoutMs,
+      prepare,
       ...(shortcut ? { serverCalls: [shortcut] } : {}),
     })) {
       switch (event.type) {
@@ -160,29 +210,38 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
           stepStarted = performance.now();
           break;
         case 'assistant-message': {
+          const cost = event.byServer ? undefined : costOf(profile.price, event.usage);
           // A message without tool calls ends the turn, so it carries the turn's answer id.
           const msg: StoredMessage = {
             id: event.toolCalls.length ? newId('msg') : turn.messageId,
             role: 'assistant',
             content: event.content,
             ...(event.toolCalls.length ? { toolCalls: event.toolCalls } : {}),
-            ...(event.byServer ? {} : { usage: event.usage }),
+            ...(event.byServer ? {} : { usage: event.usage, profile: profile.name, model: profile.model }),
+            ...(cost !== undefined ? { cost } : {}),
             timestamp: stamp(),
           };
           await store.append(conversationId, msg);
           if (event.byServer) break;
-          await store.addUsage(conversationId, event.usage);
+          await store.addUsage(conversationId, event.usage, cost);
           log.info('model.call', {
             conversationId,
             agent: resolved.agent.id,
-            model: deps.config.llm.model,
+            profile: profile.name,
+            model: profile.model,
             durationMs: Math.round(performance.now() - stepStarted),
             toolCalls: event.toolCalls.length,
+            requestTokens,
             promptTokens: event.usage.promptTokens,
+            cachedTokens: event.usage.cachedTokens ?? 0,
             completionTokens: event.usage.completionTokens,
           });
           break;
         }
+        case 'compaction':
+          // The guard stored the marks before the call; this is the operator's record of it.
+          log.info('context.compacted', { conversationId, ...event.report });
+          break;
         case 'tool-result':
           await store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
           break;

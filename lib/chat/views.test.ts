@@ -40,7 +40,7 @@ it('names the project of a project conversation in its views, and no project for
     updatedAt: ts,
     status: 'idle',
     variables: {},
-    usage: { promptTokens: 0, completionTokens: 0 },
+    usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
   };
   const project = { ...base, projectId: 'acme' };
   expect(toSummaryView({ ...project, messageCount: 0 })).toMatchObject({ id: 'c', projectId: 'acme' });

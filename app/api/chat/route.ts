@@ -20,6 +20,8 @@ const ChatBody = z.object({
     .refine((m) => m.trim().length > 0, 'message must not be empty'),
   conversationId: z.string().min(1).max(200).optional(),
   stream: z.boolean().optional(),
+  /** A model profile by name (GET /api/models); unknown names are a 400 naming this field. */
+  model: z.string().trim().min(1, 'model must not be empty').max(64).optional(),
 });
 
 export async function POST(request: Request) {
@@ -45,7 +47,13 @@ export async function POST(request: Request) {
     try {
       turn = await startTurn(
         rt,
-        { agentId: body.agentId, message: body.message, conversationId: body.conversationId, ...(body.projectId ? { projectId: body.projectId } : {}) },
+        {
+          agentId: body.agentId,
+          message: body.message,
+          conversationId: body.conversationId,
+          ...(body.projectId ? { projectId: body.projectId } : {}),
+          ...(body.model ? { model: body.model } : {}),
+        },
         controller.signal,
       );
     } catch (e) {
@@ -54,7 +62,7 @@ export async function POST(request: Request) {
     }
 
     if (!wantsStream) {
-      const summary = await collectTurn(turn.events).finally(done);
+      const summary = await collectTurn(turn.events, { price: turn.price }).finally(done);
       if (summary.error) {
         return Response.json(
           { success: false, error: summary.error.message, code: summary.error.code, conversationId: turn.conversationId },
@@ -69,16 +77,20 @@ export async function POST(request: Request) {
           content: summary.content,
           timestamp: new Date().toISOString(),
           functionCalls: summary.functionCalls,
+          profile: turn.profile,
+          model: turn.model,
         },
         usage: summary.usage,
         iterations: summary.iterations,
         stopReason: summary.stopReason,
+        ...(summary.compactions.length ? { compactions: summary.compactions } : {}),
       });
     }
 
     const stream = sseBody({
       messageId: turn.messageId,
       conversationId: turn.conversationId,
+      model: { profile: turn.profile, model: turn.model, ...(turn.price ? { price: turn.price } : {}) },
       events: turn.events,
       onCancel: () => controller.abort(),
       onEnd: done,
