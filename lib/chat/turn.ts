@@ -195,7 +195,8 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     for await (const event of runTurn({
       client: deps.llm(profile.name),
       model: profile.model,
-      profile: profile.name,
+      // Errors name a profile of the models file; the environment's one profile is no name to look for.
+      ...(deps.config.models.file ? { profile: profile.name } : {}),
       ...(profile.parallelToolCalls !== undefined ? { parallelToolCalls: profile.parallelToolCalls } : {}),
       messages,
       tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig }) },

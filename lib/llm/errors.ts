@@ -11,7 +11,7 @@ export interface LlmErrorContext {
   signal?: AbortSignal;
   /** Named in "model not found" messages. */
   model?: string;
-  /** The model profile the call ran on (lib/models), named where the fix is to choose another. */
+  /** The MODELS_FILE profile the call ran on, named where the fix is in that file or in choosing another. */
   profile?: string;
   /** Only its host is ever shown. */
   baseURL?: string;
@@ -101,6 +101,11 @@ export function noToolsError(ctx: Pick<LlmErrorContext, 'profile' | 'model'>, wh
   );
 }
 
+/** A profile of a models file: the fix is there, not in the OPENAI_* variables. */
+function fromFile(ctx: LlmErrorContext): boolean {
+  return Boolean(ctx.profile);
+}
+
 function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
   const status = e.status as number;
   const upstream = upstreamMessage(e, ctx.apiKey);
@@ -116,8 +121,8 @@ function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
     return new AppError(
       'E_LLM_UPSTREAM',
       missing
-        ? `The model endpoint at ${host} requires an API key (401) and none is configured. Set OPENAI_API_KEY.`
-        : `The model endpoint at ${host} rejected the API key (401): it is wrong, revoked or for another provider. Check OPENAI_API_KEY.`,
+        ? `The model endpoint at ${host} requires an API key (401) and none is configured. ${fromFile(ctx) ? `Set apiKeyEnv of profile "${ctx.profile}" in MODELS_FILE and that variable.` : 'Set OPENAI_API_KEY.'}`
+        : `The model endpoint at ${host} rejected the API key (401): it is wrong, revoked or for another provider. ${fromFile(ctx) ? `Check the variable apiKeyEnv of profile "${ctx.profile}" names.` : 'Check OPENAI_API_KEY.'}`,
       details,
     );
   }
@@ -133,7 +138,7 @@ function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
     return new AppError(
       'E_LLM_UPSTREAM',
       withUpstream(
-        ctx.profile && ctx.profile !== 'default'
+        fromFile(ctx)
           ? `${model} was not found at ${host} (404). Check the model and baseURL (ending in /v1) of profile "${ctx.profile}" in MODELS_FILE.`
           : `${model} was not found at ${host} (404). Check OPENAI_MODEL, and that OPENAI_BASE_URL ends in /v1.`,
       ),
@@ -181,7 +186,7 @@ export function mapLlmError(e: unknown, context?: AbortSignal | LlmErrorContext)
   if (e instanceof APIConnectionError) {
     const code = causeCode(e);
     const reason = (code && CONNECTION_REASONS[code]) ?? 'the connection failed';
-    return new AppError('E_LLM_UPSTREAM', `Could not reach the model endpoint at ${host}: ${reason}. Check OPENAI_BASE_URL.`, {
+    return new AppError('E_LLM_UPSTREAM', `Could not reach the model endpoint at ${host}: ${reason}. ${fromFile(ctx) ? `Check baseURL of profile "${ctx.profile}" in MODELS_FILE.` : 'Check OPENAI_BASE_URL.'}`, {
       host,
       cause: code,
     });
