@@ -86,11 +86,11 @@ function shortenArguments(raw: string, t: Tokenizer): string | null {
 
 /**
  * Decides what to take out of a conversation's history so its next request fits the profile's
- * window, in this order: tool results the model has already answered (oldest first; any result
- * larger than half the limit too), then the long arguments of calls already made, then whole old
- * turns (oldest first), then this step's own results. Never the system prompt, the latest
- * execute_workflow result (the active workflow's instructions) with its call, or the last user
- * message. Works on a copy; the marks say what changed, for the store to keep.
+ * window, in this order: tool results the model has already answered and the long arguments of
+ * calls it has gone on from (oldest first; any result larger than half the limit too), then whole
+ * old turns (oldest first), then this step's own calls and results. Never the system prompt, the
+ * latest execute_workflow result (the active workflow's instructions) with its call, or the last
+ * user message. Works on a copy; the marks say what changed, for the store to keep.
  */
 export function planCompaction(input: PlanInput): PlanResult {
   const { tokenizer: t, tools, budget } = input;
@@ -135,7 +135,6 @@ export function planCompaction(input: PlanInput): PlanResult {
   const keptCall = keptTool >= 0 ? (ownerOf.get(keptTool) ?? -1) : -1;
 
   const tokensOf = (i: number): number => messageTokens(input, work[i]);
-  const report = { toolResults: 0, toolArguments: 0, droppedMessages: 0 };
   const mark = (i: number, compacted: Compaction) => {
     work[i] = { ...work[i], compacted } as StoredMessage;
   };
@@ -147,7 +146,6 @@ export function planCompaction(input: PlanInput): PlanResult {
     if (tokens < MIN_ELIDE_TOKENS) return 0;
     const content = toolMarker(m, callOf.get(i), tokens, tokens > limit / 2);
     mark(i, { kind: 'elided', content });
-    report.toolResults++;
     return tokens - t.count(content);
   };
   const shortenCalls = (i: number): number => {
@@ -163,7 +161,6 @@ export function planCompaction(input: PlanInput): PlanResult {
     }
     if (!Object.keys(toolArguments).length) return 0;
     mark(i, { kind: 'elided', toolArguments });
-    report.toolArguments++;
     return saved;
   };
   const dropTurn = (start: number, end: number): number => {
@@ -178,7 +175,6 @@ export function planCompaction(input: PlanInput): PlanResult {
       }
       saved += tokensOf(i);
       mark(i, { kind: 'dropped' });
-      report.droppedMessages++;
     }
     return saved;
   };
@@ -202,7 +198,9 @@ export function planCompaction(input: PlanInput): PlanResult {
     const end = k + 1 < starts.length ? starts[k + 1] : lastUser;
     actions.push({ tier: 2, apply: () => dropTurn(s, end) });
   });
-  // Tier 3: this step's own results, which the model has not seen yet.
+  // Tier 3: this step's own calls and results. The calls already ran, so their long arguments
+  // (a document just saved) can go before the results the model has not read yet.
+  if (lastAssistant >= first && (work[lastAssistant] as Assistant).toolCalls?.length) actions.push({ tier: 3, apply: () => shortenCalls(lastAssistant) });
   for (let i = Math.max(first, lastAssistant + 1); i < work.length; i++) {
     if (work[i].role === 'tool') actions.push({ tier: 3, apply: () => elideTool(i) });
   }
@@ -224,10 +222,15 @@ export function planCompaction(input: PlanInput): PlanResult {
   if (count.total > limit) return { ok: false, error: tooLarge(input, work, messages, count, keptTool, lastUser, limit) };
 
   const marks: CompactionMark[] = [];
+  const changed = { toolResults: 0, toolArguments: 0, droppedMessages: 0 };
   work.forEach((m, i) => {
-    if (m.compacted && m.compacted !== input.history[i].compacted) marks.push({ messageId: m.id, compacted: m.compacted });
+    if (!m.compacted || m.compacted === input.history[i].compacted) return;
+    marks.push({ messageId: m.id, compacted: m.compacted });
+    if (m.compacted.kind === 'dropped') changed.droppedMessages++;
+    else if (m.role === 'tool') changed.toolResults++;
+    else changed.toolArguments++;
   });
-  return { ok: true, marks, messages, report: { profile: budget.profile, limit, tokensBefore: before, tokensAfter: count.total, ...report } };
+  return { ok: true, marks, messages, report: { profile: budget.profile, limit, tokensBefore: before, tokensAfter: count.total, ...changed } };
 }
 
 /** Tokens of one stored message as the model gets it (a lone render, minus what render adds around it). */

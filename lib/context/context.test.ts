@@ -155,6 +155,19 @@ describe('planCompaction', () => {
     expect(second.report.tokensAfter).toBeLessThanOrEqual(requestLimit(budget));
   });
 
+  it("shortens the arguments of this step's own call once it ran (a document just saved) before giving up", () => {
+    const history = conversation(1);
+    history.push(
+      { id: 'asave', role: 'assistant', content: '', toolCalls: [{ id: 'save', name: 'save_output', arguments: JSON.stringify({ file_path: 'brief.md', content: file(99).repeat(12) }) }], timestamp: ts },
+      { id: 'tsave', role: 'tool', toolCallId: 'save', name: 'save_output', result: { ok: true, path: '{output_folder}/brief.md', bytes_written: 40000 }, timestamp: ts },
+    );
+    const plan = planCompaction({ history, render, tools: TOOLS, tokenizer: cl100k, budget });
+    if (!plan.ok) throw plan.error;
+    const call = plan.messages.find((m) => m.role === 'assistant' && m.tool_calls?.[0]?.id === 'save') as { tool_calls: { function: { arguments: string } }[] };
+    expect(JSON.parse(call.tool_calls[0].function.arguments)).toEqual({ file_path: 'brief.md', content: expect.stringMatching(/^\[[\d,]+ tokens removed to fit the context window; this call already ran\]$/) });
+    expect(plan.report.toolArguments).toBe(1);
+  });
+
   it('fails before the call, naming what does not fit, when the protected parts alone are too large', () => {
     const history = conversation(2);
     history[history.length - 1] = { id: 'ulast', role: 'user', content: 'word '.repeat(9000), timestamp: ts };
