@@ -11,13 +11,13 @@ type Encoding = { countTokens(text: string, options?: { disallowedSpecial?: Set<
 // User text may hold "<|endoftext|>" and the like: it is text to count, never a control token.
 const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
-/** Below this length a lookup costs about what counting does. */
-const CACHE_MIN_CHARS = 256;
-const CACHE_ENTRIES = 4096;
+/** The cache keeps its keys alive: it is bounded by the characters it holds, not by entries. */
+const CACHE_MAX_CHARS = 4_000_000;
 
 class CachedTokenizer implements Tokenizer {
   // Insertion order doubles as recency: a hit is moved to the end, the oldest entry goes first.
   private readonly cache = new Map<string, number>();
+  private chars = 0;
 
   constructor(
     readonly name: TokenizerName,
@@ -26,7 +26,6 @@ class CachedTokenizer implements Tokenizer {
 
   count(text: string): number {
     if (!text) return 0;
-    if (text.length < CACHE_MIN_CHARS) return this.encoding.countTokens(text, AS_TEXT);
     const hit = this.cache.get(text);
     if (hit !== undefined) {
       this.cache.delete(text);
@@ -34,8 +33,14 @@ class CachedTokenizer implements Tokenizer {
       return hit;
     }
     const n = this.encoding.countTokens(text, AS_TEXT);
+    if (text.length > CACHE_MAX_CHARS / 8) return n;
     this.cache.set(text, n);
-    if (this.cache.size > CACHE_ENTRIES) this.cache.delete(this.cache.keys().next().value!);
+    this.chars += text.length;
+    for (const oldest of this.cache.keys()) {
+      if (this.chars <= CACHE_MAX_CHARS) break;
+      this.cache.delete(oldest);
+      this.chars -= oldest.length;
+    }
     return n;
   }
 }
