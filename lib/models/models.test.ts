@@ -159,3 +159,9 @@ describe('routing', () => {
     expect(costOf(undefined, { promptTokens: 1, completionTokens: 1 })).toBeUndefined();
   });
 });
+
+it('loads the example models file shipped with the app', () => {
+  const setup = loadModelSetup({ MODELS_FILE: 'models.example.yaml', OLLAMA_KEY: 'k' }, path.resolve(__dirname, '../..'));
+  expect([...setup.profiles.keys()]).toEqual(['fast', 'strong']);
+  expect(setup).toMatchObject({ defaultProfile: 'fast', agents: { architect: 'strong' }, commands: { 'create-prd': 'strong' } });
+});
