@@ -1,6 +1,7 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { reply, startScriptedModel, type ScriptedModel } from '../../test/scripted-model';
+import { AppError } from '../errors';
 import { createLlmClient } from '../llm';
 import type { ToolCall, ToolDefinition } from '../llm/types';
 import type { ToolResult } from '../results';
@@ -337,5 +338,43 @@ describe('runTurn', () => {
     const gen = runTurn(input({ model: 'scripted:slow' }));
     for await (const e of gen) if (e.type === 'text-delta') break;
     await model.waitFor(() => model.chatRequests()[0]?.clientClosed === true, 1000);
+  });
+});
+
+describe('runTurn prepare step', () => {
+  const report = { profile: 'p', limit: 100, tokensBefore: 150, tokensAfter: 60, toolResults: 1, toolArguments: 0, droppedMessages: 0 };
+
+  it('runs before every model call, and the turn goes on from a compacted copy', async () => {
+    model.setScript([reply.toolCalls([{ name: 'list_files', arguments: {} }]), reply.text('done')]);
+    const seen: number[] = [];
+    const compacted: ChatCompletionMessageParam[] = [{ role: 'system', content: 'Compacted.' }, USER[1]];
+    let calls = 0;
+    const events = await collect(
+      runTurn(
+        input({
+          prepare: async (messages) => {
+            seen.push(messages.length);
+            return calls++ === 1 ? { messages: [...compacted, ...messages.slice(2)], compaction: report } : { messages };
+          },
+        }),
+      ),
+    );
+    expect(seen).toEqual([2, 4]);
+    expect(types(events)).toEqual(expect.arrayContaining(['compaction']));
+    const second = types(events).lastIndexOf('step-start');
+    expect(types(events)[second + 1]).toBe('compaction');
+    expect(only(events, 'compaction')[0].report).toEqual(report);
+    const [, req2] = model.chatRequests();
+    expect(req2.body!.messages![0]).toEqual({ role: 'system', content: 'Compacted.' });
+    expect(req2.body!.messages).toHaveLength(4);
+    expect(last(events)).toMatchObject({ type: 'finish', stopReason: 'stop' });
+  });
+
+  it('ends the turn with its error before the model is called', async () => {
+    const error = new AppError('E_CONTEXT_TOO_LARGE', 'too large');
+    const events = await collect(runTurn(input({ prepare: async () => ({ error }) })));
+    expect(types(events)).toEqual(['step-start', 'error']);
+    expect(last(events)).toEqual({ type: 'error', error });
+    expect(model.chatRequests()).toHaveLength(0);
   });
 });
