@@ -120,11 +120,11 @@ const script: ScriptFn = ({ body }): Reply => {
       }
       return reply.text(NEXT_QUESTION);
     case 'session': {
-      // The first turn is the workflow start: its result is already there, so ask. Each answer
+      // The first turn is the workflow start (its result is already there): ask. Each answer
       // after it: save the brief so far, then ask the next question.
-      if (hasToolResults(body)) return reply.text(SESSION_QUESTION(Number(/^Answer (\d+)/.exec(lastUserText(body))?.[1] ?? 0)));
       const n = /^Answer (\d+)/.exec(lastUserText(body))?.[1];
       if (!n) return reply.text(FIRST_QUESTION);
+      if (hasToolResults(body)) return reply.text(SESSION_QUESTION(Number(n)));
       return reply.toolCalls([{ name: 'save_output', arguments: { file_path: 'product-brief.md', content: sessionDocument(Number(n)) } }]);
     }
   }
