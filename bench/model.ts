@@ -7,15 +7,32 @@
  *   node --import tsx bench/model.ts --ttft-ms 20 --token-delay-ms 1
  * prints {"event":"bench-model.ready","url":".../v1","control":"http://..."} once listening.
  *
- * Control: POST /mode {mode}; GET /collect (records since the last collect, then forgets them);
- * GET /last-body (the newest chat request body, to replay it straight at the model).
+ * Control: POST /mode {mode, count?}; GET /collect (records since the last collect, then forgets them);
+ * GET /last-body (the newest chat request body, to replay it straight at the model). With
+ * `count`, each record also holds the request's tokens as lib/context counts them (cl100k_base,
+ * the vocabulary the server uses for a model it does not know), message by message.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createHash } from 'node:crypto';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import { countRequest, loadTokenizer, type Tokenizer } from '../lib/context';
+import type { ToolDefinition } from '../lib/llm/types';
 import { currentTurn, lastUserText, reply, startScriptedModel, summariseToolResults } from '../test/scripted-model';
 import type { ChatMessage, ChatRequestBody, RecordedRequest, Reply, ScriptFn } from '../test/scripted-model';
 
-export type BenchMode = 'plain' | 'tools3' | 'workflow';
+export type BenchMode = 'plain' | 'tools3' | 'workflow' | 'session';
+
+/** A request's tokens, counted as the server counts them. */
+export interface RequestTokenCount {
+  total: number;
+  tools: number;
+  /** Per message, in order. */
+  messages: number[];
+  /** Per message, a short hash of its JSON: where two requests stop being the same. */
+  keys: string[];
+  toolsKey: string;
+}
 
 export interface ModelRecord {
   /** `bench#<tag>` from the last user message, or '' when none. */
@@ -36,6 +53,8 @@ export interface ModelRecord {
   toolResultChars: number;
   historyToolResultChars: number;
   duplicateToolResultChars: number;
+  /** Set while counting is on (POST /mode {count: true}). */
+  tokens?: RequestTokenCount;
 }
 
 /** First question of the sample product-brief workflow, the way a model would ask it. */
@@ -62,6 +81,21 @@ function calledBefore(body: ChatRequestBody, name: string): boolean {
 }
 
 let mode: BenchMode = 'plain';
+let counting = false;
+let tokenizer: Tokenizer | null = null;
+
+/**
+ * The document of a BMAD workflow session so far: one section per answer. The model saves it
+ * whole after every answer (save_output), as BMAD's template-output steps do.
+ */
+export function sessionDocument(answers: number): string {
+  const sections = Array.from({ length: answers }, (_, i) =>
+    `## Section ${i + 1}\n\n${`Answer ${i + 1} says that busy parents lose school forms in email and paper piles; the product collects them in one place and reminds them before each deadline. `.repeat(3)}`,
+  );
+  return `# Product brief\n\n${sections.join('\n\n')}\n`;
+}
+export const SESSION_QUESTION = (n: number) =>
+  `Thanks, I added that to the brief as section ${n}. Next question: what else should the brief say about who uses the product, what they do today, and how you would measure that it works for them?`;
 /** Characters per streamed text delta (the scripted model's default is 8). */
 let chunkSize = 8;
 
@@ -85,8 +119,25 @@ const script: ScriptFn = ({ body }): Reply => {
         return reply.toolCalls([{ name: 'execute_workflow', arguments: { workflow_path: '{bundle-root}/workflows/product-brief/workflow.yaml' } }]);
       }
       return reply.text(NEXT_QUESTION);
+    case 'session': {
+      // The first turn is the workflow start (its result is already there): ask. Each answer
+      // after it: save the brief so far, then ask the next question.
+      const n = /^Answer (\d+)/.exec(lastUserText(body))?.[1];
+      if (!n) return reply.text(FIRST_QUESTION);
+      if (hasToolResults(body)) return reply.text(SESSION_QUESTION(Number(n)));
+      return reply.toolCalls([{ name: 'save_output', arguments: { file_path: 'product-brief.md', content: sessionDocument(Number(n)) } }]);
+    }
   }
 };
+
+function countTokens(body: ChatRequestBody): RequestTokenCount | undefined {
+  if (!counting || !tokenizer) return undefined;
+  const messages = (body.messages ?? []) as unknown as ChatCompletionMessageParam[];
+  const tools = (body.tools ?? []) as unknown as ToolDefinition[];
+  const c = countRequest(tokenizer, { messages, tools });
+  const key = (v: unknown) => createHash('sha1').update(JSON.stringify(v)).digest('base64').slice(0, 12);
+  return { total: c.total, tools: c.tools, messages: c.messages, keys: messages.map(key), toolsKey: key(tools) };
+}
 
 function summarise(r: RecordedRequest): ModelRecord {
   const body = r.body ?? {};
@@ -122,6 +173,7 @@ function summarise(r: RecordedRequest): ModelRecord {
     toolResultChars,
     historyToolResultChars,
     duplicateToolResultChars,
+    ...(counting ? { tokens: countTokens(body) } : {}),
   };
 }
 
@@ -133,6 +185,7 @@ function arg(name: string, fallback: number): number {
 
 async function main() {
   chunkSize = arg('chunk-size', 8);
+  tokenizer = await loadTokenizer('cl100k_base');
   const model = await startScriptedModel({
     latencyMs: arg('ttft-ms', 20),
     tokenDelayMs: arg('token-delay-ms', 1),
@@ -164,10 +217,14 @@ async function main() {
         res.end(text);
       };
       if (req.method === 'POST' && req.url === '/mode') {
-        const next = (JSON.parse(Buffer.concat(parts).toString('utf8') || '{}') as { mode?: BenchMode }).mode;
-        if (next !== 'plain' && next !== 'tools3' && next !== 'workflow') return send(400, { error: 'mode: plain | tools3 | workflow' });
+        const asked = JSON.parse(Buffer.concat(parts).toString('utf8') || '{}') as { mode?: BenchMode; count?: boolean };
+        const next = asked.mode;
+        if (next !== 'plain' && next !== 'tools3' && next !== 'workflow' && next !== 'session') return send(400, { error: 'mode: plain | tools3 | workflow | session' });
+        // Records made so far are summarised under the old setting.
+        compact();
         mode = next;
-        return send(200, { mode });
+        counting = asked.count === true;
+        return send(200, { mode, count: counting });
       }
       if (req.url === '/collect') {
         compact();

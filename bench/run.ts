@@ -11,7 +11,9 @@
  *   --scale X             multiplies every turn count (default 1; 0.3 for a quick look)
  *   --stored N            conversations stored for the growth run (default 10000)
  *   --rss-conversations N conversations for the memory figure (default 1000, 10 turns = 20 messages each)
- *   --skip-growth, --skip-rss, --skip-micro
+ *   --context-turns N     turns of the context session (default 20)
+ *   --skip-growth, --skip-rss, --skip-micro, --skip-context
+ *   --only-context        just the context figures (section 7)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -22,6 +24,7 @@ import { bareHttpCpuUs, bareRelayCpuMs, discovery, tools, type DiscoveryFigures,
 import type { BenchMode, ModelRecord } from './model';
 import { makeFolders, REPO, snapshotBuild, startApp, startModel, treeCpuMs, treeRssMb, type AppServer, type BenchModel } from './proc';
 import { seedConversations } from './seed';
+import { contextFigures, contextMarkdown, type ContextFigures } from './context';
 import { fmt, summary, type Summary } from './stats';
 
 process.env.LOG_LEVEL ??= 'silent'; // lib/ code run in this process (discovery, tools, seeding) stays quiet
@@ -47,6 +50,9 @@ const OPT = {
   skipGrowth: flag('skip-growth'),
   skipRss: flag('skip-rss'),
   skipMicro: flag('skip-micro'),
+  contextTurns: Math.max(2, Math.round(num('context-turns', 20))),
+  skipContext: flag('skip-context'),
+  onlyContext: flag('only-context'),
 };
 
 const AGENT = 'product-lead';
@@ -403,6 +409,7 @@ interface Results {
   calibration?: { bareNodeHttpCpuUs: number; healthCpuMs?: number; bareRelayCpuMs?: number };
   empty?: { stored: number; overhead: PhaseResult[]; history: PhaseResult; ttfb: TtfbFigures; workflow: WorkflowFigures; rss?: RssFigures; rssAfterStartMb: number };
   growth?: { stored: number; storedMessages: number; seedMs: number; overhead: PhaseResult[]; rssAfterStartMb: number };
+  context?: ContextFigures;
   durationS?: number;
 }
 
@@ -563,6 +570,8 @@ function markdown(r: Results): string {
     out.push('#### 6. Growth\n\n' + parts.join('\n\n'));
   }
 
+  if (r.context) out.push(contextMarkdown(r.context));
+
   out.push(
     '#### Method (one line per figure)\n\n' +
       [
@@ -572,6 +581,7 @@ function markdown(r: Results): string {
         '4. Discovery: lib/agents createCatalog(root).listAgents() in-process over 100 generated bundles of 3 agents (copies of the sample agent); cold = a fresh catalog each run (OS file cache warm; first run of the process reported apart, then 2 untimed), cached = the same catalog again.',
         '5. Tools: lib/tools executeTool in-process with the audit log on, 3 warm-up calls then N timed calls; search = plain pattern over 1,000 files of ~1.7 kB in 10 folders.',
         `6. Growth: 1 repeated on a fresh server whose database was seeded through SqliteConversationStore with ${OPT.stored.toLocaleString('en')} conversations; RSS = VmRSS of the server process tree after ${OPT.rssConversations.toLocaleString('en')} conversations × ${OPT.rssTurns} plain turns at 50 concurrent.`,
+        `7. Context: a server with MODELS_FILE (profiles \`roomy\`, 128 k, and \`small\`, 8 k with 1 k kept for the answer, on the same scripted model); one conversation per profile, sequential; every request counted at the model server with lib/context countRequest (cl100k_base); prefix share of request k = tokens of the tool schemas plus the leading messages equal (JSON) to those of request k−1, ÷ tokens of request k.`,
       ].join('\n'),
   );
   return out.join('\n\n');
@@ -595,65 +605,85 @@ async function main() {
     cleanups.push(() => fs.rmSync(appDir, { recursive: true, force: true }));
     say(`production build ${buildId} copied to ${appDir}`);
 
-    results.calibration = { bareNodeHttpCpuUs: await bareHttpCpuUs(2000) };
-    say(`bare node:http: ${results.calibration.bareNodeHttpCpuUs.toFixed(0)} µs CPU per request`);
-
-    if (!OPT.skipMicro) {
-      say('discovery (100 bundles × 3 agents)');
-      results.discovery = await discovery(tmp, { cold: 10, cached: 300 });
-      say(`discovery: cold ${fmt(results.discovery.coldMs.median)} ms, cached ${fmt(results.discovery.cachedListMs.median)} ms`);
-      results.tools = await tools(tmp, 30);
-      say(`tools: read 1 MB ${fmt(results.tools.readFile1MbWhole.median)} ms, search 1,000 files ${fmt(results.tools.searchFiles1000.median)} ms, save 100 kB ${fmt(results.tools.saveOutput100kB.median)} ms`);
-    }
-
-    const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
-    cleanups.push(() => model.stop());
-    const env = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench', OPENAI_MODEL: 'scripted', MAX_ITERATIONS: '10' };
-    await postJson(`${model.control}/mode`, { mode: 'plain' });
-    results.calibration.bareRelayCpuMs = await bareRelayCpuMs(model.url, scaled(300));
-    await fetch(`${model.control}/collect`).then((r) => r.text());
-    say(`bare node:http relay of a plain answer: ${fmt(results.calibration.bareRelayCpuMs)} ms CPU per turn`);
-
-    // Run 1: an empty database.
-    {
-      const folders = await makeFolders('bench-empty');
+    if (OPT.onlyContext) {
+      const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
+      cleanups.push(() => model.stop());
+      const folders = await makeFolders('bench-context');
       cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
-      const app = await startApp(appDir, folders, env);
-      cleanups.push(() => app.stop());
-      const ctx = new Ctx(app, model);
-      await warmup(ctx);
-      const rssAfterStartMb = treeRssMb(app.pid);
-      results.calibration!.healthCpuMs = await healthCpuMs(ctx, scaled(1000));
-      say(`GET /api/health: ${fmt(results.calibration!.healthCpuMs)} ms CPU per request`);
-      const overhead = await overheadSet(ctx, 'empty');
-      const history = await historyPhase(ctx);
-      const tt = await ttfb(ctx, scaled(30));
-      const wf = await workflow(ctx, 5);
-      results.empty = { stored: 0, overhead, history, ttfb: tt, workflow: wf, rssAfterStartMb };
-      if (!OPT.skipRss) results.empty.rss = await rss(ctx, Math.max(10, Math.round(OPT.rssConversations)));
-      await app.stop();
-    }
-
-    // Run 2: the same with many stored conversations.
-    if (!OPT.skipGrowth) {
-      const folders = await makeFolders('bench-stored');
-      cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
-      say(`seeding ${OPT.stored} conversations × ${OPT.storedMessages} messages`);
-      const seeded = await seedConversations(folders.dataDir, OPT.stored, OPT.storedMessages);
-      say(`seeded in ${(seeded.ms / 1000).toFixed(1)} s`);
-      const app = await startApp(appDir, folders, env);
-      cleanups.push(() => app.stop());
-      const ctx = new Ctx(app, model);
-      await warmup(ctx);
-      const rssAfterStartMb = treeRssMb(app.pid);
-      const overhead = await overheadSet(ctx, 'stored');
-      results.growth = { stored: OPT.stored, storedMessages: OPT.storedMessages, seedMs: seeded.ms, overhead, rssAfterStartMb };
-      await app.stop();
-    }
+      results.context = await contextFigures(appDir, folders, model, { OPENAI_API_KEY: 'bench', MAX_ITERATIONS: '10' }, OPT.contextTurns, say);
+    } else await fullRun(results, appDir, tmp, cleanups);
   } finally {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
   }
+  report(results);
+}
 
+async function fullRun(results: Results, appDir: string, tmp: string, cleanups: (() => Promise<void> | void)[]) {
+  results.calibration = { bareNodeHttpCpuUs: await bareHttpCpuUs(2000) };
+  say(`bare node:http: ${results.calibration.bareNodeHttpCpuUs.toFixed(0)} µs CPU per request`);
+
+  if (!OPT.skipMicro) {
+    say('discovery (100 bundles × 3 agents)');
+    results.discovery = await discovery(tmp, { cold: 10, cached: 300 });
+    say(`discovery: cold ${fmt(results.discovery.coldMs.median)} ms, cached ${fmt(results.discovery.cachedListMs.median)} ms`);
+    results.tools = await tools(tmp, 30);
+    say(`tools: read 1 MB ${fmt(results.tools.readFile1MbWhole.median)} ms, search 1,000 files ${fmt(results.tools.searchFiles1000.median)} ms, save 100 kB ${fmt(results.tools.saveOutput100kB.median)} ms`);
+  }
+
+  const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
+  cleanups.push(() => model.stop());
+  const env = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench', OPENAI_MODEL: 'scripted', MAX_ITERATIONS: '10' };
+  await postJson(`${model.control}/mode`, { mode: 'plain' });
+  results.calibration.bareRelayCpuMs = await bareRelayCpuMs(model.url, scaled(300));
+  await fetch(`${model.control}/collect`).then((r) => r.text());
+  say(`bare node:http relay of a plain answer: ${fmt(results.calibration.bareRelayCpuMs)} ms CPU per turn`);
+
+  // Run 1: an empty database.
+  {
+    const folders = await makeFolders('bench-empty');
+    cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
+    const app = await startApp(appDir, folders, env);
+    cleanups.push(() => app.stop());
+    const ctx = new Ctx(app, model);
+    await warmup(ctx);
+    const rssAfterStartMb = treeRssMb(app.pid);
+    results.calibration!.healthCpuMs = await healthCpuMs(ctx, scaled(1000));
+    say(`GET /api/health: ${fmt(results.calibration!.healthCpuMs)} ms CPU per request`);
+    const overhead = await overheadSet(ctx, 'empty');
+    const history = await historyPhase(ctx);
+    const tt = await ttfb(ctx, scaled(30));
+    const wf = await workflow(ctx, 5);
+    results.empty = { stored: 0, overhead, history, ttfb: tt, workflow: wf, rssAfterStartMb };
+    if (!OPT.skipRss) results.empty.rss = await rss(ctx, Math.max(10, Math.round(OPT.rssConversations)));
+    await app.stop();
+  }
+
+  // Run 2: the same with many stored conversations.
+  if (!OPT.skipGrowth) {
+    const folders = await makeFolders('bench-stored');
+    cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
+    say(`seeding ${OPT.stored} conversations × ${OPT.storedMessages} messages`);
+    const seeded = await seedConversations(folders.dataDir, OPT.stored, OPT.storedMessages);
+    say(`seeded in ${(seeded.ms / 1000).toFixed(1)} s`);
+    const app = await startApp(appDir, folders, env);
+    cleanups.push(() => app.stop());
+    const ctx = new Ctx(app, model);
+    await warmup(ctx);
+    const rssAfterStartMb = treeRssMb(app.pid);
+    const overhead = await overheadSet(ctx, 'stored');
+    results.growth = { stored: OPT.stored, storedMessages: OPT.storedMessages, seedMs: seeded.ms, overhead, rssAfterStartMb };
+    await app.stop();
+  }
+
+  // Run 3: a models file with an 8 k profile, for the context figures.
+  if (!OPT.skipContext) {
+    const folders = await makeFolders('bench-context');
+    cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
+    results.context = await contextFigures(appDir, folders, model, { OPENAI_API_KEY: 'bench', MAX_ITERATIONS: '10' }, OPT.contextTurns, say);
+  }
+}
+
+function report(results: Results) {
   results.machine.loadAvgEnd = os.loadavg().map((n) => Math.round(n * 100) / 100);
   results.durationS = (Date.now() - started) / 1000;
   const dir = path.join(REPO, 'bench/results');

@@ -57,14 +57,18 @@ describe('architecture', () => {
     ['results', ['tools', 'paths', 'audit', 'workflows', 'chat', 'loop', 'llm']],
     ['tools', ['loop', 'chat', 'runtime']],
     ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
-    ['loop', ['chat', 'conversations', 'tools', 'runtime']],
+    ['loop', ['chat', 'conversations', 'tools', 'runtime', 'context', 'models', 'prompt']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
     ['skills', ['tools', 'chat', 'loop', 'runtime', 'projects', 'conversations', 'stream', 'llm']],
-    ['llm', ['tools', 'loop', 'chat', 'conversations']],
+    ['llm', ['tools', 'loop', 'chat', 'conversations', 'context', 'models']],
     ['prompt', ['tools', 'loop', 'chat', 'runtime']],
     ['stream', ['tools', 'chat', 'conversations', 'runtime']],
     ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
     ['doctor', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'llm', 'stream', 'audit']],
+    // Profiles are configuration: they know no other room.
+    ['models', ['config', 'llm', 'loop', 'chat', 'conversations', 'tools', 'runtime', 'context', 'prompt', 'stream', 'agents', 'projects']],
+    // The context budget works on messages and counts; it neither runs turns nor stores anything itself.
+    ['context', ['chat', 'runtime', 'tools', 'stream', 'agents', 'projects', 'config']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)
@@ -73,10 +77,12 @@ describe('architecture', () => {
   });
 
   // A tool that needs a model (spawn_subagent) gets a runner through its ToolContext instead.
-  it('only the chat service runs the loop (the stream reads its event types)', () => {
+  // The stream reads the loop's event types and the context budget implements its `prepare` hook.
+  it('only the chat service runs the loop (the stream and the context budget read its types)', () => {
+    const readsTypes = (f: string, spec: string) => ['stream', 'context'].includes(roomOf(f)) && /\/loop\/types$/.test(spec);
     const offending = [...imports]
-      .filter(([f]) => !isTest(f) && !['loop', 'chat', 'stream'].includes(roomOf(f)))
-      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'loop').map((i) => `${rel(f)} → ${i.spec}`));
+      .filter(([f]) => !isTest(f) && !['loop', 'chat'].includes(roomOf(f)))
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'loop' && !readsTypes(f, i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });
 

@@ -60,9 +60,59 @@ export interface ProjectDetail extends ProjectView {
 
 export interface HealthData {
   status: 'ok';
+  /** The default profile. */
   llm: { configured: boolean; model: string };
   /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap). */
   capabilities?: { scripts: boolean; sandbox: boolean };
+}
+
+/** One model profile as the API shows it: never a key, never an endpoint address. */
+export interface ModelProfileView {
+  /** What `model` in POST /api/chat and PATCH /api/conversations/:id takes. */
+  name: string;
+  /** The model name sent to the endpoint. */
+  model: string;
+  contextWindow: number;
+  maxOutputTokens: number;
+  configured: boolean;
+  default: boolean;
+  /** Why it is not configured (names the environment variable to set). */
+  problem?: string;
+  parallelToolCalls?: boolean;
+  /** Per million tokens. */
+  price?: { input: number; cachedInput: number; output: number };
+}
+
+export interface ModelsData {
+  /** Name of the default profile. */
+  default: string;
+  /** `file`: MODELS_FILE; `environment`: the OPENAI_* variables define the one profile. */
+  source: 'file' | 'environment';
+  profiles: ModelProfileView[];
+  /** Agent id → profile name. */
+  agents: Record<string, string>;
+  /** Command or workflow name (no leading *, lower case) → profile name. */
+  commands: Record<string, string>;
+}
+
+/** Tokens (and cost, at the profile's prices when it has them) of model calls. */
+export interface UsageView {
+  promptTokens: number;
+  completionTokens: number;
+  /** Prompt tokens the provider served from its prompt cache (part of promptTokens). */
+  cachedTokens: number;
+  cost?: number;
+}
+
+/** A request compacted to fit the model's context window (also the stream's `data-compaction`). */
+export interface CompactionView {
+  profile: string;
+  limit: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  toolResults: number;
+  toolArguments: number;
+  droppedMessages: number;
 }
 
 export interface FunctionCallView {
@@ -70,6 +120,8 @@ export interface FunctionCallView {
   name: string;
   arguments: unknown;
   result: unknown;
+  /** The model no longer gets this call or its result in full (the context window was full). */
+  compacted?: boolean;
 }
 
 export interface ChatMessageView {
@@ -80,6 +132,13 @@ export interface ChatMessageView {
   functionCalls?: FunctionCallView[];
   /** The turn in the order it happened: text blocks and tool calls (by id) interleaved. */
   parts?: MessagePartView[];
+  /** Assistant: the profile and model that answered (the last model call of the turn). */
+  profile?: string;
+  model?: string;
+  /** Assistant: summed over the turn's model calls. */
+  usage?: UsageView;
+  /** Part of the turn no longer goes to the model in full (the context window was full). */
+  compacted?: boolean;
 }
 
 export type MessagePartView = { type: 'text'; text: string } | { type: 'tool'; toolCallId: string };
@@ -88,10 +147,12 @@ export interface ChatResponseData {
   conversationId: string;
   /** The id of the user message this turn answered (the stored one, for a regenerate). */
   userMessageId: string;
-  message: ChatMessageView & { role: 'assistant'; functionCalls: FunctionCallView[] };
-  usage: { promptTokens: number; completionTokens: number };
+  message: ChatMessageView & { role: 'assistant'; functionCalls: FunctionCallView[]; profile: string; model: string };
+  usage: UsageView;
   iterations: number;
   stopReason: 'stop' | 'max_iterations' | 'aborted';
+  /** Present when a request of the turn was compacted to fit the context window. */
+  compactions?: CompactionView[];
 }
 
 /**
@@ -121,6 +182,8 @@ export interface ConversationSummaryView {
   lastTurn?: LastTurnView;
   messageCount: number;
   lastMessagePreview?: string;
+  /** The profile the conversation is set to; absent when each turn's is chosen by command, agent or default. */
+  model?: string;
 }
 
 export interface ConversationListData {
@@ -131,7 +194,7 @@ export interface ConversationListData {
 /** A conversation with its visible messages; tool calls are folded into the assistant message that made them. */
 export interface ConversationDetail extends ConversationSummaryView {
   messages: ChatMessageView[];
-  usage: { promptTokens: number; completionTokens: number };
+  usage: UsageView;
 }
 
 export interface OutputFileEntry {

@@ -123,7 +123,7 @@ const detail: ConversationDetail = {
   updatedAt: '2025-01-01T00:00:00Z',
   status: 'idle',
   messageCount: 2,
-  usage: { promptTokens: 1, completionTokens: 1 },
+  usage: { promptTokens: 1, completionTokens: 1, cachedTokens: 0 },
   messages: [
     { id: 'u1', role: 'user', content: '*plan', timestamp: '2025-01-01T00:00:00Z' },
     {

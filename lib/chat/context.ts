@@ -17,8 +17,8 @@ export interface ChatDeps {
   store: ConversationStore;
   catalog: Catalog;
   projects: ProjectCatalog;
-  /** Built lazily; absent when no model is configured. */
-  llm: () => OpenAI;
+  /** The client of a model profile (the default one without a name), built lazily. */
+  llm: (profile?: string) => OpenAI;
   auditDir: string;
   now?: () => Date;
 }

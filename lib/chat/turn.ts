@@ -4,6 +4,8 @@ import type { Conversation, StoredMessage, TurnLease, TurnOutcome } from '../con
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
 import { runTurn, TurnBudget, type TurnEvent } from '../loop';
+import { checkMessageFits, contextGuard, loadTokenizer, tokenizerFor, type ContextBudget, type Tokenizer } from '../context';
+import { costOf, type ModelPrice, type ModelProfile } from '../models';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
 import { commandNote, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
@@ -14,6 +16,7 @@ import { activate } from './activation';
 import { SERVER_SHUTDOWN } from './shutdown-reason';
 import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
 import { subagentHost } from './subagent';
+import { chooseModel, unknownProfile } from './model-choice';
 
 export interface ChatRequest {
   agentId: string;
@@ -30,6 +33,8 @@ export interface ChatRequest {
   regenerate?: boolean;
   /** Replace this user message: it and everything after it are dropped, `message` is the new turn. */
   editMessageId?: string;
+  /** A model profile by name; the conversation keeps it for its later turns. */
+  model?: string;
 }
 
 export interface TurnHandle {
@@ -38,6 +43,10 @@ export interface TurnHandle {
   messageId: string;
   /** Id of the stored user message this turn answers (the existing one for a regenerate). */
   userMessageId: string;
+  /** The profile the turn runs on, and the model name it sends. */
+  profile: string;
+  model: string;
+  price?: ModelPrice;
   events: AsyncGenerator<TurnEvent>;
   /**
    * For a streamed turn: how many characters of answer text (all steps together) the reader has
@@ -88,9 +97,8 @@ function shortcutCall(resolution: CommandResolution): ToolCall | null {
  */
 export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortSignal): Promise<TurnHandle> {
   const resolved = await findAgent(deps, req);
-  if (!deps.config.llm.configured) {
-    throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured. Set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL (for a local OpenAI-compatible server such as Ollama, vLLM or LM Studio), and OPENAI_MODEL, then restart the server.');
-  }
+  const setup = deps.config.models;
+  if (req.model !== undefined && !setup.profiles.has(req.model)) throw unknownProfile(setup, req.model);
 
   const rewrite = req.regenerate ? 'regenerate' : req.editMessageId !== undefined ? 'edit' : null;
   if (rewrite && !req.conversationId) {
@@ -104,6 +112,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   let isNew = false;
   let wasInterrupted = false;
   let existing: Conversation | null = null;
+  let remembered: string | undefined;
   if (conversationId) {
     existing = await deps.store.get(conversationId);
     if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
@@ -115,6 +124,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     if (existing.agentId !== resolved.agent.id) {
       throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to agent "${existing.agentId}", not "${resolved.agent.id}".`, { field: 'agentId' });
     }
+    remembered = existing.model;
   } else {
     conversationId = newConversationId();
     isNew = true;
@@ -122,11 +132,32 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
 
   // Checked before the lock, so a refused request leaves the conversation's status alone; checked
   // again under the lock below, since another turn may change the history in between.
+  let planned = req.message ?? '';
   if (rewrite && existing) {
     const history = await deps.store.messages(conversationId);
-    if (rewrite === 'regenerate' && lastUserIndex(history) < 0) throw nothingToRegenerate(conversationId);
+    const at = lastUserIndex(history);
+    if (rewrite === 'regenerate' && at < 0) throw nothingToRegenerate(conversationId);
     if (rewrite === 'edit' && !history.some((m) => m.id === req.editMessageId && m.role === 'user')) throw notAUserMessage(conversationId, req.editMessageId!);
+    if (rewrite === 'regenerate') planned = (history[at] as Extract<StoredMessage, { role: 'user' }>).content;
   }
+
+  const known = conversationId;
+  const { profile } = await chooseModel(setup, {
+    requested: req.model,
+    remembered,
+    agent: resolved.agent,
+    command: resolveCommand(resolved.agent, planned),
+    ...(isNew ? {} : { history: () => deps.store.messages(known) }),
+  });
+  const tokenizer = await loadTokenizer(tokenizerFor(profile.model, profile.tokenizer));
+  const budget: ContextBudget = { profile: profile.name, contextWindow: profile.contextWindow, maxOutputTokens: profile.maxOutputTokens };
+  // The least this turn's requests hold: refused now, before anything is stored.
+  const tooLarge = checkMessageFits(tokenizer, budget, {
+    systemPrompt: buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.workspace.name, toolNames: [] }),
+    message: planned,
+    tools: toolDefinitions(),
+  });
+  if (tooLarge) throw tooLarge;
 
   // One open audit file for the critical actions and every tool call of the turn.
   const audit = openAuditLog(deps.auditDir, conversationId);
@@ -140,7 +171,13 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
       const activation = await activate(deps, resolved, conversationId, audit);
       // No title: the store names the conversation from its first message or its workflow.
       const projectId = resolved.workspace.projectId;
-      await deps.store.create({ id: conversationId, agentId: resolved.agent.id, bundleName: resolved.workspace.name, ...(projectId ? { projectId } : {}) });
+      await deps.store.create({
+        id: conversationId,
+        agentId: resolved.agent.id,
+        bundleName: resolved.workspace.name,
+        ...(projectId ? { projectId } : {}),
+        ...(req.model !== undefined ? { model: req.model } : {}),
+      });
       await deps.store.setVariables(conversationId, activation.variables);
       if (activation.context) {
         await deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: activation.context, timestamp: clock(deps)().toISOString() });
@@ -170,6 +207,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
         throw e;
       }
     }
+    if (!isNew && req.model !== undefined && req.model !== remembered) await deps.store.setModel(conversationId, req.model);
   } catch (e) {
     void audit.close();
     throw e;
@@ -183,11 +221,14 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const command = resolveCommand(resolved.agent, text);
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent });
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent, profile, tokenizer, budget });
   return {
     conversationId,
     messageId,
     userMessageId,
+    profile: profile.name,
+    model: profile.model,
+    ...(profile.price ? { price: profile.price } : {}),
     events,
     reportTextSent: (chars) => {
       sent.chars = chars;
@@ -209,10 +250,13 @@ interface Turn {
   audit: AuditLog;
   /** Answer text the reader was sent (see TurnHandle.reportTextSent); null when nobody counts. */
   sent: { chars: number | null };
+  profile: ModelProfile;
+  tokenizer: Tokenizer;
+  budget: ContextBudget;
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
-  const { resolved, conversationId, signal, audit } = turn;
+  const { resolved, conversationId, signal, audit, profile } = turn;
   const store = deps.store;
   const now = clock(deps);
   const stamp = () => now().toISOString();
@@ -245,19 +289,34 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);
     let stepStarted = performance.now();
-    // Subagents draw on the turn's budget and run on its model; their activity joins its events.
-    const budget = new TurnBudget(deps.config.maxIterations);
-    const subagents = subagentHost({ deps, ctx, definitions, client: deps.llm(), model: deps.config.llm.model, budget, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
+    let requestTokens = 0;
+    const prepare = contextGuard({
+      budget: turn.budget,
+      tokenizer: turn.tokenizer,
+      tools: definitions,
+      render: (stored) => toModelMessages(systemPrompt, stored),
+      load: () => store.messages(conversationId),
+      save: (marks) => store.compact(conversationId, marks),
+      onCount: (n) => (requestTokens = n),
+    });
+    // Subagents draw on the turn's budget and run on its profile; their activity joins its events.
+    const steps = new TurnBudget(deps.config.maxIterations);
+    const client = deps.llm(profile.name);
+    const subagents = subagentHost({ deps, ctx, definitions, client, model: profile.model, budget: steps, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
 
     for await (let event of subagents.merge(runTurn({
-      client: deps.llm(),
-      model: deps.config.llm.model,
+      client,
+      model: profile.model,
+      // Errors name a profile of the models file; the environment's one profile is no name to look for.
+      ...(deps.config.models.file ? { profile: profile.name } : {}),
+      ...(profile.parallelToolCalls !== undefined ? { parallelToolCalls: profile.parallelToolCalls } : {}),
       messages,
       tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig, subagent: subagents.runner(call.id) }) },
       maxIterations: deps.config.maxIterations,
-      budget,
+      budget: steps,
       signal,
       timeoutMs: deps.config.turnTimeoutMs,
+      prepare,
       ...(shortcut ? { serverCalls: [shortcut] } : {}),
     }))) {
       switch (event.type) {
@@ -276,29 +335,38 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
             // Nothing of it reached the screen: there is no answer to keep.
             keep = event.content !== '';
           }
+          const cost = event.byServer ? undefined : costOf(profile.price, event.usage);
           // A message without tool calls ends the turn, so it carries the turn's answer id.
           const msg: StoredMessage = {
             id: event.toolCalls.length ? newId('msg') : turn.messageId,
             role: 'assistant',
             content: event.content,
             ...(event.toolCalls.length ? { toolCalls: event.toolCalls } : {}),
-            ...(event.byServer ? {} : { usage: event.usage }),
+            ...(event.byServer ? {} : { usage: event.usage, profile: profile.name, model: profile.model }),
+            ...(cost !== undefined ? { cost } : {}),
             timestamp: stamp(),
           };
           if (keep) await store.append(conversationId, msg);
           if (event.byServer) break;
-          await store.addUsage(conversationId, event.usage);
+          await store.addUsage(conversationId, event.usage, cost);
           log.info('model.call', {
             conversationId,
             agent: resolved.agent.id,
-            model: deps.config.llm.model,
+            profile: profile.name,
+            model: profile.model,
             durationMs: Math.round(performance.now() - stepStarted),
             toolCalls: event.toolCalls.length,
+            requestTokens,
             promptTokens: event.usage.promptTokens,
+            cachedTokens: event.usage.cachedTokens ?? 0,
             completionTokens: event.usage.completionTokens,
           });
           break;
         }
+        case 'compaction':
+          // The guard stored the marks before the call; this is the operator's record of it.
+          log.info('context.compacted', { conversationId, ...event.report });
+          break;
         case 'tool-result':
           await store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
           break;

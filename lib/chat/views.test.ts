@@ -40,7 +40,7 @@ it('names the project of a project conversation in its views, and no project for
     updatedAt: ts,
     status: 'idle',
     variables: {},
-    usage: { promptTokens: 0, completionTokens: 0 },
+    usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
   };
   const project = { ...base, projectId: 'acme' };
   expect(toSummaryView({ ...project, messageCount: 0 })).toMatchObject({ id: 'c', projectId: 'acme' });
@@ -60,7 +60,7 @@ it('shows how the last turn ended in the summary and the detail, and nothing for
     status: 'failed',
     lastTurn: { status: 'failed', error: { code: 'E_LLM_UPSTREAM', message: 'The model endpoint failed (500).' }, at: ts },
     variables: {},
-    usage: { promptTokens: 0, completionTokens: 0 },
+    usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
   };
   expect(toSummaryView({ ...base, messageCount: 1 })).toMatchObject({ status: 'failed', lastTurn: base.lastTurn });
   expect(toDetailView(base, [])).toMatchObject({ status: 'failed', lastTurn: base.lastTurn });

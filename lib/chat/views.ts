@@ -1,6 +1,29 @@
 import { toolArgumentsView } from '../llm/types';
 import type { Conversation, ConversationSummary, StoredMessage } from '../conversations/types';
-import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView, MessagePartView } from '../../types/api';
+import type { ModelSetup } from '../models';
+import type {
+  ChatMessageView,
+  ConversationDetail,
+  ConversationSummaryView,
+  FunctionCallView,
+  MessagePartView,
+  ModelProfileView,
+  ModelsData,
+  UsageView,
+} from '../../types/api';
+
+type AssistantView = ChatMessageView & { functionCalls: FunctionCallView[]; parts: MessagePartView[] };
+
+/** Adds one model call's usage (and cost) to a turn's. */
+function addUsage(view: AssistantView, m: Extract<StoredMessage, { role: 'assistant' }>): void {
+  if (!m.usage && m.cost === undefined) return;
+  const u: UsageView = view.usage ?? { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+  u.promptTokens += m.usage?.promptTokens ?? 0;
+  u.completionTokens += m.usage?.completionTokens ?? 0;
+  u.cachedTokens += m.usage?.cachedTokens ?? 0;
+  if (m.cost !== undefined) u.cost = Math.round(((u.cost ?? 0) + m.cost) * 1e9) / 1e9;
+  view.usage = u;
+}
 
 /**
  * What a person sees of the history: user messages, and per turn one assistant message holding
@@ -8,35 +31,43 @@ import type { ChatMessageView, ConversationDetail, ConversationSummaryView, Func
  */
 export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
   const out: ChatMessageView[] = [];
-  let current: (ChatMessageView & { functionCalls: FunctionCallView[]; parts: MessagePartView[] }) | null = null;
+  let current: AssistantView | null = null;
   const calls = new Map<string, FunctionCallView>();
   for (const m of history) {
     if (m.role === 'system') continue;
     if (m.role === 'user') {
       current = null;
-      out.push({ id: m.id, role: 'user', content: m.content, timestamp: m.timestamp });
+      out.push({ id: m.id, role: 'user', content: m.content, timestamp: m.timestamp, ...(m.compacted ? { compacted: true } : {}) });
       continue;
     }
     if (!current) {
       current = { id: m.id, role: 'assistant', content: '', timestamp: m.timestamp, functionCalls: [], parts: [] };
       out.push(current);
     }
+    if (m.compacted) current.compacted = true;
     if (m.role === 'assistant') {
       current.id = m.id;
       current.timestamp = m.timestamp;
+      if (m.profile) current.profile = m.profile;
+      if (m.model) current.model = m.model;
+      addUsage(current, m);
       if (m.content) {
         current.content = current.content ? `${current.content}\n\n${m.content}` : m.content;
         current.parts.push({ type: 'text', text: m.content });
       }
       for (const c of m.toolCalls ?? []) {
         const view: FunctionCallView = { id: c.id, name: c.name, arguments: toolArgumentsView(c.arguments), result: undefined };
+        if (m.compacted) view.compacted = true;
         calls.set(c.id, view);
         current.functionCalls.push(view);
         current.parts.push({ type: 'tool', toolCallId: c.id });
       }
     } else {
       const view = calls.get(m.toolCallId);
-      if (view) view.result = m.result;
+      if (view) {
+        view.result = m.result;
+        if (m.compacted) view.compacted = true;
+      }
     }
   }
   return out;
@@ -55,6 +86,7 @@ export function toSummaryView(c: ConversationSummary): ConversationSummaryView {
     ...(c.lastTurn ? { lastTurn: c.lastTurn } : {}),
     messageCount: c.messageCount,
     ...(c.lastMessagePreview ? { lastMessagePreview: c.lastMessagePreview } : {}),
+    ...(c.model ? { model: c.model } : {}),
   };
 }
 
@@ -69,6 +101,24 @@ export function toDetailView(c: Conversation, history: StoredMessage[]): Convers
       lastMessagePreview: last?.content.slice(0, 120),
     }),
     messages,
-    usage: c.usage,
+    usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens, cachedTokens: c.usage.cachedTokens ?? 0, ...(c.cost !== undefined ? { cost: c.cost } : {}) },
   };
+}
+
+/** The model profiles for a picker: names, models and sizes; never a key, never an endpoint address. */
+export function modelsView(setup: ModelSetup): ModelsData {
+  const profiles = [...setup.profiles.values()].map(
+    (p): ModelProfileView => ({
+      name: p.name,
+      model: p.model,
+      contextWindow: p.contextWindow,
+      maxOutputTokens: p.maxOutputTokens,
+      configured: p.configured,
+      default: p.name === setup.defaultProfile,
+      ...(p.problem ? { problem: p.problem } : {}),
+      ...(p.parallelToolCalls !== undefined ? { parallelToolCalls: p.parallelToolCalls } : {}),
+      ...(p.price ? { price: { ...p.price } } : {}),
+    }),
+  );
+  return { default: setup.defaultProfile, source: setup.file ? 'file' : 'environment', profiles, agents: { ...setup.agents }, commands: { ...setup.commands } };
 }

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { loadModelSetup, type ModelSetup } from '../models';
 
 export interface ToolLimits {
   maxReadBytes: number;
@@ -24,6 +25,7 @@ export const DEFAULT_SCRIPT_SETTINGS: ScriptSettings = {
   memoryMb: 512,
 };
 
+/** Where one model is: the default profile's, or any profile's (see lib/models). */
 export interface LlmConfig {
   apiKey?: string;
   baseURL?: string;
@@ -44,7 +46,10 @@ export interface Config {
   maxIterations: number;
   turnTimeoutMs: number;
   store: 'sqlite' | 'memory';
+  /** The default profile's endpoint. */
   llm: LlmConfig;
+  /** Every model profile and the routing to them (MODELS_FILE, or the OPENAI_* variables). */
+  models: ModelSetup;
   limits: ToolLimits;
   scripts: ScriptSettings;
 }
@@ -67,12 +72,15 @@ function nonEmpty(value: string | undefined): string | undefined {
   return v ? v : undefined;
 }
 
-/** Reads the environment once; every path comes out absolute. */
+/**
+ * Reads the environment once; every path comes out absolute. A bad MODELS_FILE throws a
+ * ModelsFileError naming the file, the line and the field: the server must not start on it.
+ */
 export function loadConfig(env: Record<string, string | undefined> = process.env, cwd: string = process.cwd()): Config {
   // Folders are chosen at run time; the build must not trace them into the server output.
   const abs = (value: string | undefined, fallback: string) => path.resolve(/*turbopackIgnore: true*/ cwd, nonEmpty(value) ?? fallback);
-  const apiKey = nonEmpty(env.OPENAI_API_KEY);
-  const baseURL = nonEmpty(env.OPENAI_BASE_URL);
+  const models = loadModelSetup(env, cwd);
+  const fallback = models.profiles.get(models.defaultProfile)!;
   return {
     bundlesRoot: abs(env.BUNDLES_ROOT, 'bmad/custom/bundles'),
     projectsRoot: abs(env.PROJECTS_ROOT, 'projects'),
@@ -83,12 +91,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxIterations: int(env.MAX_ITERATIONS, 25),
     turnTimeoutMs: int(env.TURN_TIMEOUT_MS, 120_000),
     store: env.CONVERSATION_STORE === 'memory' ? 'memory' : 'sqlite',
-    llm: {
-      apiKey,
-      baseURL,
-      model: nonEmpty(env.OPENAI_MODEL) ?? 'gpt-4o-mini',
-      configured: Boolean(apiKey || baseURL),
-    },
+    llm: { apiKey: fallback.apiKey, baseURL: fallback.baseURL, model: fallback.model, configured: fallback.configured },
+    models,
     limits: { ...DEFAULT_LIMITS },
     scripts: {
       bwrap: nonEmpty(env.SANDBOX_BWRAP) ?? DEFAULT_SCRIPT_SETTINGS.bwrap,

@@ -1,5 +1,5 @@
 import { AppError } from '../errors';
-import type { ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
+import type { Compaction, CompactionMark, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
@@ -62,6 +62,7 @@ export function assertMessage(m: StoredMessage): void {
   if (!m || typeof m !== 'object') throw bad('not an object');
   if (!isStr(m.id) || !m.id) throw bad('id must be a non-empty string');
   if (!isStr(m.timestamp)) throw bad('timestamp must be a string');
+  if (m.compacted !== undefined && !isCompaction(m.compacted)) throw bad('compacted must be { kind: "dropped" } or { kind: "elided", content?, toolArguments? }');
   switch (m.role) {
     case 'user':
     case 'system':
@@ -76,6 +77,9 @@ export function assertMessage(m: StoredMessage): void {
         }
       }
       if (m.usage !== undefined && !isUsage(m.usage)) throw bad('usage needs numeric promptTokens and completionTokens');
+      if (m.cost !== undefined && !(typeof m.cost === 'number' && Number.isFinite(m.cost))) throw bad('cost must be a number');
+      if (m.profile !== undefined && !isStr(m.profile)) throw bad('profile must be a string');
+      if (m.model !== undefined && !isStr(m.model)) throw bad('model must be a string');
       return;
     case 'tool':
       if (!isStr(m.toolCallId) || !isStr(m.name)) throw bad('tool messages need toolCallId and name');
@@ -87,13 +91,49 @@ export function assertMessage(m: StoredMessage): void {
 }
 
 function isUsage(u: Usage): boolean {
-  return !!u && Number.isFinite(u.promptTokens) && Number.isFinite(u.completionTokens);
+  return !!u && Number.isFinite(u.promptTokens) && Number.isFinite(u.completionTokens) && (u.cachedTokens === undefined || Number.isFinite(u.cachedTokens));
+}
+
+export function isCompaction(c: unknown): c is Compaction {
+  if (!c || typeof c !== 'object') return false;
+  const x = c as { kind?: unknown; content?: unknown; toolArguments?: unknown };
+  if (x.kind === 'dropped') return true;
+  if (x.kind !== 'elided') return false;
+  if (x.content !== undefined && !isStr(x.content)) return false;
+  if (x.toolArguments !== undefined) {
+    if (!x.toolArguments || typeof x.toolArguments !== 'object' || Array.isArray(x.toolArguments)) return false;
+    if (!Object.values(x.toolArguments).every(isStr)) return false;
+  }
+  return x.content !== undefined || x.toolArguments !== undefined;
+}
+
+export function assertMarks(marks: CompactionMark[]): void {
+  if (!Array.isArray(marks)) throw new TypeError('Cannot compact: marks must be an array.');
+  for (const m of marks) {
+    if (!m || !isStr(m.messageId) || !m.messageId) throw new TypeError('Cannot compact: each mark needs a messageId.');
+    if (!isCompaction(m.compacted)) throw new TypeError(`Cannot compact message "${m.messageId}": not a compaction.`);
+  }
 }
 
 /** Token counts as added to a conversation's total; junk from a quirky server counts as zero. */
-export function cleanUsage(u: Usage): Usage {
+export function cleanUsage(u: Usage): Required<Usage> {
   const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.round(v) : 0);
-  return { promptTokens: n(u?.promptTokens), completionTokens: n(u?.completionTokens) };
+  const prompt = n(u?.promptTokens);
+  return { promptTokens: prompt, completionTokens: n(u?.completionTokens), cachedTokens: Math.min(prompt, n(u?.cachedTokens)) };
+}
+
+/** A call's cost as added to the conversation's; undefined (no prices) leaves the total as it is. */
+export function cleanCost(cost: number | undefined): number | undefined {
+  return typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 ? cost : undefined;
+}
+
+// The same names lib/models accepts for profiles; the store keeps names, never checks they exist.
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export function prepareModel(model: string | null | undefined): string | null {
+  if (model === null || model === undefined) return null;
+  if (!isStr(model) || !MODEL_NAME.test(model)) throw new AppError('E_VALIDATION', 'A model profile name may hold only letters, digits, ".", "_" and "-" (at most 64).', { field: 'model' });
+  return model;
 }
 
 export function assertVariables(variables: Record<string, string>): void {
@@ -221,6 +261,7 @@ export interface NewConversation {
   projectId?: string;
   title: string;
   titleState: TitleState;
+  model?: string;
 }
 
 export function prepareCreate(input: CreateConversationInput, newId: () => string): NewConversation {
@@ -231,7 +272,14 @@ export function prepareCreate(input: CreateConversationInput, newId: () => strin
   if (input.projectId !== undefined && !isValidProjectId(input.projectId)) {
     throw new AppError('E_VALIDATION', 'A project id may hold only letters, digits, ".", "-" and "_", starting with a letter or digit (at most 64).', { field: 'projectId' });
   }
-  const base = { id, agentId: input.agentId, bundleName: input.bundleName, ...(input.projectId !== undefined ? { projectId: input.projectId } : {}) };
+  const model = prepareModel(input.model);
+  const base = {
+    id,
+    agentId: input.agentId,
+    bundleName: input.bundleName,
+    ...(input.projectId !== undefined ? { projectId: input.projectId } : {}),
+    ...(model !== null ? { model } : {}),
+  };
   const given = input.title === undefined ? '' : input.title.replace(/\s+/g, ' ').trim();
   if (!given) return { ...base, title: DEFAULT_TITLE, titleState: TitleState.DEFAULT };
   // A long generated title is clipped rather than refused: create() runs inside a chat request.

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type {
+  CompactionMark,
   Conversation,
   ConversationStatus,
   ConversationStore,
@@ -15,8 +16,10 @@ import type {
 import { isValidConversationId, newConversationId } from './ids';
 import {
   TitleState,
+  assertMarks,
   assertMessage,
   assertVariables,
+  cleanCost,
   cleanUsage,
   decodeCursor,
   duplicateId,
@@ -28,6 +31,7 @@ import {
   notFound,
   pageSize,
   prepareCreate,
+  prepareModel,
   prepareRename,
   replayTitle,
   searchTerms,
@@ -67,7 +71,8 @@ export class MemoryConversationStore implements ConversationStore {
       updatedAt: now,
       status: 'idle',
       variables: {},
-      usage: { promptTokens: 0, completionTokens: 0 },
+      usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
+      ...(c.model !== undefined ? { model: c.model } : {}),
     };
     this.entries.set(c.id, { conversation, titleState: c.titleState, messages: [], preview: null, turn: null });
     return structuredClone(conversation);
@@ -135,11 +140,38 @@ export class MemoryConversationStore implements ConversationStore {
     this.required(id).conversation.variables = { ...variables };
   }
 
-  async addUsage(id: string, usage: Usage): Promise<void> {
+  async addUsage(id: string, usage: Usage, cost?: number): Promise<void> {
     const u = cleanUsage(usage);
-    const total = this.required(id).conversation.usage;
+    const c = cleanCost(cost);
+    const conversation = this.required(id).conversation;
+    const total = conversation.usage;
     total.promptTokens += u.promptTokens;
     total.completionTokens += u.completionTokens;
+    total.cachedTokens += u.cachedTokens;
+    if (c !== undefined) conversation.cost = (conversation.cost ?? 0) + c;
+  }
+
+  async setModel(id: string, model: string | null): Promise<Conversation | null> {
+    const m = prepareModel(model);
+    const e = this.entry(id);
+    if (!e) return null;
+    if (m === null) delete e.conversation.model;
+    else e.conversation.model = m;
+    return structuredClone(e.conversation);
+  }
+
+  async compact(id: string, marks: CompactionMark[]): Promise<void> {
+    assertMarks(marks);
+    const e = this.required(id);
+    // Checked before any change: all marks or none, as in one SQLite transaction.
+    const targets = marks.map((mark) => {
+      const m = e.messages.find((x) => x.id === mark.messageId);
+      if (!m) throw new TypeError(`Cannot compact: conversation "${id}" has no message "${mark.messageId}".`);
+      return m;
+    });
+    targets.forEach((m, i) => {
+      m.compacted = JSON.parse(JSON.stringify(marks[i].compacted)) as typeof m.compacted;
+    });
   }
 
   async beginTurn(id: string): Promise<TurnLease | null> {

@@ -127,6 +127,20 @@ export const MIGRATIONS: readonly Migration[] = [
   INSERT INTO search_fts (rowid, text)
     SELECT d.id, c.title FROM search_docs d JOIN conversations c ON c.id = d.conversation_id WHERE d.seq IS NULL;
   `,
+  `
+  -- Model profiles and usage: the profile a conversation was set to (NULL: chosen per turn),
+  -- prompt tokens served from the provider's cache, cost (NULL until a priced call); per
+  -- message the profile and model that answered, and how the message goes to the model once
+  -- the conversation was compacted to fit a context window (JSON; NULL: as it is).
+  ALTER TABLE conversations ADD COLUMN model TEXT;
+  ALTER TABLE conversations ADD COLUMN cached_tokens INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE conversations ADD COLUMN cost REAL;
+  ALTER TABLE messages ADD COLUMN cached_tokens INTEGER;
+  ALTER TABLE messages ADD COLUMN cost REAL;
+  ALTER TABLE messages ADD COLUMN profile TEXT;
+  ALTER TABLE messages ADD COLUMN model TEXT;
+  ALTER TABLE messages ADD COLUMN compacted TEXT;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

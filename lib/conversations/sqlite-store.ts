@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
 import type {
+  Compaction,
+  CompactionMark,
   Conversation,
   ConversationStatus,
   ConversationStore,
@@ -16,8 +18,10 @@ import type {
 } from './types';
 import { isValidConversationId, newConversationId } from './ids';
 import {
+  assertMarks,
   assertMessage,
   assertVariables,
+  cleanCost,
   cleanUsage,
   TitleState,
   decodeCursor,
@@ -30,6 +34,7 @@ import {
   notFound,
   pageSize,
   prepareCreate,
+  prepareModel,
   prepareRename,
   replayTitle,
   searchTerms,
@@ -41,7 +46,7 @@ import { migrate } from './migrations';
 import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 
 const CONVERSATION_COLUMNS =
-  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, last_turn, variables, prompt_tokens, completion_tokens';
+  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, last_turn, variables, prompt_tokens, completion_tokens, cached_tokens, cost, model';
 const SUMMARY_COLUMNS = `${CONVERSATION_COLUMNS}, message_count, last_preview`;
 
 interface ConversationRow {
@@ -57,6 +62,9 @@ interface ConversationRow {
   variables: string;
   prompt_tokens: number;
   completion_tokens: number;
+  cached_tokens: number;
+  cost: number | null;
+  model: string | null;
 }
 
 interface SummaryRow extends ConversationRow {
@@ -74,6 +82,11 @@ interface MessageRow {
   result: string | null;
   prompt_tokens: number | null;
   completion_tokens: number | null;
+  cached_tokens: number | null;
+  cost: number | null;
+  profile: string | null;
+  model: string | null;
+  compacted: string | null;
   timestamp: string;
 }
 
@@ -119,7 +132,8 @@ function listKind(options: Pick<ListOptions, 'agentId' | 'projectId'>, withCurso
   return `${filter}:${withCursor ? 'after' : 'first'}:${search ? 'search' : 'all'}`;
 }
 
-const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, timestamp
+const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens,
+    cached_tokens, cost, profile, model, compacted, timestamp
   FROM messages WHERE conversation_id = ? ORDER BY seq`;
 
 export interface SqliteStoreOptions {
@@ -151,7 +165,9 @@ export class SqliteConversationStore implements ConversationStore {
     touch: Database.Statement<[Record<string, unknown>], { message_count: number }>;
     insertMessage: Database.Statement<[Record<string, unknown>]>;
     setVariables: Database.Statement<[string, string]>;
-    addUsage: Database.Statement<[number, number, string]>;
+    addUsage: Database.Statement<[Record<string, unknown>]>;
+    setModel: Database.Statement<[string | null, string], ConversationRow>;
+    compact: Database.Statement<[string, string, string]>;
     begin: Database.Statement<[Record<string, unknown>]>;
     takeOver: Database.Statement<[Record<string, unknown>]>;
     turnOf: Database.Statement<[string], TurnRow>;
@@ -165,6 +181,7 @@ export class SqliteConversationStore implements ConversationStore {
   };
   private readonly appendTx: (id: string, message: StoredMessage) => void;
   private readonly truncateTx: (id: string, messageId: string) => number;
+  private readonly compactTx: (id: string, marks: CompactionMark[]) => void;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
     this.file = file;
@@ -189,8 +206,8 @@ export class SqliteConversationStore implements ConversationStore {
        WHERE id = @id AND active_turn = @token`;
     this.stmt = {
       insert: db.prepare(
-        `INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at)
-         VALUES (@id, @agentId, @bundleName, @projectId, @title, @titleState, @now, @now)`,
+        `INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at, model)
+         VALUES (@id, @agentId, @bundleName, @projectId, @title, @titleState, @now, @now, @model)`,
       ),
       get: db.prepare(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
       list: Object.fromEntries(LIST_KINDS.map((k) => [k, db.prepare(listSql(k))])) as Record<ListKind, Database.Statement<[Record<string, unknown>], SummaryRow>>,
@@ -218,14 +235,19 @@ export class SqliteConversationStore implements ConversationStore {
       ),
       insertMessage: db.prepare(
         `INSERT INTO messages (conversation_id, seq, id, role, content, tool_calls, tool_call_id, name, result,
-                               prompt_tokens, completion_tokens, timestamp)
+                               prompt_tokens, completion_tokens, cached_tokens, cost, profile, model, compacted, timestamp)
          VALUES (@conversationId, @seq, @id, @role, @content, @toolCalls, @toolCallId, @name, @result,
-                 @promptTokens, @completionTokens, @timestamp)`,
+                 @promptTokens, @completionTokens, @cachedTokens, @cost, @profile, @model, @compacted, @timestamp)`,
       ),
       setVariables: db.prepare('UPDATE conversations SET variables = ? WHERE id = ?'),
       addUsage: db.prepare(
-        'UPDATE conversations SET prompt_tokens = prompt_tokens + ?, completion_tokens = completion_tokens + ? WHERE id = ?',
+        `UPDATE conversations SET prompt_tokens = prompt_tokens + @prompt, completion_tokens = completion_tokens + @completion,
+           cached_tokens = cached_tokens + @cached, cost = CASE WHEN @cost IS NULL THEN cost ELSE COALESCE(cost, 0) + @cost END
+         WHERE id = @id`,
       ),
+      setModel: db.prepare(`UPDATE conversations SET model = ? WHERE id = ? RETURNING ${CONVERSATION_COLUMNS}`),
+      // (conversation_id, seq) is the key, so this visits one conversation's rows only.
+      compact: db.prepare('UPDATE messages SET compacted = ? WHERE conversation_id = ? AND id = ?'),
       // The lock itself: only one writer can turn a NULL active_turn into its token.
       begin: db.prepare(
         `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running', last_turn = NULL
@@ -274,6 +296,11 @@ export class SqliteConversationStore implements ConversationStore {
         result: m.role === 'tool' ? JSON.stringify(m.result) : null,
         promptTokens: m.role === 'assistant' && m.usage ? m.usage.promptTokens : null,
         completionTokens: m.role === 'assistant' && m.usage ? m.usage.completionTokens : null,
+        cachedTokens: m.role === 'assistant' && m.usage?.cachedTokens !== undefined ? m.usage.cachedTokens : null,
+        cost: m.role === 'assistant' && m.cost !== undefined ? m.cost : null,
+        profile: m.role === 'assistant' && m.profile !== undefined ? m.profile : null,
+        model: m.role === 'assistant' && m.model !== undefined ? m.model : null,
+        compacted: m.compacted !== undefined ? JSON.stringify(m.compacted) : null,
         timestamp: m.timestamp,
       });
     });
@@ -288,6 +315,14 @@ export class SqliteConversationStore implements ConversationStore {
       const title = replayTitle(kept);
       this.stmt.truncated.run({ id, removed, preview: lastPreview(kept), now: monotonicNow(), title: title.title, titleState: title.state });
       return removed;
+    });
+
+    this.compactTx = db.transaction((id: string, marks: CompactionMark[]) => {
+      for (const mark of marks) {
+        if (this.stmt.compact.run(JSON.stringify(mark.compacted), id, mark.messageId).changes !== 1) {
+          throw new TypeError(`Cannot compact: conversation "${id}" has no message "${mark.messageId}".`);
+        }
+      }
     });
 
     this.interruptAbandonedTurns();
@@ -305,6 +340,7 @@ export class SqliteConversationStore implements ConversationStore {
         title: c.title,
         titleState: c.titleState,
         now,
+        model: c.model ?? null,
       });
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw duplicateId(c.id);
@@ -320,7 +356,8 @@ export class SqliteConversationStore implements ConversationStore {
       updatedAt: now,
       status: 'idle',
       variables: {},
-      usage: { promptTokens: 0, completionTokens: 0 },
+      usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
+      ...(c.model !== undefined ? { model: c.model } : {}),
     };
   }
 
@@ -380,9 +417,25 @@ export class SqliteConversationStore implements ConversationStore {
     if (!isValidConversationId(id) || this.stmt.setVariables.run(JSON.stringify(variables), id).changes !== 1) throw notFound(id);
   }
 
-  async addUsage(id: string, usage: Usage): Promise<void> {
+  async addUsage(id: string, usage: Usage, cost?: number): Promise<void> {
     const u = cleanUsage(usage);
-    if (!isValidConversationId(id) || this.stmt.addUsage.run(u.promptTokens, u.completionTokens, id).changes !== 1) throw notFound(id);
+    const c = cleanCost(cost);
+    if (!isValidConversationId(id) || this.stmt.addUsage.run({ id, prompt: u.promptTokens, completion: u.completionTokens, cached: u.cachedTokens, cost: c ?? null }).changes !== 1) {
+      throw notFound(id);
+    }
+  }
+
+  async setModel(id: string, model: string | null): Promise<Conversation | null> {
+    const m = prepareModel(model);
+    if (!isValidConversationId(id)) return null;
+    const row = this.stmt.setModel.get(m, id);
+    return row ? toConversation(row) : null;
+  }
+
+  async compact(id: string, marks: CompactionMark[]): Promise<void> {
+    assertMarks(marks);
+    if (!isValidConversationId(id) || !this.stmt.get.get(id)) throw notFound(id);
+    this.compactTx(id, marks);
   }
 
   async beginTurn(id: string): Promise<TurnLease | null> {
@@ -473,7 +526,9 @@ function toConversation(row: ConversationRow): Conversation {
     status: row.status,
     ...(row.last_turn !== null ? { lastTurn: JSON.parse(row.last_turn) as LastTurn } : {}),
     variables: JSON.parse(row.variables) as Record<string, string>,
-    usage: { promptTokens: row.prompt_tokens, completionTokens: row.completion_tokens },
+    usage: { promptTokens: row.prompt_tokens, completionTokens: row.completion_tokens, cachedTokens: row.cached_tokens },
+    ...(row.cost !== null ? { cost: row.cost } : {}),
+    ...(row.model !== null ? { model: row.model } : {}),
   };
 }
 
@@ -484,6 +539,12 @@ function toSummary(row: SummaryRow): ConversationSummary {
 }
 
 function toMessage(row: MessageRow): StoredMessage {
+  const m = baseMessage(row);
+  if (row.compacted !== null) m.compacted = JSON.parse(row.compacted) as Compaction;
+  return m;
+}
+
+function baseMessage(row: MessageRow): StoredMessage {
   switch (row.role) {
     case 'tool':
       return {
@@ -499,7 +560,11 @@ function toMessage(row: MessageRow): StoredMessage {
       if (row.tool_calls !== null) m.toolCalls = JSON.parse(row.tool_calls) as Extract<StoredMessage, { role: 'assistant' }>['toolCalls'];
       if (row.prompt_tokens !== null || row.completion_tokens !== null) {
         m.usage = { promptTokens: row.prompt_tokens ?? 0, completionTokens: row.completion_tokens ?? 0 };
+        if (row.cached_tokens !== null) m.usage.cachedTokens = row.cached_tokens;
       }
+      if (row.cost !== null) m.cost = row.cost;
+      if (row.profile !== null) m.profile = row.profile;
+      if (row.model !== null) m.model = row.model;
       return m;
     }
     default:

@@ -286,14 +286,93 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       await store.addUsage(c.id, { promptTokens: Number.NaN, completionTokens: -3 });
       expect(await store.get(c.id)).toMatchObject({
         variables: { user_name: 'Ada', communication_language: 'English' },
-        usage: { promptTokens: 105, completionTokens: 21 },
+        usage: { promptTokens: 105, completionTokens: 21, cachedTokens: 0 },
       });
-      expect((await store.list()).items[0]!.usage).toEqual({ promptTokens: 105, completionTokens: 21 });
+      expect((await store.list()).items[0]!.usage).toEqual({ promptTokens: 105, completionTokens: 21, cachedTokens: 0 });
     });
 
     it('throws for unknown conversations', async () => {
       await expect(store.setVariables('missing', {})).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
       await expect(store.addUsage('missing', { promptTokens: 1, completionTokens: 1 })).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
+    });
+  });
+
+  describe('model profiles, cached tokens, cost', () => {
+    it('keeps the profile a conversation is set to, in create, get, list and setModel; null forgets it', async () => {
+      const c = await store.create({ agentId: 'pm', bundleName: 'bmm', model: 'strong' });
+      expect(c.model).toBe('strong');
+      expect(await store.get(c.id)).toMatchObject({ model: 'strong' });
+      expect((await store.list()).items[0]).toMatchObject({ model: 'strong' });
+      expect(await store.setModel(c.id, 'fast')).toMatchObject({ id: c.id, model: 'fast' });
+      const cleared = await store.setModel(c.id, null);
+      expect(cleared).not.toHaveProperty('model');
+      expect(await store.get(c.id)).not.toHaveProperty('model');
+      expect(await store.setModel('missing', 'fast')).toBeNull();
+      await expect(store.setModel(c.id, 'no spaces allowed')).rejects.toThrow(expect.objectContaining({ code: 'E_VALIDATION' }));
+      expect((await newConv())).not.toHaveProperty('model');
+    });
+
+    it('adds cached tokens and cost up; no cost until a priced call', async () => {
+      const c = await newConv();
+      await store.addUsage(c.id, { promptTokens: 100, completionTokens: 20, cachedTokens: 60 });
+      expect(await store.get(c.id)).not.toHaveProperty('cost');
+      await store.addUsage(c.id, { promptTokens: 10, completionTokens: 2, cachedTokens: 50 }, 0.25);
+      await store.addUsage(c.id, { promptTokens: 1, completionTokens: 1 }, 0.5);
+      await store.addUsage(c.id, { promptTokens: 1, completionTokens: 1 }, Number.NaN);
+      const got = await store.get(c.id);
+      // Cached tokens are part of the prompt tokens, never more.
+      expect(got!.usage).toEqual({ promptTokens: 112, completionTokens: 24, cachedTokens: 70 });
+      expect(got!.cost).toBeCloseTo(0.75, 9);
+    });
+
+    it('keeps per message the profile, model, cached tokens and cost', async () => {
+      const c = await newConv();
+      const m: StoredMessage = {
+        id: 'a_1',
+        role: 'assistant',
+        content: 'hi',
+        usage: { promptTokens: 10, completionTokens: 2, cachedTokens: 8 },
+        profile: 'fast',
+        model: 'qwen2.5:7b',
+        cost: 0.000123,
+        timestamp: '2025-01-01T00:00:00.000Z',
+      };
+      await store.append(c.id, m);
+      expect(await store.messages(c.id)).toEqual([m]);
+      await expect(store.append(c.id, { ...m, id: 'a_2', cost: 'x' as unknown as number })).rejects.toThrow(TypeError);
+    });
+  });
+
+  describe('compaction', () => {
+    it('marks messages for the model and hands them back with every read; the message itself is kept', async () => {
+      const c = await newConv();
+      for (const m of history()) await store.append(c.id, m);
+      await store.compact(c.id, [
+        { messageId: 'tool_1', compacted: { kind: 'elided', content: '{"ok":true,"compacted":true}' } },
+        { messageId: 'msg_1', compacted: { kind: 'dropped' } },
+        { messageId: 'msg_2', compacted: { kind: 'elided', toolArguments: { call_a: '{}' } } },
+      ]);
+      const got = await store.messages(c.id);
+      const byId = new Map(got.map((m) => [m.id, m]));
+      expect(byId.get('tool_1')).toEqual({ ...history()[3], compacted: { kind: 'elided', content: '{"ok":true,"compacted":true}' } });
+      expect(byId.get('msg_1')!.compacted).toEqual({ kind: 'dropped' });
+      expect(byId.get('msg_2')!.compacted).toEqual({ kind: 'elided', toolArguments: { call_a: '{}' } });
+      expect(byId.get('msg_3')).not.toHaveProperty('compacted');
+    });
+
+    it('writes all marks or none, and refuses unknown messages, conversations and shapes', async () => {
+      const c = await newConv();
+      for (const m of history()) await store.append(c.id, m);
+      await expect(
+        store.compact(c.id, [
+          { messageId: 'tool_1', compacted: { kind: 'dropped' } },
+          { messageId: 'nope', compacted: { kind: 'dropped' } },
+        ]),
+      ).rejects.toThrow(/no message "nope"/);
+      expect((await store.messages(c.id)).some((m) => m.compacted)).toBe(false);
+      await expect(store.compact('missing', [])).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
+      await expect(store.compact(c.id, [{ messageId: 'tool_1', compacted: { kind: 'gone' } as never }])).rejects.toThrow(TypeError);
+      await expect(store.compact(c.id, [{ messageId: 'tool_1', compacted: { kind: 'elided' } }])).rejects.toThrow(TypeError);
     });
   });
 

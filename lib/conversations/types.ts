@@ -3,20 +3,42 @@ import type { ToolResult } from '../results';
 
 export type { Usage };
 
+/**
+ * How a message goes to the model once the conversation outgrew its context window. The message
+ * itself stays as it was, for the people reading the conversation; only the model's copy changes.
+ * - `dropped`: left out (a run of dropped messages is replaced by one note);
+ * - `elided`: a tool result replaced by `content` (a marker saying what was removed and how to
+ *   read it again), or an assistant's tool-call arguments replaced per call id.
+ */
+export type Compaction =
+  | { kind: 'dropped' }
+  | { kind: 'elided'; content?: string; toolArguments?: Record<string, string> };
+
+/** A compaction decided for one stored message. */
+export interface CompactionMark {
+  messageId: string;
+  compacted: Compaction;
+}
 
 /**
  * The conversation history, in model order. It is the one source of truth: the model's
  * messages are rebuilt from it every turn, and the API shows it.
  */
 export type StoredMessage =
-  | { id: string; role: 'user'; content: string; timestamp: string }
+  | { id: string; role: 'user'; content: string; timestamp: string; compacted?: Compaction }
   | {
       id: string;
       role: 'assistant';
       content: string;
       toolCalls?: ToolCall[];
       usage?: Usage;
+      /** The profile that answered, and the model name it sent. */
+      profile?: string;
+      model?: string;
+      /** At the profile's prices, when it has them. */
+      cost?: number;
       timestamp: string;
+      compacted?: Compaction;
     }
   | {
       id: string;
@@ -25,6 +47,7 @@ export type StoredMessage =
       name: string;
       result: ToolResult;
       timestamp: string;
+      compacted?: Compaction;
     }
   | {
       /** Context the server adds (critical actions); sent to the model as system text. */
@@ -32,6 +55,7 @@ export type StoredMessage =
       role: 'system';
       content: string;
       timestamp: string;
+      compacted?: Compaction;
     };
 
 /**
@@ -71,7 +95,12 @@ export interface Conversation {
   lastTurn?: LastTurn;
   /** Variables loaded by critical actions (config keys); set once per conversation. */
   variables: Record<string, string>;
-  usage: Usage;
+  /** Summed over its model calls; cachedTokens always counted (0 when providers say nothing). */
+  usage: Usage & { cachedTokens: number };
+  /** Summed cost of the calls made on priced profiles; absent while there is none. */
+  cost?: number;
+  /** The profile chosen for the conversation (by request or PATCH); absent: chosen per turn. */
+  model?: string;
 }
 
 export interface ConversationSummary extends Conversation {
@@ -85,6 +114,7 @@ export interface CreateConversationInput {
   bundleName: string;
   title?: string;
   projectId?: string;
+  model?: string;
 }
 
 export interface ListOptions {
@@ -133,7 +163,15 @@ export interface ConversationStore {
   messages(id: string): Promise<StoredMessage[]>;
   append(id: string, message: StoredMessage): Promise<void>;
   setVariables(id: string, variables: Record<string, string>): Promise<void>;
-  addUsage(id: string, usage: Usage): Promise<void>;
+  /** Adds one model call's usage, and its cost when the profile has prices. */
+  addUsage(id: string, usage: Usage, cost?: number): Promise<void>;
+  /** Remembers (or, with null, forgets) the profile the conversation runs on; null for unknown ids. */
+  setModel(id: string, model: string | null): Promise<Conversation | null>;
+  /**
+   * Records how messages go to the model from now on (see Compaction). Every id must be one of
+   * the conversation's messages; all marks are written or none.
+   */
+  compact(id: string, marks: CompactionMark[]): Promise<void>;
   /** Takes the conversation's turn lock; null when a turn is already running. */
   beginTurn(id: string): Promise<TurnLease | null>;
   /** Releases the lock and records how the turn ended (status and lastTurn). */

@@ -11,6 +11,8 @@ export interface LlmErrorContext {
   signal?: AbortSignal;
   /** Named in "model not found" messages. */
   model?: string;
+  /** The MODELS_FILE profile the call ran on, named where the fix is in that file or in choosing another. */
+  profile?: string;
   /** Only its host is ever shown. */
   baseURL?: string;
   /** Scrubbed from every message, even though upstream messages should not echo it. */
@@ -83,19 +85,44 @@ const CONNECTION_REASONS: Record<string, string> = {
   UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'its TLS certificate could not be verified',
 };
 
+// How servers say a model cannot take `tools`: Ollama ("… does not support tools"), OpenAI
+// ("tools is not supported in this model", param "tools"), vLLM ("auto" tool choice requires
+// --enable-auto-tool-choice …), llama.cpp ("tools param requires --jinja flag"), others.
+const NO_TOOLS =
+  /does not support tools|tools? (?:is|are) not supported|(?:doesn't|does not|do not) support (?:tools|tool[ _-]?call|function[ _-]?call)|(?:tool|function)[ _-]?call(?:ing|s)? (?:is |are )?not (?:supported|enabled|available)|enable-auto-tool-choice|tool[ _-]?choice requires|tools param requires/i;
+
+/** The clear error for a model that cannot call tools: which profile, which model, what to do. */
+export function noToolsError(ctx: Pick<LlmErrorContext, 'profile' | 'model'>, why: string, details: Record<string, unknown> = {}): AppError {
+  const who = `${ctx.profile ? `Profile "${ctx.profile}"` : 'The configured model'}${ctx.model ? ` (model "${ctx.model}")` : ''}`;
+  return new AppError(
+    'E_MODEL_NO_TOOLS',
+    `${who} does not handle tool calls, which BMAD agents need to read and write files: ${why} Choose a profile whose model supports function calling (GET /api/models lists them).`,
+    { ...details, ...(ctx.profile ? { profile: ctx.profile } : {}), ...(ctx.model ? { model: ctx.model } : {}) },
+  );
+}
+
+/** A profile of a models file: the fix is there, not in the OPENAI_* variables. */
+function fromFile(ctx: LlmErrorContext): boolean {
+  return Boolean(ctx.profile);
+}
+
 function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
   const status = e.status as number;
   const upstream = upstreamMessage(e, ctx.apiKey);
   const details = { status, host, upstreamCode: e.code ?? undefined };
   const withUpstream = (msg: string) => (upstream ? `${msg} Upstream said: ${upstream}` : msg);
+  const param = (e as { param?: unknown }).param;
+  if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429 && (NO_TOOLS.test(upstream) || param === 'tools')) {
+    return noToolsError(ctx, `the endpoint at ${host} refused the request's tools (${status}).${upstream ? ` Upstream said: ${upstream}` : ''}`, details);
+  }
   if (status === 401) {
     // The upstream text is dropped on purpose: OpenAI's 401 quotes part of the key.
     const missing = !ctx.apiKey || ctx.apiKey === PLACEHOLDER_API_KEY;
     return new AppError(
       'E_LLM_UPSTREAM',
       missing
-        ? `The model endpoint at ${host} requires an API key (401) and none is configured. Set OPENAI_API_KEY.`
-        : `The model endpoint at ${host} rejected the API key (401): it is wrong, revoked or for another provider. Check OPENAI_API_KEY.`,
+        ? `The model endpoint at ${host} requires an API key (401) and none is configured. ${fromFile(ctx) ? `Set apiKeyEnv of profile "${ctx.profile}" in MODELS_FILE and that variable.` : 'Set OPENAI_API_KEY.'}`
+        : `The model endpoint at ${host} rejected the API key (401): it is wrong, revoked or for another provider. ${fromFile(ctx) ? `Check the variable apiKeyEnv of profile "${ctx.profile}" names.` : 'Check OPENAI_API_KEY.'}`,
       details,
     );
   }
@@ -110,7 +137,11 @@ function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
     const model = ctx.model ? `Model "${ctx.model}"` : 'The model';
     return new AppError(
       'E_LLM_UPSTREAM',
-      withUpstream(`${model} was not found at ${host} (404). Check OPENAI_MODEL, and that OPENAI_BASE_URL ends in /v1.`),
+      withUpstream(
+        fromFile(ctx)
+          ? `${model} was not found at ${host} (404). Check the model and baseURL (ending in /v1) of profile "${ctx.profile}" in MODELS_FILE.`
+          : `${model} was not found at ${host} (404). Check OPENAI_MODEL, and that OPENAI_BASE_URL ends in /v1.`,
+      ),
       details,
     );
   }
@@ -155,7 +186,7 @@ export function mapLlmError(e: unknown, context?: AbortSignal | LlmErrorContext)
   if (e instanceof APIConnectionError) {
     const code = causeCode(e);
     const reason = (code && CONNECTION_REASONS[code]) ?? 'the connection failed';
-    return new AppError('E_LLM_UPSTREAM', `Could not reach the model endpoint at ${host}: ${reason}. Check OPENAI_BASE_URL.`, {
+    return new AppError('E_LLM_UPSTREAM', `Could not reach the model endpoint at ${host}: ${reason}. ${fromFile(ctx) ? `Check baseURL of profile "${ctx.profile}" in MODELS_FILE.` : 'Check OPENAI_BASE_URL.'}`, {
       host,
       cause: code,
     });

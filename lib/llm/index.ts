@@ -1,4 +1,4 @@
 export { createLlmClient } from './client';
 export { streamChat } from './stream';
 export type { CompletionResult } from './stream';
-export { mapLlmError } from './errors';
+export { mapLlmError, noToolsError } from './errors';

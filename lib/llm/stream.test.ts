@@ -56,7 +56,7 @@ describe('streamChat against the scripted model', () => {
       content: 'Hello there, this is a streamed answer.',
       toolCalls: [],
       finishReason: 'stop',
-      usage: { promptTokens: 11, completionTokens: 7 },
+      usage: { promptTokens: 11, completionTokens: 7, cachedTokens: 0 },
     });
     const body = model.chatRequests()[0].body!;
     expect(body.stream).toBe(true);
@@ -167,7 +167,7 @@ describe('streamChat against the scripted model', () => {
     const { result } = await run();
     expect(result.finishReason).toBe('stop');
     expect(result.toolCalls).toEqual([{ id: 'call_x', name: 'list_files', arguments: '{}' }]);
-    expect(result.usage).toEqual({ promptTokens: 0, completionTokens: 0 });
+    expect(result.usage).toEqual({ promptTokens: 0, completionTokens: 0, cachedTokens: 0 });
   });
 
   it('keeps invalid JSON arguments raw for the tool registry to reject', async () => {

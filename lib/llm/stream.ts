@@ -16,7 +16,19 @@ export interface StreamChatInput {
   messages: ChatCompletionMessageParam[];
   /** Omitted from the request when empty: some servers reject `tools: []`. */
   tools?: ToolDefinition[];
+  /** Sent as `parallel_tool_calls` only when set (and with tools): several servers reject it. */
+  parallelToolCalls?: boolean;
   signal?: AbortSignal;
+  /** Named in errors (see LlmErrorContext). */
+  profile?: string;
+}
+
+type UsageChunk = NonNullable<ChatCompletionChunk['usage']> & { prompt_cache_hit_tokens?: number };
+
+/** The provider's usage, with the prompt tokens it served from its cache (OpenAI's field, or DeepSeek's). */
+export function usageOf(u: UsageChunk): Usage {
+  const cached = u.prompt_tokens_details?.cached_tokens ?? u.prompt_cache_hit_tokens ?? 0;
+  return { promptTokens: u.prompt_tokens ?? 0, completionTokens: u.completion_tokens ?? 0, cachedTokens: typeof cached === 'number' && cached > 0 ? cached : 0 };
 }
 
 export type StreamChatEvent = { type: 'text-delta'; delta: string };
@@ -263,7 +275,7 @@ function readBody(response: Response, reader: ChunkReader, signal: AbortSignal |
  */
 export async function* streamChat(input: StreamChatInput): AsyncGenerator<StreamChatEvent, CompletionResult, undefined> {
   const { client, model, messages, tools, signal } = input;
-  const ctx = { model, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined, signal };
+  const ctx = { model, profile: input.profile, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined, signal };
   const fail = (e: unknown): never => {
     if (signal?.aborted && !isTimeoutSignal(signal)) throw new LlmAbortError(signal.reason);
     throw mapLlmError(e, ctx);
@@ -271,7 +283,7 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
 
   let content = '';
   let finishReason: string | null = null;
-  let usage: Usage = { promptTokens: 0, completionTokens: 0 };
+  let usage: Usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
   const calls = new ToolCallAccumulator();
 
   let response: Response;
@@ -282,6 +294,7 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
           model,
           messages,
           ...(tools && tools.length > 0 ? { tools } : {}),
+          ...(tools && tools.length > 0 && input.parallelToolCalls !== undefined ? { parallel_tool_calls: input.parallelToolCalls } : {}),
           stream: true,
           stream_options: { include_usage: true },
         },
@@ -303,9 +316,7 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
       if (!batch) break;
       let text = '';
       for (const chunk of batch) {
-        if (chunk.usage) {
-          usage = { promptTokens: chunk.usage.prompt_tokens ?? 0, completionTokens: chunk.usage.completion_tokens ?? 0 };
-        }
+        if (chunk.usage) usage = usageOf(chunk.usage);
         const choice = chunk.choices?.[0];
         if (!choice) continue;
         const delta = choice.delta ?? {};

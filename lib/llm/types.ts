@@ -2,6 +2,8 @@
 export interface Usage {
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens the provider served from its prompt cache (part of promptTokens). */
+  cachedTokens?: number;
 }
 
 /** A tool call as the model sent it; `arguments` is the raw JSON text (it may be invalid JSON). */

@@ -7,7 +7,7 @@ import type { Usage } from '../llm/types';
  */
 export class TurnBudget {
   private calls = 0;
-  private tokens: Usage = { promptTokens: 0, completionTokens: 0 };
+  private tokens: Usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
   readonly limit: number;
 
   constructor(limit: number, private readonly parent?: TurnBudget) {
@@ -36,7 +36,11 @@ export class TurnBudget {
   }
 
   addUsage(u: Usage): void {
-    this.tokens = { promptTokens: this.tokens.promptTokens + u.promptTokens, completionTokens: this.tokens.completionTokens + u.completionTokens };
+    this.tokens = {
+      promptTokens: this.tokens.promptTokens + u.promptTokens,
+      completionTokens: this.tokens.completionTokens + u.completionTokens,
+      cachedTokens: (this.tokens.cachedTokens ?? 0) + (u.cachedTokens ?? 0),
+    };
     this.parent?.addUsage(u);
   }
 

@@ -1,3 +1,3 @@
 export { runTurn } from './run-turn';
 export { TurnBudget } from './budget';
-export type { LoopTools, StopReason, SubagentToolEvent, ToolOutcome, TurnEvent } from './types';
+export type { CompactionReport, LoopTools, PrepareRequest, PrepareResult, StopReason, SubagentToolEvent, ToolOutcome, TurnEvent } from './types';

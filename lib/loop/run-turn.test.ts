@@ -1,6 +1,7 @@
 import type OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { reply, startScriptedModel, type ScriptedModel } from '../../test/scripted-model';
+import { AppError } from '../errors';
 import { createLlmClient } from '../llm';
 import type { ToolCall, ToolDefinition } from '../llm/types';
 import type { ToolResult } from '../results';
@@ -96,9 +97,9 @@ describe('runTurn', () => {
       type: 'assistant-message',
       content: 'Hello from the model.',
       toolCalls: [],
-      usage: { promptTokens: 20, completionTokens: 5 },
+      usage: { promptTokens: 20, completionTokens: 5, cachedTokens: 0 },
     });
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 20, completionTokens: 5 }, iterations: 1 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 20, completionTokens: 5, cachedTokens: 0 }, iterations: 1 });
     expect(model.chatRequests()[0].body!.messages).toEqual(USER);
   });
 
@@ -123,7 +124,7 @@ describe('runTurn', () => {
       input: { path: '{bundle-root}' },
     });
     expect(only(events, 'tool-result')[0]).toMatchObject({ call: { id: 'call_1' }, result: { ok: true, entries: ['a.md', 'b.md'] } });
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 40, completionTokens: 9 }, iterations: 2 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 40, completionTokens: 9, cachedTokens: 0 }, iterations: 2 });
 
     const second = model.chatRequests()[1].body!.messages!;
     expect(second.slice(0, 2)).toEqual(USER);
@@ -213,7 +214,7 @@ describe('runTurn', () => {
       ['list_files', '{}'],
       ['read_file', '{"file_path":"a.md"}'],
     ]);
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 2 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, iterations: 2 });
     const sent = model.chatRequests()[1].body!.messages!;
     const ids = sent[2].tool_calls!.map((c) => c.id);
     expect(ids.every((id) => /^call_/.test(id ?? ''))).toBe(true);
@@ -279,7 +280,7 @@ describe('runTurn', () => {
     expect(types(events).slice(-2)).toEqual(['assistant-message', 'finish']);
     expect(only(events, 'assistant-message')[0]).toMatchObject({ toolCalls: [], usage: { promptTokens: 0, completionTokens: 0 } });
     expect(only(events, 'assistant-message')[0].content.length).toBeGreaterThan(0);
-    expect(last(events)).toEqual({ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 1 });
+    expect(last(events)).toEqual({ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, iterations: 1 });
     await model.waitFor(() => model.chatRequests()[0]?.clientClosed === true, 1000);
   });
 
@@ -326,7 +327,7 @@ describe('runTurn', () => {
     const ctl = new AbortController();
     ctl.abort();
     const events = await collect(runTurn(input({ signal: ctl.signal })));
-    expect(events).toEqual([{ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 0 }]);
+    expect(events).toEqual([{ type: 'finish', stopReason: 'aborted', usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, iterations: 0 }]);
     expect(model.chatRequests()).toHaveLength(0);
   });
 
@@ -361,5 +362,43 @@ describe('runTurn', () => {
     const gen = runTurn(input({ model: 'scripted:slow' }));
     for await (const e of gen) if (e.type === 'text-delta') break;
     await model.waitFor(() => model.chatRequests()[0]?.clientClosed === true, 1000);
+  });
+});
+
+describe('runTurn prepare step', () => {
+  const report = { profile: 'p', limit: 100, tokensBefore: 150, tokensAfter: 60, toolResults: 1, toolArguments: 0, droppedMessages: 0 };
+
+  it('runs before every model call, and the turn goes on from a compacted copy', async () => {
+    model.setScript([reply.toolCalls([{ name: 'list_files', arguments: {} }]), reply.text('done')]);
+    const seen: number[] = [];
+    const compacted: ChatCompletionMessageParam[] = [{ role: 'system', content: 'Compacted.' }, USER[1]];
+    let calls = 0;
+    const events = await collect(
+      runTurn(
+        input({
+          prepare: async (messages) => {
+            seen.push(messages.length);
+            return calls++ === 1 ? { messages: [...compacted, ...messages.slice(2)], compaction: report } : { messages };
+          },
+        }),
+      ),
+    );
+    expect(seen).toEqual([2, 4]);
+    expect(types(events)).toEqual(expect.arrayContaining(['compaction']));
+    const second = types(events).lastIndexOf('step-start');
+    expect(types(events)[second + 1]).toBe('compaction');
+    expect(only(events, 'compaction')[0].report).toEqual(report);
+    const [, req2] = model.chatRequests();
+    expect(req2.body!.messages![0]).toEqual({ role: 'system', content: 'Compacted.' });
+    expect(req2.body!.messages).toHaveLength(4);
+    expect(last(events)).toMatchObject({ type: 'finish', stopReason: 'stop' });
+  });
+
+  it('ends the turn with its error before the model is called', async () => {
+    const error = new AppError('E_CONTEXT_TOO_LARGE', 'too large');
+    const events = await collect(runTurn(input({ prepare: async () => ({ error }) })));
+    expect(types(events)).toEqual(['step-start', 'error']);
+    expect(last(events)).toEqual({ type: 'error', error });
+    expect(model.chatRequests()).toHaveLength(0);
   });
 });

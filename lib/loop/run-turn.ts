@@ -5,12 +5,12 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import { AppError } from '../errors';
-import { mapLlmError, streamChat } from '../llm';
+import { mapLlmError, noToolsError, streamChat } from '../llm';
 import type { CompletionResult } from '../llm';
-import { toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
+import { parseToolArguments, toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
 import type { ToolResult } from '../results';
 import { TurnBudget } from './budget';
-import type { LoopTools, ToolOutcome, TurnEvent } from './types';
+import type { LoopTools, PrepareRequest, ToolOutcome, TurnEvent } from './types';
 
 export interface RunTurnInput {
   client: OpenAI;
@@ -37,9 +37,35 @@ export interface RunTurnInput {
    * `maxIterations` nor usage.
    */
   serverCalls?: ToolCall[];
+  /**
+   * Runs before every model call (step 0 makes none) with the request's messages: the context
+   * budget (lib/context). Its compacted copy becomes the history the turn goes on from; its error
+   * ends the turn before the call.
+   */
+  prepare?: PrepareRequest;
+  /** The model profile, named in errors whose fix is choosing another one. */
+  profile?: string;
+  /** Sent as `parallel_tool_calls` when set. */
+  parallelToolCalls?: boolean;
 }
 
-const ZERO: Usage = { promptTokens: 0, completionTokens: 0 };
+const ZERO: Usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
+
+/**
+ * Model calls in a row whose every tool call had arguments that are not JSON. One such call is
+ * a slip the model corrects from the tool error; three in a row mean it cannot make tool calls.
+ */
+const UNPARSED_STEPS_LIMIT = 3;
+
+// A tool call written as text: chat templates' own markers, or a bare JSON call object.
+const TEXT_TOOL_CALL = /^\s*(?:```(?:json|xml)?\s*)?(?:<tool_call>|\[TOOL_CALLS\]|<\|python_tag\|>|<function[=>]|\{\s*["']?(?:name|function|tool)["']?\s*:)/;
+
+/** An answer that is a tool call the server never parsed: the model wrote the call as text. */
+export function isTextToolCall(content: string, toolNames: readonly string[]): boolean {
+  if (!TEXT_TOOL_CALL.test(content)) return false;
+  const head = content.slice(0, 2000);
+  return toolNames.some((name) => new RegExp(`["'=>\\s]${name}["'<\\s,}]`).test(head));
+}
 
 function abortedResult(): ToolResult {
   return { ok: false, error: { code: 'E_ABORTED', message: 'The turn was stopped before this tool finished.' } };
@@ -118,7 +144,7 @@ function assistantParam(c: Pick<CompletionResult, 'content' | 'toolCalls'>): Cha
  * Storage, HTTP and SSE are the caller's: this only yields events.
  */
 export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, void, undefined> {
-  const { client, model, tools } = input;
+  const { client, model, tools, profile } = input;
   const budget = input.budget ?? new TurnBudget(input.maxIterations);
 
   // One signal for everything below: the caller's stop and our deadline, told apart by flags.
@@ -137,7 +163,8 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
   const signal = controller.signal;
 
   let aborts = abortRace(signal);
-  const history = [...input.messages];
+  let history = [...input.messages];
+  let unparsedSteps = 0;
   let iterations = 0;
 
   const terminal = (cause: unknown): TurnEvent => {
@@ -149,7 +176,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
       };
     }
     if (input.signal.aborted) return { type: 'finish', stopReason: 'aborted', usage: budget.usage, iterations: budget.steps };
-    return { type: 'error', error: mapLlmError(cause, { model, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined }) };
+    return { type: 'error', error: mapLlmError(cause, { model, profile, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined }) };
   };
 
   /**
@@ -209,9 +236,35 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
       }
       yield { type: 'step-start', iteration: iterations };
 
+      if (input.prepare) {
+        let prepared;
+        try {
+          prepared = await aborts.race(input.prepare(history));
+        } catch (e) {
+          yield terminal(e);
+          return;
+        }
+        if ('error' in prepared) {
+          yield { type: 'error', error: prepared.error };
+          return;
+        }
+        if (prepared.compaction) {
+          history = [...prepared.messages];
+          yield { type: 'compaction', report: prepared.compaction };
+        }
+      }
+
       let completion: CompletionResult | undefined;
       let partial = '';
-      const stream = streamChat({ client, model, messages: history, tools: tools.definitions, signal });
+      const stream = streamChat({
+        client,
+        model,
+        messages: history,
+        tools: tools.definitions,
+        signal,
+        profile,
+        ...(input.parallelToolCalls !== undefined ? { parallelToolCalls: input.parallelToolCalls } : {}),
+      });
       try {
         while (!completion) {
           // Raced against the signal so a fetch that ignores aborts cannot hold the turn open.
@@ -235,12 +288,21 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
 
       if (completion.toolCalls.length === 0) {
         yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
+        if (isTextToolCall(completion.content, tools.definitions.map((d) => d.function.name))) {
+          yield { type: 'error', error: noToolsError({ profile, model }, 'it wrote a tool call as text instead of making it, so the server never received it.') };
+          return;
+        }
         yield { type: 'finish', stopReason: 'stop', usage: budget.usage, iterations: budget.steps };
         return;
       }
 
+      unparsedSteps = completion.toolCalls.every((c) => !parseToolArguments(c.arguments).ok) ? unparsedSteps + 1 : 0;
       if (!(yield* runTools(completion.toolCalls))) return;
       yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
+      if (unparsedSteps >= UNPARSED_STEPS_LIMIT) {
+        yield { type: 'error', error: noToolsError({ profile, model }, `its last ${unparsedSteps} answers held tool calls whose arguments were not JSON.`) };
+        return;
+      }
 
       if (budget.remaining <= 0) {
         yield { type: 'finish', stopReason: 'max_iterations', usage: budget.usage, iterations: budget.steps };

@@ -1,3 +1,4 @@
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { AppError } from '../errors';
 import type { ToolCall, ToolDefinition, Usage } from '../llm/types';
 import type { ToolResult } from '../results';
@@ -17,6 +18,28 @@ export interface ToolOutcome {
   durationMs: number;
 }
 
+/** What was taken out of a request so it fits the model's context window. */
+export interface CompactionReport {
+  profile: string;
+  /** Tokens a request may have: the context window less the room kept for the answer. */
+  limit: number;
+  tokensBefore: number;
+  tokensAfter: number;
+  /** Tool results replaced by a marker saying what was removed and how to read it again. */
+  toolResults: number;
+  /** Assistant messages whose long tool-call arguments (documents already written) were shortened. */
+  toolArguments: number;
+  /** Messages of old turns left out. */
+  droppedMessages: number;
+}
+
+/**
+ * Runs before every model call with the request's messages: hands them back as they are, a
+ * compacted copy (the loop goes on from that copy), or an error that ends the turn before the call.
+ */
+export type PrepareRequest = (messages: ChatCompletionMessageParam[]) => Promise<PrepareResult>;
+export type PrepareResult = { messages: ChatCompletionMessageParam[]; compaction?: CompactionReport } | { error: AppError };
+
 /**
  * What happens during a turn, in order. The chat service persists these as they come and
  * turns them into SSE chunks or one JSON body.
@@ -31,6 +54,8 @@ export type TurnEvent =
   | { type: 'tool-result'; call: ToolCall; result: ToolResult; durationMs: number }
   | { type: 'step-finish'; iteration: number; usage: Usage }
   | SubagentToolEvent
+  /** The request was compacted to fit the context window, before the model call of this step. */
+  | { type: 'compaction'; report: CompactionReport }
   | { type: 'finish'; stopReason: StopReason; usage: Usage; iterations: number }
   | { type: 'error'; error: AppError };
 

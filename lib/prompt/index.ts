@@ -138,10 +138,15 @@ function dedupeToolResult(text: string, result: unknown, seen: Set<string>): str
   });
 }
 
+/** Stands in for a run of messages left out to fit the context window (see Compaction). */
+export const DROPPED_NOTE =
+  '[server note] Earlier messages of this conversation were removed here to fit the model\'s context window. Documents written by then are still in {output_folder}; read them again with read_file if you need them.';
+
 /**
  * Rebuilds the model's messages from the stored history. Leading server context (critical
  * actions) is merged into the one system message: several OpenAI-compatible servers reject a
- * second system message or one that is not first.
+ * second system message or one that is not first. Compacted messages go in their compacted form,
+ * so a conversation that was compacted once goes on from that form, request after request.
  */
 export function toModelMessages(systemPrompt: string, history: StoredMessage[]): ChatCompletionMessageParam[] {
   const out: ChatCompletionMessageParam[] = [];
@@ -152,8 +157,16 @@ export function toModelMessages(systemPrompt: string, history: StoredMessage[]):
     system += `\n\n${(history[i] as { content: string }).content}`;
   }
   out.push({ role: 'system', content: system });
+  let dropping = false;
   for (; i < history.length; i++) {
     const m = history[i];
+    if (m.compacted?.kind === 'dropped') {
+      if (!dropping) out.push({ role: 'user', content: DROPPED_NOTE });
+      dropping = true;
+      continue;
+    }
+    dropping = false;
+    const elided = m.compacted?.kind === 'elided' ? m.compacted : undefined;
     switch (m.role) {
       case 'system':
         // Server notes after the start (e.g. an interrupted turn) go in as user-visible context.
@@ -170,7 +183,7 @@ export function toModelMessages(systemPrompt: string, history: StoredMessage[]):
             tool_calls: m.toolCalls.map((c) => ({
               id: c.id,
               type: 'function' as const,
-              function: { name: c.name, arguments: c.arguments },
+              function: { name: c.name, arguments: elided?.toolArguments?.[c.id] ?? c.arguments },
             })),
           });
         } else {
@@ -178,7 +191,8 @@ export function toModelMessages(systemPrompt: string, history: StoredMessage[]):
         }
         break;
       case 'tool':
-        out.push({ role: 'tool', tool_call_id: m.toolCallId, content: dedupeToolResult(toolResultText(m.result), m.result, seen) });
+        // An elided result is never the "earlier copy" a later identical result points to.
+        out.push({ role: 'tool', tool_call_id: m.toolCallId, content: elided?.content ?? dedupeToolResult(toolResultText(m.result), m.result, seen) });
         break;
     }
   }

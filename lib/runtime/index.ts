@@ -21,7 +21,7 @@ export interface Runtime extends ChatDeps {
 }
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
-  let client: OpenAI | null = null;
+  const clients = new Map<string, OpenAI>();
   return {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
@@ -29,9 +29,14 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000 }),
     auditDir: path.join(config.dataDir, 'audit'),
-    llm: () => {
-      if (!config.llm.configured) throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured.');
-      client ??= createLlmClient(config.llm);
+    llm: (name = config.models.defaultProfile) => {
+      const profile = config.models.profiles.get(name);
+      if (!profile?.configured) throw new AppError('E_LLM_NOT_CONFIGURED', `Model profile "${name}" is not configured.`, { profile: name });
+      let client = clients.get(name);
+      if (!client) {
+        client = createLlmClient({ apiKey: profile.apiKey, baseURL: profile.baseURL, model: profile.model, configured: true });
+        clients.set(name, client);
+      }
       return client;
     },
   };

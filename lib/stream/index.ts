@@ -1,5 +1,13 @@
 import type { TurnEvent, StopReason } from '../loop/types';
+import { costOf, type ModelPrice } from '../models';
 import type { ToolResult } from '../results';
+
+/** The profile a turn runs on, told to the client with the conversation. */
+export interface StreamModel {
+  profile: string;
+  model: string;
+  price?: ModelPrice;
+}
 
 /** Headers of the AI SDK UI message stream protocol v1, so `useChat` can consume it. */
 export const UI_STREAM_HEADERS: Record<string, string> = {
@@ -30,12 +38,16 @@ export class UiStreamEncoder {
   private textCount = 0;
   private stepOpen = false;
 
-  constructor(private readonly messageId: string) {}
+  constructor(
+    private readonly messageId: string,
+    private readonly model?: StreamModel,
+  ) {}
 
   begin(conversationId: string, userMessageId?: string): UiChunk[] {
+    const m = this.model;
     return [
       { type: 'start', messageId: this.messageId },
-      { type: 'data-conversation', data: { conversationId } },
+      { type: 'data-conversation', data: { conversationId, ...(m ? { profile: m.profile, model: m.model } : {}) } },
       // The stored id of the message this turn answers: what an edit of it names later.
       ...(userMessageId ? [{ type: 'data-user-message', data: { id: userMessageId }, transient: true }] : []),
     ];
@@ -123,12 +135,17 @@ export class UiStreamEncoder {
         });
         break;
       }
-      case 'finish':
+      case 'compaction':
+        out.push({ type: 'data-compaction', data: { ...event.report } });
+        break;
+      case 'finish': {
         this.closeStep(out);
-        out.push({ type: 'data-usage', data: { ...event.usage, iterations: event.iterations } });
+        const cost = costOf(this.model?.price, event.usage);
+        out.push({ type: 'data-usage', data: { ...event.usage, cachedTokens: event.usage.cachedTokens ?? 0, ...(cost !== undefined ? { cost } : {}), iterations: event.iterations } });
         out.push({ type: 'data-stop', data: { stopReason: event.stopReason } });
         out.push({ type: 'finish', finishReason: finishReason(event.stopReason) });
         break;
+      }
       case 'error':
         this.closeStep(out);
         // The text is the message alone, as in a JSON error body; the code comes beside it, as

@@ -1,11 +1,13 @@
 import type { TurnEvent } from '../loop/types';
-import { sse, UiStreamEncoder } from './index';
+import { sse, UiStreamEncoder, type StreamModel } from './index';
 
 export interface SseBodyOptions {
   messageId: string;
   conversationId: string;
   /** The stored user message this turn answers; sent as a `data-user-message` part. */
   userMessageId?: string;
+  /** Named in `data-conversation`; its prices give `data-usage` a cost. */
+  model?: StreamModel;
   events: AsyncIterable<TurnEvent>;
   /**
    * Tokens that continue an answer already on screen are gathered into one write per this many
@@ -39,7 +41,7 @@ const encoder = new TextEncoder();
 /** The streamed answer of one turn: UI message stream chunks as Server-Sent Events, ending with [DONE]. */
 export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   const windowMs = Math.max(0, options.coalesceMs ?? DEFAULT_COALESCE_MS);
-  const ui = new UiStreamEncoder(options.messageId);
+  const ui = new UiStreamEncoder(options.messageId, options.model);
   const iterator = options.events[Symbol.asyncIterator]();
   let pending: Promise<IteratorResult<TurnEvent>> | null = null;
   let buffered: string[] = [];

@@ -115,3 +115,19 @@ describe('nested activity (subagents)', () => {
     expect(parts[2]).toMatchObject({ id: 'p1:0', data: { parentToolCallId: 'p1', state: 'failed' } });
   });
 });
+
+describe('UiStreamEncoder with a model profile', () => {
+  it('names the profile with the conversation, announces compaction, and gives usage its cached tokens and cost', () => {
+    const enc = new UiStreamEncoder('m1', { profile: 'strong', model: 'gpt-4.1', price: { input: 2, cachedInput: 0.5, output: 8 } });
+    const report = { profile: 'strong', limit: 7168, tokensBefore: 7400, tokensAfter: 5200, toolResults: 2, toolArguments: 1, droppedMessages: 0 };
+    const chunks = [
+      ...enc.begin('conv-1'),
+      ...enc.encode({ type: 'step-start', iteration: 1 }),
+      ...enc.encode({ type: 'compaction', report }),
+      ...enc.encode({ type: 'finish', stopReason: 'stop', usage: { promptTokens: 1000, completionTokens: 100, cachedTokens: 400 }, iterations: 1 }),
+    ];
+    expect(chunks.find((c) => c.type === 'data-conversation')).toEqual({ type: 'data-conversation', data: { conversationId: 'conv-1', profile: 'strong', model: 'gpt-4.1' } });
+    expect(chunks.find((c) => c.type === 'data-compaction')).toEqual({ type: 'data-compaction', data: report });
+    expect(chunks.find((c) => c.type === 'data-usage')!.data).toEqual({ promptTokens: 1000, completionTokens: 100, cachedTokens: 400, cost: (600 * 2 + 400 * 0.5 + 100 * 8) / 1e6, iterations: 1 });
+  });
+});

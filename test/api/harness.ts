@@ -38,17 +38,19 @@ export async function startHarness(env: Record<string, string> = {}, opts: { sto
   );
   const runtime = createRuntime(config, opts.store === 'sqlite' ? undefined : new MemoryConversationStore());
   await setRuntime(runtime);
-  return {
+  const harness: Harness = {
     model,
     runtime,
     config,
     tmp,
     async close() {
       await setRuntime(undefined);
-      await model.close();
+      // A test may have swapped in another model server (a restart on the same port).
+      await harness.model.close();
       await fs.rm(tmp, { recursive: true, force: true });
     },
   };
+  return harness;
 }
 
 export function jsonRequest(url: string, body: unknown, init: RequestInit = {}): Request {

@@ -63,7 +63,7 @@ describe('spawn_subagent through POST /api/chat', () => {
       ok: true,
       result: 'Ada',
       steps: 2,
-      usage: { promptTokens: 30, completionTokens: 5 },
+      usage: { promptTokens: 30, completionTokens: 5, cachedTokens: 0 },
       tool_calls: [{ name: 'read_file', ok: true, args: { file_path: '{bundle-root}/config.yaml' } }],
     });
     // The parent model got exactly that result.
@@ -72,11 +72,11 @@ describe('spawn_subagent through POST /api/chat', () => {
 
     // Steps and tokens: the parent's 2 model calls and the subagent's 2.
     expect(body.data.iterations).toBe(4);
-    expect(body.data.usage).toEqual({ promptTokens: 330, completionTokens: 10 });
+    expect(body.data.usage).toEqual({ promptTokens: 330, completionTokens: 10, cachedTokens: 0 });
 
     const id = body.data.conversationId;
     const detail = (await (await getConversation(get(`/api/conversations/${id}`), params({ id }))).json()) as Any;
-    expect(detail.data.usage).toEqual({ promptTokens: 330, completionTokens: 10 });
+    expect(detail.data.usage).toEqual({ promptTokens: 330, completionTokens: 10, cachedTokens: 0 });
     const assistant = detail.data.messages.find((m: Any) => m.role === 'assistant');
     expect(assistant.functionCalls).toEqual([expect.objectContaining({ id: 'spawn_1', name: 'spawn_subagent', result: spawn.result })]);
     expect(assistant.content).toBe('The subagent found: Ada');
@@ -106,7 +106,7 @@ describe('spawn_subagent through POST /api/chat', () => {
     expect(chunks[spawnOutput].output).toMatchObject({ ok: true, steps: 2 });
     // Only the parent's calls are tool parts.
     expect(chunks.filter((c) => c.type === 'tool-input-available').map((c) => c.toolName)).toEqual(['spawn_subagent']);
-    expect(chunks.find((c) => c.type === 'data-usage').data).toEqual({ promptTokens: 330, completionTokens: 10, iterations: 4 });
+    expect(chunks.find((c) => c.type === 'data-usage').data).toEqual({ promptTokens: 330, completionTokens: 10, cachedTokens: 0, iterations: 4 });
   });
 
   it('stops a subagent at max_steps with E_SUBAGENT_LIMIT and what it had; it cannot spawn another', async () => {
@@ -157,7 +157,7 @@ describe('spawn_subagent through POST /api/chat', () => {
     expect(spawn.result.error.code).toBe('E_SUBAGENT_LIMIT');
     expect(spawn.result.error.message).toMatch(/all this turn had left/);
     expect(spawn.result.error.details).toMatchObject({ steps: 2, tool_calls: [{ name: 'list_files', ok: true }, { name: 'list_files', ok: true }] });
-    expect(body.data.usage).toEqual({ promptTokens: 120, completionTokens: 3 });
+    expect(body.data.usage).toEqual({ promptTokens: 120, completionTokens: 3, cachedTokens: 0 });
 
     // The history is complete: the conversation goes on.
     h.model.setScript([reply.text('Going on.')]);

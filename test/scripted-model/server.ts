@@ -240,7 +240,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   }
 
   function usageOf(body: ChatRequestBody, reply: MessageReply) {
-    if (reply.usage) return { ...reply.usage, total_tokens: reply.usage.prompt_tokens + reply.usage.completion_tokens };
+    if (reply.usage) {
+      const { cached_tokens, ...counts } = reply.usage;
+      return {
+        ...counts,
+        total_tokens: counts.prompt_tokens + counts.completion_tokens,
+        ...(cached_tokens !== undefined ? { prompt_tokens_details: { cached_tokens } } : {}),
+      };
+    }
     const prompt = estimateTokens(JSON.stringify(body.messages ?? []).length);
     const out = (reply.text ?? '').length + (reply.toolCalls ?? []).reduce((n, c) => n + c.name.length + argumentsText(c).length, 0);
     const completion = estimateTokens(out);

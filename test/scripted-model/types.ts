@@ -27,6 +27,8 @@ export interface Quirks {
 export interface UsageSpec {
   prompt_tokens: number;
   completion_tokens: number;
+  /** Sent as `prompt_tokens_details.cached_tokens`, as OpenAI reports its prompt cache. */
+  cached_tokens?: number;
 }
 
 /** A normal answer: text, tool calls, or both. */

@@ -26,6 +26,8 @@ const ChatBody = z
     stream: z.boolean().optional(),
     regenerate: z.boolean().optional(),
     editMessageId: z.string().min(1, 'editMessageId must not be empty').max(200).optional(),
+    /** A model profile by name (GET /api/models); unknown names are a 400 naming this field. */
+    model: z.string().trim().min(1, 'model must not be empty').max(64).optional(),
   })
   .superRefine((body, ctx) => {
     if (body.regenerate && body.editMessageId !== undefined) {
@@ -68,6 +70,7 @@ export async function POST(request: Request) {
           ...(body.regenerate ? { regenerate: true } : { message: body.message as string }),
           ...(body.editMessageId !== undefined ? { editMessageId: body.editMessageId } : {}),
           ...(body.projectId ? { projectId: body.projectId } : {}),
+          ...(body.model ? { model: body.model } : {}),
         },
         controller.signal,
       );
@@ -77,7 +80,7 @@ export async function POST(request: Request) {
     }
 
     if (!wantsStream) {
-      const summary = await collectTurn(turn.events).finally(done);
+      const summary = await collectTurn(turn.events, { price: turn.price }).finally(done);
       if (summary.error) {
         return Response.json(
           { success: false, error: summary.error.message, code: summary.error.code, conversationId: turn.conversationId, userMessageId: turn.userMessageId },
@@ -93,10 +96,13 @@ export async function POST(request: Request) {
           content: summary.content,
           timestamp: new Date().toISOString(),
           functionCalls: summary.functionCalls,
+          profile: turn.profile,
+          model: turn.model,
         },
         usage: summary.usage,
         iterations: summary.iterations,
         stopReason: summary.stopReason,
+        ...(summary.compactions.length ? { compactions: summary.compactions } : {}),
       });
     }
 
@@ -104,6 +110,7 @@ export async function POST(request: Request) {
       messageId: turn.messageId,
       conversationId: turn.conversationId,
       userMessageId: turn.userMessageId,
+      model: { profile: turn.profile, model: turn.model, ...(turn.price ? { price: turn.price } : {}) },
       events: turn.events,
       onTextWritten: turn.reportTextSent,
       onCancel: () => controller.abort(),

@@ -5,6 +5,7 @@ import { outputRootOf } from '@/lib/outputs';
 import { removeOutputs } from '@/lib/outputs';
 import { deleteAudit } from '@/lib/audit';
 import { AppError } from '@/lib/errors';
+import { checkProfile } from '@/lib/chat/model-choice';
 import { handle, ok, readJson } from '../../_lib/http';
 import { conversationOr404, notFound } from '../../_lib/conversations';
 
@@ -21,16 +22,25 @@ export async function GET(request: Request, { params }: Params) {
   });
 }
 
-const Patch = z.object({ title: z.string().trim().min(1, 'title must not be empty').max(200) });
+const Patch = z
+  .object({
+    title: z.string().trim().min(1, 'title must not be empty').max(200).optional(),
+    /** A profile name, or null to go back to choosing per turn (command, agent, default). */
+    model: z.string().trim().min(1, 'model must not be empty').max(64).nullable().optional(),
+  })
+  .refine((p) => p.title !== undefined || p.model !== undefined, { message: 'give a title or a model', path: ['title'] });
 
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/conversations/:id', request, async () => {
     const { id } = await params;
     await conversationOr404(id);
-    const { title } = await readJson(request, Patch);
-    const updated = await getRuntime().store.rename(id, title);
+    const patch = await readJson(request, Patch);
+    const rt = getRuntime();
+    if (patch.model) checkProfile(rt.config.models, patch.model);
+    let updated = patch.title !== undefined ? await rt.store.rename(id, patch.title) : await rt.store.get(id);
+    if (updated && patch.model !== undefined) updated = await rt.store.setModel(id, patch.model);
     if (!updated) throw notFound(id);
-    return ok(toDetailView(updated, await getRuntime().store.messages(id)));
+    return ok(toDetailView(updated, await rt.store.messages(id)));
   });
 }
 
