@@ -137,14 +137,16 @@ const detail: ConversationDetail = {
 };
 
 describe('ChatView', () => {
-  it('opens with the greeting and command chips; a chip sends the command and the answer streams in', async () => {
+  it('opens with the greeting and command cards; a card sends the command and the answer streams in', async () => {
     const user = userEvent.setup();
     const h = renderChat();
     expect(screen.getByTestId('message-greeting')).toHaveTextContent('Hello, I am Mary. Pick a command.');
-    const chips = screen.getAllByTestId('command-chip');
-    expect(chips.map((c) => c.textContent)).toEqual(['*plan', '*help']);
+    // An empty chat shows each command with its description, in plain sight rather than a tooltip.
+    const cards = screen.getAllByTestId('command-card');
+    expect(cards.map((c) => c.textContent)).toEqual(['*planCreate a product brief', '*helpShow the menu']);
+    expect(screen.queryByTestId('command-chip')).toBeNull();
 
-    await user.click(chips[0]);
+    await user.click(cards[0]);
     expect(chatBodies[0]).toEqual({ agentId: 'analyst', message: '*plan', stream: true });
     const log = screen.getByRole('log');
     expect(log).toHaveAttribute('aria-busy', 'true');
@@ -234,7 +236,7 @@ describe('ChatView', () => {
     await screen.findByTestId('message-user');
     expect(h.onDetailLoaded).toHaveBeenCalledWith(expect.objectContaining({ id: 'conv-9' }));
     const tool = screen.getByTestId('tool-activity');
-    expect(tool).toHaveTextContent('Running workflow {bundle-root}/workflows/plan/workflow.yaml');
+    expect(screen.getByTestId('tool-label')).toHaveTextContent('Ran workflow plan');
     expect(tool).toHaveAttribute('data-state', 'done');
     expect(screen.getByTestId('message-assistant')).toHaveTextContent('Here is the brief.');
     await waitFor(() => expect(screen.getByTestId('composer-input')).toHaveFocus());

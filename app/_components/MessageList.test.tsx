@@ -31,8 +31,11 @@ describe('MessageList', () => {
   it('keeps text and tool parts in the order they arrived', () => {
     render(<MessageList messages={messages} activeMessageId={null} agentName="Analyst" />);
     const body = screen.getByTestId('message-assistant').querySelector('.msg-body')!;
-    const order = Array.from(body.children).map((el) => (el.getAttribute('data-testid') === 'tool-activity' ? `tool:${el.getAttribute('data-state')}` : el.className));
-    expect(order).toEqual(['markdown', 'tool:done', 'tool:running', 'markdown']);
+    const order = Array.from(body.children).map((el) => {
+      const tool = el.querySelector('[data-testid="tool-activity"]');
+      return tool ? `tool:${tool.getAttribute('data-state')}` : el.className;
+    });
+    expect(order).toEqual(['markdown', 'tool:done', 'tool:running', 'markdown', 'msg-footer']);
   });
 
   it('shows a thinking line for an answer that has not started, and the greeting first', () => {
@@ -53,7 +56,7 @@ describe('MessageList', () => {
     Object.defineProperty(navigator, 'clipboard', { value: { writeText }, configurable: true });
     render(<MessageList messages={messages} activeMessageId={null} agentName="Analyst" />);
     screen.getByRole('button', { name: 'Copy code' }).click();
-    await screen.findByRole('button', { name: 'Copied' });
+    await screen.findByText('Copied');
     expect(writeText).toHaveBeenCalledWith('const x = 1;\n');
   });
 });
