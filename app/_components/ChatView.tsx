@@ -327,7 +327,7 @@ export function ChatView(props: ChatViewProps) {
         </div>
       </div>
       <div className="composer-area">
-        <p className="chat-status visually-hidden" role="status" aria-live="polite" data-testid="chat-status">
+        <p className="visually-hidden" role="status" aria-live="polite" data-testid="chat-status">
           {status}
         </p>
         {!empty ? <CommandChips commands={commands} disabled={busy || !agent} onPick={(t) => doSend(t)} /> : null}

@@ -27,6 +27,11 @@ function classes(node: HastNode | undefined): string[] {
   return Array.isArray(c) ? c.map(String) : typeof c === 'string' ? c.split(/\s+/) : [];
 }
 
+const SHORT_CELL = 32;
+function cellClass(node: HastNode | undefined): string | undefined {
+  return textOf(node).trim().length <= SHORT_CELL ? 'cell-short' : undefined;
+}
+
 function languageOf(pre: HastNode | undefined): string | null {
   const code = pre?.children?.find((c) => c.type === 'element' && c.tagName === 'code');
   const lang = classes(code).find((c) => c.startsWith('language-'));
@@ -159,6 +164,17 @@ const components: Components = {
     <div className="table-wrap" tabIndex={0} data-testid="table-wrap">
       <table>{children}</table>
     </div>
+  ),
+  // Short cells (names, dates, numbers) stay on one line; longer prose wraps between words.
+  th: ({ children, node, style }) => (
+    <th className={cellClass(node as HastNode)} style={style}>
+      {children}
+    </th>
+  ),
+  td: ({ children, node, style }) => (
+    <td className={cellClass(node as HastNode)} style={style}>
+      {children}
+    </td>
   ),
   li: ({ children, node, className }) => {
     if (!classes(node as HastNode | undefined).includes('task-list-item')) return <li className={className}>{children}</li>;

@@ -92,19 +92,20 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
   }, [refresh, refreshKey]);
 
   // A turn ends in the browser a moment before the server lets go of it (a stopped turn still
-  // saves what it had): keep asking while anything listed says it runs.
+  // saves what it had): keep asking while anything listed says it runs. Each new list sets the
+  // next timer; only unmounting or a new query cancels the request in flight.
   const anyRunning = items.some((c) => c.status === 'running');
+  const pollCtrl = useRef<AbortController | null>(null);
+  useEffect(() => () => pollCtrl.current?.abort(), [refresh]);
   useEffect(() => {
     if (!anyRunning || polls >= POLL_MAX) return;
-    const ctrl = new AbortController();
     const t = window.setTimeout(() => {
+      pollCtrl.current?.abort();
+      pollCtrl.current = new AbortController();
       setPolls((n) => n + 1);
-      void refresh(ctrl.signal);
+      void refresh(pollCtrl.current.signal);
     }, pollMs);
-    return () => {
-      window.clearTimeout(t);
-      ctrl.abort();
-    };
+    return () => window.clearTimeout(t);
   }, [anyRunning, items, polls, pollMs, refresh]);
 
   const loadMore = async () => {
