@@ -279,7 +279,7 @@ describe('chat UI with a scripted model', () => {
     expect(await group.count()).toBe(1);
     // Four reads and the write that followed them: one run of five calls.
     expect(await group.getAttribute('data-count')).toBe('5');
-    expect(await group.locator('summary').innerText()).toMatch(/^5 tool calls · 1 failed/);
+    expect(await group.locator(':scope > summary').innerText()).toMatch(/^5 tool calls · 1 failed/);
     const labels = await page.getByTestId('tool-label').allTextContents();
     expect(labels).toEqual(expect.arrayContaining(['Listed the bundle', 'Read config.yaml', 'Could not read missing.md', 'Wrote plan.md']));
     for (const l of labels) expect(l).not.toMatch(/\{[a-z_-]+\}|done$/);
