@@ -128,7 +128,7 @@ describe('App: chat screen', () => {
 
   beforeEach(() => {
     fileCount = 1;
-    const base = (globalThis as { fetch: jest.Mock }).fetch.getMockImplementation()!;
+    const base = (globalThis as unknown as { fetch: jest.Mock }).fetch.getMockImplementation()!;
     (globalThis as { fetch?: unknown }).fetch = jest.fn(async (url: string, init?: RequestInit) => {
       urls.push(url);
       if (url === '/api/conversations/c-0') return ok(conv0);
