@@ -167,6 +167,14 @@ describe('App: chat screen', () => {
     const menu = await screen.findByTestId('export-menu');
     expect(within(menu).getByRole('link', { name: 'Markdown (.md)' })).toHaveAttribute('href', '/api/conversations/c-0/export?format=md');
     expect(within(menu).getByRole('link', { name: 'JSON (.json)' })).toHaveAttribute('href', '/api/conversations/c-0/export?format=json');
+    const user = userEvent.setup();
+    await user.click(within(menu).getByLabelText('Export conversation'));
+    expect(menu).toHaveAttribute('open');
+    await user.keyboard('{Escape}');
+    expect(menu).not.toHaveAttribute('open');
+    await user.click(within(menu).getByLabelText('Export conversation'));
+    await user.click(document.body);
+    expect(menu).not.toHaveAttribute('open');
   });
 
   it('opens a written file from its tool card, and offers the model picker when there is a choice', async () => {

@@ -2,7 +2,7 @@
 
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { AgentSummary, HealthData, ProjectView } from '@/types/api';
-import { ApiError, api, exportUrl, fileUrl, projectFileUrl } from '../_lib/api';
+import { ApiError, api, fileUrl, projectFileUrl } from '../_lib/api';
 import { outputRelativePath } from '../_lib/documents';
 import { plural } from '../_lib/format';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
@@ -14,7 +14,8 @@ import { DocumentPanel } from './DocumentPanel';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
 import { Sidebar } from './Sidebar';
-import { ExportIcon, FilesIcon, MenuIcon } from './icons';
+import { ExportMenu } from './ExportMenu';
+import { FilesIcon, MenuIcon } from './icons';
 
 const WIDE = '(min-width: 1100px)';
 
@@ -260,19 +261,7 @@ export function App() {
             )}
           </div>
           {conversationId ? (
-            <details className="menu export-menu" data-testid="export-menu">
-              <summary className="icon-button" aria-label="Export conversation" title="Export conversation">
-                <ExportIcon />
-              </summary>
-              <div className="menu-list">
-                <a className="menu-item" href={exportUrl(conversationId, 'md')} download data-testid="export-md">
-                  Markdown (.md)
-                </a>
-                <a className="menu-item" href={exportUrl(conversationId, 'json')} download data-testid="export-json">
-                  JSON (.json)
-                </a>
-              </div>
-            </details>
+            <ExportMenu conversationId={conversationId} />
           ) : null}
           {showOutputs ? (
             <button
