@@ -340,6 +340,31 @@ describe('ChatView: retry, regenerate, edit', () => {
     expect(chatBodies[1]).not.toHaveProperty('regenerate');
   });
 
+  it('after a connection failure before any answer, asks the server whether it stored the message before retrying', async () => {
+    details['c-12'] = storedDetail('c-12');
+    let failNext = true;
+    chatReply = (init) => {
+      if (failNext) {
+        failNext = false;
+        throw new TypeError('Failed to fetch');
+      }
+      const live = liveBody(init.signal);
+      lives.push(live);
+      return streamResponse(live);
+    };
+    const user = userEvent.setup();
+    renderChat({ conversationId: 'c-12', agentId: null });
+    await screen.findByText('Second answer');
+    await user.type(screen.getByTestId('composer-input'), 'Third question{Enter}');
+    const alert = await screen.findByTestId('chat-error');
+    // The server did store it (the stored conversation ends with it): Retry must not send it again.
+    details['c-12'] = { ...storedDetail('c-12'), messages: [...storedDetail('c-12').messages, { id: 'u3', role: 'user', content: 'Third question', timestamp: 't' }] };
+    await user.click(within(alert).getByTestId('retry-button'));
+    await waitFor(() => expect(chatBodies).toHaveLength(2));
+    expect(chatBodies[1]).toEqual({ agentId: 'analyst', conversationId: 'c-12', regenerate: true, stream: true });
+    expect(screen.getAllByTestId('message-user')).toHaveLength(3);
+  });
+
   it('shows a stream error as its message with the code apart, whichever way the server words it', async () => {
     const user = userEvent.setup();
     renderChat();

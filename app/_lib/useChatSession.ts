@@ -182,16 +182,29 @@ export function useChatSession(options: ChatSessionOptions) {
 
   /**
    * After a failure: a turn the server accepted has the user message stored, so it is answered
-   * again (never stored twice); a request it refused is sent again as it was.
+   * again (never stored twice); a request it refused is sent again as it was. When the connection
+   * failed before anything came back, the stored conversation says which of the two happened.
    */
-  const retry = useCallback(() => {
-    const { lastUserText, turnAccepted, conversationId } = stateRef.current;
+  const retry = useCallback(async () => {
+    const { lastUserText, turnAccepted, conversationId, error } = stateRef.current;
     if (abortRef.current) return;
     if ((turnAccepted || !lastUserText) && conversationId) {
       void regenerate();
       return;
     }
     if (!lastUserText) return;
+    if (conversationId && error && error.kind !== 'http') {
+      try {
+        const stored = (await api.conversation(conversationId)).messages ?? [];
+        const last = stored[stored.length - 1];
+        if (last?.role === 'user' && last.content === lastUserText) {
+          void regenerate();
+          return;
+        }
+      } catch {
+        /* unknown: sending it again is the lesser harm than losing it */
+      }
+    }
     dispatch({ type: 'discard-failed-turn' });
     void send(lastUserText);
   }, [send, regenerate]);
