@@ -59,11 +59,24 @@ describe('architecture', () => {
     ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
     ['loop', ['chat', 'conversations', 'tools', 'runtime']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
+    ['skills', ['tools', 'chat', 'loop', 'runtime', 'projects', 'conversations', 'stream', 'llm']],
     ['llm', ['tools', 'loop', 'chat', 'conversations']],
+    ['prompt', ['tools', 'loop', 'chat', 'runtime']],
+    ['stream', ['tools', 'chat', 'conversations', 'runtime']],
+    ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
+    ['doctor', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'llm', 'stream', 'audit']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)
       .flatMap(([f, list]) => list.filter((i) => i.target && forbidden.includes(roomOf(i.target))).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  // A tool that needs a model (spawn_subagent) gets a runner through its ToolContext instead.
+  it('only the chat service runs the loop (the stream reads its event types)', () => {
+    const offending = [...imports]
+      .filter(([f]) => !isTest(f) && !['loop', 'chat', 'stream'].includes(roomOf(f)))
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'loop').map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });
 

@@ -44,16 +44,25 @@ export interface ProjectView {
   outputFolder: string;
   /** Further folders agents may write (virtual paths); empty by default. */
   writable: string[];
+  /**
+   * `<file>: <severity>: <reason>` lines, files relative to the project. In the list: what reading
+   * the install finds (manifests, module configs, settings); in the detail: the doctor's errors
+   * and warnings (every agent's start, menu targets, workflows, steps, templates, config keys).
+   */
   problems: string[];
 }
 
 export interface ProjectDetail extends ProjectView {
   agents: AgentSummary[];
+  /** The doctor's notes: nothing to fix (values workflows set while they run, menu items not written yet). */
+  notes: string[];
 }
 
 export interface HealthData {
   status: 'ok';
   llm: { configured: boolean; model: string };
+  /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap). */
+  capabilities?: { scripts: boolean; sandbox: boolean };
 }
 
 export interface FunctionCallView {
@@ -77,10 +86,26 @@ export type MessagePartView = { type: 'text'; text: string } | { type: 'tool'; t
 
 export interface ChatResponseData {
   conversationId: string;
+  /** The id of the user message this turn answered (the stored one, for a regenerate). */
+  userMessageId: string;
   message: ChatMessageView & { role: 'assistant'; functionCalls: FunctionCallView[] };
   usage: { promptTokens: number; completionTokens: number };
   iterations: number;
   stopReason: 'stop' | 'max_iterations' | 'aborted';
+}
+
+/**
+ * `idle`: the last turn ended normally; `running`: a turn runs now; otherwise how the last turn
+ * ended: `stopped` by the user, `failed` on an error, `interrupted` when the server went away.
+ */
+export type ConversationStatus = 'idle' | 'running' | 'interrupted' | 'stopped' | 'failed';
+
+/** How the last turn ended when it did not end normally (absent when status is idle or running). */
+export interface LastTurnView {
+  status: 'stopped' | 'failed' | 'interrupted';
+  /** For `failed`: the error's code and message, as the turn reported them. */
+  error?: { code: string; message: string };
+  at: string;
 }
 
 export interface ConversationSummaryView {
@@ -92,7 +117,8 @@ export interface ConversationSummaryView {
   title: string;
   createdAt: string;
   updatedAt: string;
-  status: 'idle' | 'running' | 'interrupted';
+  status: ConversationStatus;
+  lastTurn?: LastTurnView;
   messageCount: number;
   lastMessagePreview?: string;
 }

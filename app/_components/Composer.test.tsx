@@ -147,3 +147,13 @@ describe('Command menu', () => {
     expect(onSend).toHaveBeenCalledWith('/zzz');
   });
 });
+
+describe('a command typed out in full', () => {
+  it('is sent by Enter instead of being completed again', async () => {
+    const onSend = jest.fn().mockResolvedValue(true);
+    const user = userEvent.setup();
+    render(<Composer commands={[{ cmd: '*CP', description: 'Create PRD' }, { cmd: '*VP', description: 'Validate PRD' }]} onSend={onSend} onStop={() => undefined} busy={false} />);
+    await user.type(screen.getByTestId('composer-input'), '*CP{Enter}');
+    expect(onSend).toHaveBeenCalledWith('*CP');
+  });
+});

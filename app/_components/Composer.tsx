@@ -85,7 +85,9 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
         setHighlight((active - 1 + matches.length) % matches.length);
         return;
       }
-      if ((e.key === 'Enter' && !e.shiftKey) || e.key === 'Tab') {
+      // A command typed out in full is sent by Enter, as the person expects; a partial one is completed.
+      const exact = e.key === 'Enter' && matches.some((c) => commandText(c.cmd).toLowerCase() === value.trim().toLowerCase());
+      if (((e.key === 'Enter' && !e.shiftKey) || e.key === 'Tab') && !exact) {
         e.preventDefault();
         pick(matches[active]);
         return;

@@ -6,6 +6,8 @@ import type { ToolPart } from '../_lib/types';
 import { shortJson, toolLabel, toolResultSummary } from '../_lib/toolLabels';
 import { ErrorMessage } from './ErrorMessage';
 import { AlertIcon, CheckIcon, FilesIcon, Spinner } from './icons';
+import { SubagentActivity } from './SubagentActivity';
+import { ToolLabelText } from './ToolLabelText';
 
 export interface ToolActivityProps {
   part: ToolPart;
@@ -17,6 +19,7 @@ export interface ToolActivityProps {
 
 /** One tool call: a live line while it runs, then what it did; details show arguments and result. */
 export const ToolActivity = memo(function ToolActivity({ part, onOpenFile, canOpenFile }: ToolActivityProps) {
+  if (part.toolName === 'spawn_subagent') return <SubagentActivity part={part} />;
   const label = toolLabel(part.toolName, part.input, part.state, part.output);
   const summary = part.state === 'done' ? toolResultSummary(part.toolName, part.output) : undefined;
   const written = part.state === 'done' && WRITING_TOOLS.has(part.toolName) && label.path && onOpenFile && (canOpenFile?.(label.path) ?? true) ? label.path : null;
@@ -28,15 +31,7 @@ export const ToolActivity = memo(function ToolActivity({ part, onOpenFile, canOp
             {part.state === 'running' ? <Spinner /> : part.state === 'done' ? <CheckIcon /> : <AlertIcon />}
           </span>
           <span className="tool-label" data-testid="tool-label">
-            {label.verb}
-            {label.target ? (
-              <>
-                {' '}
-                <span className="tool-target">{label.target}</span>
-              </>
-            ) : null}
-            {label.suffix ? ` ${label.suffix}` : null}
-            {part.state === 'running' ? '…' : null}
+            <ToolLabelText label={label} running={part.state === 'running'} />
           </span>
           {part.state === 'failed' ? <span className="tool-state">failed</span> : null}
         </summary>

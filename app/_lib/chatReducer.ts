@@ -2,6 +2,7 @@ import type {
   ChatError,
   ChatState,
   MessagePart,
+  NestedToolCall,
   StopReason,
   StreamChunk,
   TokenUsage,
@@ -97,6 +98,24 @@ function upsertTool(m: UIMessage, toolCallId: string, patch: Partial<ToolPart> &
   const prev = parts[idx] as ToolPart;
   parts[idx] = { ...prev, ...patch, toolName: patch.toolName ?? prev.toolName };
   return withParts(m, parts);
+}
+
+/** A subagent's call goes under the call that started it; the same id again is the same call, updated. */
+function upsertNested(m: UIMessage, parentToolCallId: string, call: NestedToolCall): UIMessage {
+  const idx = m.parts.findIndex((p) => p.type === 'tool' && p.toolCallId === parentToolCallId);
+  if (idx === -1) return m;
+  const parent = m.parts[idx] as ToolPart;
+  const nested = parent.nested ? parent.nested.slice() : [];
+  const at = nested.findIndex((c) => c.id === call.id);
+  if (at === -1) nested.push(call);
+  else nested[at] = { ...nested[at], ...call, input: call.input ?? nested[at].input };
+  const parts = m.parts.slice();
+  parts[idx] = { ...parent, nested };
+  return withParts(m, parts);
+}
+
+function isToolState(v: unknown): v is ToolPart['state'] {
+  return v === 'running' || v === 'done' || v === 'failed';
 }
 
 function appendText(m: UIMessage, kind: 'text' | 'reasoning', id: string | undefined, delta: string): UIMessage {
@@ -242,6 +261,20 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
       if (!id) return s;
       const e = splitErrorText(str(chunk.errorText) ?? 'Tool failed', str(chunk.code));
       return updateActive(s, (m) => upsertTool(m, id, { state: 'failed', errorText: e.message, errorCode: e.code }));
+    }
+    case 'data-subagent': {
+      const parent = str(data?.parentToolCallId);
+      const id = str(chunk.id);
+      if (!parent || !id) return s;
+      const call: NestedToolCall = {
+        id,
+        toolName: str(data?.toolName) ?? 'tool',
+        input: data?.input,
+        state: isToolState(data?.state) ? data.state : 'running',
+        ...(str(data?.errorText) ? { errorText: str(data?.errorText) } : {}),
+        ...(typeof data?.step === 'number' ? { step: data.step } : {}),
+      };
+      return updateActive(s, (m) => upsertNested(m, parent, call));
     }
     case 'data-usage': {
       const usage = readUsage(data);

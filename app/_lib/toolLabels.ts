@@ -112,6 +112,8 @@ export function toolStatusText(toolName: string): string {
       return 'Updating file…';
     case 'execute_workflow':
       return 'Running workflow…';
+    case 'spawn_subagent':
+      return 'Subagent working…';
     default:
       return `Running ${toolName}…`;
   }

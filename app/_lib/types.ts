@@ -29,6 +29,20 @@ export interface ToolPart {
   errorText?: string;
   /** The error's code (E_...), shown discreetly after its message. */
   errorCode?: string;
+  /** Calls of the subagent this call started (spawn_subagent), as they stream in. */
+  nested?: NestedToolCall[];
+}
+
+/** A subagent's tool call (a `data-subagent` part); its arguments come cut short. */
+export interface NestedToolCall {
+  /** The data part's id: unique within the turn. */
+  id: string;
+  toolName: string;
+  input?: unknown;
+  state: ToolState;
+  errorText?: string;
+  /** The subagent's model call that made it, from 1. */
+  step?: number;
 }
 
 export type MessagePart = TextPart | ReasoningPart | ToolPart;

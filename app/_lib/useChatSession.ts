@@ -117,6 +117,10 @@ export function useChatSession(options: ChatSessionOptions) {
         } else if (chunk.type === 'tool-output-available' && typeof chunk.toolCallId === 'string' && chunk.preliminary !== true) {
           const call = toolInputs.get(chunk.toolCallId);
           if (WRITING_TOOLS.has(call?.name ?? '')) optsRef.current.onOutputsChanged?.(writtenPath(call?.input, chunk.output));
+        } else if (chunk.type === 'data-subagent') {
+          // A subagent writes into the same output folder.
+          const d = chunk.data as { toolName?: unknown; state?: unknown; input?: unknown } | undefined;
+          if (d?.state === 'done' && WRITING_TOOLS.has(String(d.toolName))) optsRef.current.onOutputsChanged?.(writtenPath(d.input, undefined));
         }
       });
       dispatch({ type: 'end', reason: 'complete' });

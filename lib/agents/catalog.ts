@@ -96,7 +96,7 @@ interface DefEntry {
 const CHECKED_KINDS = new Set(['run-workflow', 'workflow', 'validate-workflow', 'exec', 'tmpl', 'data']);
 
 // A plain trigger's name is its cmd without the `*`: saying it again would only add noise.
-function commandSummaries(def: AgentDefinition): CommandSummary[] {
+export function commandSummaries(def: AgentDefinition): CommandSummary[] {
   return def.commands.map(({ cmd, description, kind, target, code, name, aliases, data }) => {
     const s: CommandSummary = { cmd, description, kind, target };
     if (code) {

@@ -166,3 +166,19 @@ export function describeAmbiguity(resolution: CommandResolution): string {
   });
   return `The user's message "${resolution.typed}" could mean more than one menu item:\n${options.join('\n')}\nAsk which one they meant; do not run any of them yet.`;
 }
+
+/**
+ * A prompt item's text for the model when the user picked it (6.12 `prompt = "..."`): the
+ * user's message stays as typed, and the prompt follows it as a server note; '' otherwise.
+ */
+export function describePrompt(resolution: CommandResolution): string {
+  if (resolution.kind !== 'command' || !resolution.match.command.prompt) return '';
+  const { command: c, userInput } = resolution.match;
+  const input = typeof userInput === 'string' && userInput ? `\n\nWhat the user added: ${userInput}` : '';
+  return `The user picked menu item ${c.cmd}${c.description ? ` (${c.description})` : ''}. Carry out its prompt now:\n\n${c.prompt}${input}`;
+}
+
+/** The server note a message calls for: the candidates of an ambiguous command, a picked prompt item's prompt; '' for none. */
+export function commandNote(resolution: CommandResolution): string {
+  return describeAmbiguity(resolution) || describePrompt(resolution);
+}

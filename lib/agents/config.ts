@@ -1,6 +1,8 @@
 import yaml from 'js-yaml';
 import { MOUNT_TOKENS, withoutReserved } from '../paths';
 import { fail, isFailure, type ToolFailure } from '../results';
+import { configVariables as tableVariables } from '../skills/customize';
+import { isTable, parseToml } from '../skills/toml';
 
 /**
  * An agent's config file → variables. Critical actions, greetings and workflows'
@@ -87,4 +89,28 @@ export async function loadAgentYaml(requested: string, read: ConfigReader): Prom
   if (isModuleConfigPath(requested)) return loadConfigFile(requested, read);
   const file = await read(requested);
   return isFailure(file) ? file : loaded(file);
+}
+
+/**
+ * A TOML config layer (BMAD 6.12's `_bmad/config.toml` and its overrides): the scalars of the
+ * named tables (`core`, `modules.bmm`) become variables, or the top-level ones without tables.
+ */
+export async function loadAgentToml(requested: string, read: ConfigReader, tables?: string[]): Promise<LoadedConfig | ToolFailure> {
+  const file = await read(requested);
+  if (isFailure(file)) return file;
+  const parsed = parseToml(file.content);
+  if (!parsed.ok) return fail('E_INVALID_YAML', `${file.path} is not valid TOML: ${parsed.reason}`, { path: file.path });
+  const variables = tables?.length
+    ? tableVariables(parsed.data, tables)
+    : tableVariables({ top: Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => !isTable(v) && !Array.isArray(v))) }, ['top']);
+  return { ...file, data: parsed.data, variables: withoutReserved(variables) };
+}
+
+/** A config an agent loads at activation, by its extension: YAML (module configs) or TOML (central config layers). */
+export function loadAgentConfig(requested: string, read: ConfigReader, tables?: string[]): Promise<LoadedConfig | ToolFailure> {
+  return /\.toml$/i.test(requested) ? loadAgentToml(requested, read, tables) : loadAgentYaml(requested, read);
+}
+
+export function isConfigPath(requested: string): boolean {
+  return /\.(ya?ml|toml)$/i.test(requested);
 }

@@ -1,7 +1,12 @@
+import type { CriticalAction } from './actions';
 import { collapseSpace, findAll, findFirst, innerText, parseMarkup, type MarkupElement } from './markup';
 
-/** The attribute that says what a command does; 'prompt' is `action="#id"`, 'none' is e.g. *help. */
+/**
+ * The attribute that says what a command does; 'prompt' is `action="#id"` or a skill agent's
+ * prompt item, 'skill' a skill agent's item that invokes a skill, 'none' is e.g. *help.
+ */
 export type CommandKind =
+  | 'skill'
   | 'run-workflow'
   | 'workflow'
   | 'validate-workflow'
@@ -36,6 +41,8 @@ export interface AgentCommand {
   target: string;
   /** The item's `data` attribute: a file handed to whatever the command runs. */
   data?: string;
+  /** A prompt item's text: what the user asks for by picking it (6.12 `prompt = "..."`). */
+  prompt?: string;
   /** Every attribute of the element, e.g. an `exec` that also names a `tmpl`. */
   attrs: Record<string, string>;
 }
@@ -82,6 +89,12 @@ export interface AgentDefinition {
   attrs: Record<string, string>;
   /** What a builder should fix; the agent stays usable because the raw text is the model's context. */
   problems: string[];
+  /**
+   * What the server does when the agent starts, when its format says so itself (a skill agent:
+   * its resolved customization, config layers, persistent facts); otherwise the server derives it
+   * from the critical actions and the activation's file loads.
+   */
+  startup?: CriticalAction[];
   /** The whole file, verbatim. */
   raw: string;
 }
@@ -313,8 +326,12 @@ export function parseAgentFile(text: string): AgentDefinition {
 
 /** A command the server can run as a workflow before the first model call. */
 export function isWorkflowCommand(cmd: { kind?: string; target?: string } | null | undefined): boolean {
-  if (!cmd || (cmd.kind !== 'run-workflow' && cmd.kind !== 'workflow' && cmd.kind !== 'exec')) return false;
+  if (!cmd) return false;
   const t = (cmd.target ?? '').trim();
+  if (cmd.kind === 'skill') return t.startsWith('skill:');
+  // A skill agent's prompt kept in a file beside it (6.3 `prompt: write-document.md`) is loaded like a task.
+  if (cmd.kind === 'prompt') return /^\{[a-z_-]+\}\/.*\.md$/i.test(t);
+  if (cmd.kind !== 'run-workflow' && cmd.kind !== 'workflow' && cmd.kind !== 'exec') return false;
   if (t === '' || t.toLowerCase() === 'todo') return false;
   // An exec names a file to follow (a task, a step-file workflow) or a skill; anything else is prose.
   return cmd.kind !== 'exec' || /\.(md|xml|ya?ml)$/i.test(t) || t.startsWith('skill:');

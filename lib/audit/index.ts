@@ -25,7 +25,7 @@ const MAX_INLINE_CHARS = 200;
 const PREVIEW_CHARS = 80;
 const MAX_DEPTH = 3;
 /** Keys that hold file text: summarised whatever their length, so the log never keeps a document. */
-const CONTENT_KEYS = new Set(['content', 'diff', 'text', 'new_text', 'old_text', 'before', 'after']);
+const CONTENT_KEYS = new Set(['content', 'diff', 'text', 'new_text', 'old_text', 'before', 'after', 'stdout', 'stderr']);
 
 export function auditFile(auditDir: string, conversationId: string): string {
   if (!isValidConversationId(conversationId)) throw new AppError('E_VALIDATION', 'conversationId is not a safe identifier');

@@ -71,6 +71,7 @@ export function toolContext(
     ...(ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId }) } : {}),
     variables: { ...variables, date: today(clock(deps)()) },
     limits: effectiveLimits(deps.config.limits, ws.limits),
+    scripts: deps.config.scripts,
     auditDir: deps.auditDir,
     audit,
     signal,

@@ -1,9 +1,9 @@
 import type { AgentSummary } from '../../types/api';
-import { loadAgentYaml, type ConfigReader } from '../agents/config';
+import { isConfigPath, loadAgentConfig, type ConfigReader } from '../agents/config';
 import type { ResolvedAgent } from '../agents';
 import { expandVariables, readResolved, resolvePath } from '../paths';
 import { isFailure } from '../results';
-import { startupActions } from './activation';
+import { startupActions } from '../agents/startup';
 import { findAgent, type ChatDeps } from './context';
 
 const TTL_MS = 2000;
@@ -35,9 +35,9 @@ async function greetingVariables(deps: Pick<ChatDeps, 'config'>, resolved: Resol
     return Buffer.isBuffer(buf) ? { path: target.virtual, content: buf.toString('utf8') } : buf;
   };
   for (const action of startupActions(resolved.agent)) {
-    if (action.kind !== 'load' || !/\.ya?ml$/i.test(action.load.path)) continue;
+    if (action.kind !== 'load' || !isConfigPath(action.load.path)) continue;
     // A missing or broken config shows up when the conversation starts; the greeting keeps its placeholders.
-    const loaded = await loadAgentYaml(action.load.path, read);
+    const loaded = await loadAgentConfig(action.load.path, read, action.load.tables);
     if (!isFailure(loaded)) Object.assign(variables, loaded.variables);
   }
   cache.set(key, { at: Date.now(), variables });

@@ -1,32 +1,73 @@
 import { AppError } from '../errors';
 import { log } from '../log';
-import type { StoredMessage, TurnLease } from '../conversations/types';
+import type { Conversation, StoredMessage, TurnLease, TurnOutcome } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
-import { runTurn, type TurnEvent } from '../loop';
+import { runTurn, TurnBudget, type TurnEvent } from '../loop';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
-import { describeAmbiguity, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
+import { commandNote, isWorkflowCommand, resolveCommand, type CommandMatch, type CommandResolution } from '../agents';
 import { sweepTempFiles } from '../outputs';
 import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
 import { activate } from './activation';
+import { SERVER_SHUTDOWN } from './shutdown-reason';
 import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
+import { subagentHost } from './subagent';
 
 export interface ChatRequest {
   agentId: string;
   /** Set to chat with an agent of a BMAD project. */
   projectId?: string;
-  message: string;
+  /** The user's new message; not read when `regenerate` is set. */
+  message?: string;
   conversationId?: string;
+  /**
+   * Answer the conversation's last user message again: everything stored after it (a failed or
+   * stopped turn's partial answer and tool calls, or the answer being replaced) is dropped first.
+   * Retry and Regenerate alike; the user message is never stored twice.
+   */
+  regenerate?: boolean;
+  /** Replace this user message: it and everything after it are dropped, `message` is the new turn. */
+  editMessageId?: string;
 }
 
 export interface TurnHandle {
   conversationId: string;
   /** Id of the assistant message this turn answers with. */
   messageId: string;
+  /** Id of the stored user message this turn answers (the existing one for a regenerate). */
+  userMessageId: string;
   events: AsyncGenerator<TurnEvent>;
+  /**
+   * For a streamed turn: how many characters of answer text (all steps together) the reader has
+   * been sent. A turn the user stops stores its answer only up to there, so the history never
+   * holds words the screen did not show. Unreported (a JSON turn), the whole partial answer is kept.
+   */
+  reportTextSent(chars: number): void;
 }
+
+function stopOutcome(signal: AbortSignal): 'stopped' | 'interrupted' {
+  return signal.reason === SERVER_SHUTDOWN ? 'interrupted' : 'stopped';
+}
+
+/** The outcome that leaves a conversation as it was: for a turn refused after its lock was taken. */
+function unchanged(c: Conversation): TurnOutcome {
+  if (c.status === 'stopped' || c.status === 'interrupted') return c.status;
+  if (c.status === 'failed') return { status: 'failed', error: c.lastTurn?.error ?? { code: 'E_INTERNAL', message: 'The turn failed.' } };
+  return 'done';
+}
+
+function lastUserIndex(history: readonly StoredMessage[]): number {
+  for (let i = history.length - 1; i >= 0; i--) if (history[i]!.role === 'user') return i;
+  return -1;
+}
+
+const nothingToRegenerate = (id: string) =>
+  new AppError('E_VALIDATION', `Conversation "${id}" has no user message to answer again.`, { field: 'regenerate' });
+
+const notAUserMessage = (conversationId: string, messageId: string) =>
+  new AppError('E_VALIDATION', `"${messageId.slice(0, 80)}" is not a user message of conversation "${conversationId}".`, { field: 'editMessageId' });
 
 /** A command that runs a file (workflow, step-file workflow, task, skill) becomes a tool call the server makes before the first model call. */
 function shortcutCall(resolution: CommandResolution): ToolCall | null {
@@ -51,11 +92,20 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured. Set OPENAI_API_KEY (for OpenAI) or OPENAI_BASE_URL (for a local OpenAI-compatible server such as Ollama, vLLM or LM Studio), and OPENAI_MODEL, then restart the server.');
   }
 
+  const rewrite = req.regenerate ? 'regenerate' : req.editMessageId !== undefined ? 'edit' : null;
+  if (rewrite && !req.conversationId) {
+    throw new AppError('E_VALIDATION', `${rewrite === 'edit' ? 'editMessageId' : 'regenerate'} needs the conversationId of the conversation to change.`, { field: 'conversationId' });
+  }
+  if (!req.regenerate && (typeof req.message !== 'string' || !req.message.trim())) {
+    throw new AppError('E_VALIDATION', 'message must not be empty.', { field: 'message' });
+  }
+
   let conversationId = req.conversationId;
   let isNew = false;
   let wasInterrupted = false;
+  let existing: Conversation | null = null;
   if (conversationId) {
-    const existing = await deps.store.get(conversationId);
+    existing = await deps.store.get(conversationId);
     if (!existing) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${conversationId}".`);
     wasInterrupted = existing.status === 'interrupted';
     if ((existing.projectId ?? undefined) !== resolved.workspace.projectId) {
@@ -70,10 +120,20 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     isNew = true;
   }
 
-  const command = resolveCommand(resolved.agent, req.message);
+  // Checked before the lock, so a refused request leaves the conversation's status alone; checked
+  // again under the lock below, since another turn may change the history in between.
+  if (rewrite && existing) {
+    const history = await deps.store.messages(conversationId);
+    if (rewrite === 'regenerate' && lastUserIndex(history) < 0) throw nothingToRegenerate(conversationId);
+    if (rewrite === 'edit' && !history.some((m) => m.id === req.editMessageId && m.role === 'user')) throw notAUserMessage(conversationId, req.editMessageId!);
+  }
+
   // One open audit file for the critical actions and every tool call of the turn.
   const audit = openAuditLog(deps.auditDir, conversationId);
   let lease: TurnLease | null;
+  let text = req.message ?? '';
+  let userMessageId = newId('msg');
+  let appendUser = true;
   try {
     if (isNew) {
       // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
@@ -88,6 +148,28 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     }
     lease = await deps.store.beginTurn(conversationId);
     if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
+    if (rewrite && existing) {
+      const held = lease;
+      try {
+        const history = await deps.store.messages(conversationId);
+        if (rewrite === 'regenerate') {
+          const at = lastUserIndex(history);
+          if (at < 0) throw nothingToRegenerate(conversationId);
+          const user = history[at] as Extract<StoredMessage, { role: 'user' }>;
+          text = user.content;
+          userMessageId = user.id;
+          appendUser = false;
+          const next = history[at + 1];
+          if (next) await deps.store.truncateFrom(conversationId, next.id);
+        } else {
+          if (!history.some((m) => m.id === req.editMessageId && m.role === 'user')) throw notAUserMessage(conversationId, req.editMessageId!);
+          await deps.store.truncateFrom(conversationId, req.editMessageId!);
+        }
+      } catch (e) {
+        await deps.store.endTurn(held, unchanged(existing));
+        throw e;
+      }
+    }
   } catch (e) {
     void audit.close();
     throw e;
@@ -98,20 +180,35 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     if (removed) log.warn('outputs.swept', { conversationId, tempFiles: removed });
   }
 
+  const command = resolveCommand(resolved.agent, text);
   const messageId = newId('msg');
-  const events = turnEvents(deps, { resolved, conversationId, message: req.message, command, signal, messageId, lease, audit });
-  return { conversationId, messageId, events };
+  const sent: Turn['sent'] = { chars: null };
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent });
+  return {
+    conversationId,
+    messageId,
+    userMessageId,
+    events,
+    reportTextSent: (chars) => {
+      sent.chars = chars;
+    },
+  };
 }
 
 interface Turn {
   resolved: ResolvedAgent;
   conversationId: string;
   message: string;
+  userMessageId: string;
+  /** False for a regenerate: the user message is stored already. */
+  appendUser: boolean;
   command: CommandResolution;
   signal: AbortSignal;
   messageId: string;
   lease: TurnLease;
   audit: AuditLog;
+  /** Answer text the reader was sent (see TurnHandle.reportTextSent); null when nobody counts. */
+  sent: { chars: number | null };
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
@@ -119,14 +216,18 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   const store = deps.store;
   const now = clock(deps);
   const stamp = () => now().toISOString();
-  let outcome: 'done' | 'interrupted' = 'interrupted';
+  let outcome: TurnOutcome | null = null;
+  // Text yielded so far, and where the current step's text began, to cut a stopped answer where
+  // the reader's text ended.
+  let textYielded = 0;
+  let stepTextStart = 0;
   const started = performance.now();
   try {
-    await store.append(conversationId, { id: newId('msg'), role: 'user', content: turn.message, timestamp: stamp() });
+    if (turn.appendUser) await store.append(conversationId, { id: turn.userMessageId, role: 'user', content: turn.message, timestamp: stamp() });
     // Several menu items fit what the user typed: the server guesses none and has the agent ask.
-    if (turn.command.kind === 'ambiguous') {
-      await store.append(conversationId, { id: newId('sys'), role: 'system', content: describeAmbiguity(turn.command), timestamp: stamp() });
-    }
+    // A prompt item the user picked: its prompt follows their message.
+    const note = commandNote(turn.command);
+    if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
     const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);
@@ -144,22 +245,37 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);
     let stepStarted = performance.now();
+    // Subagents draw on the turn's budget and run on its model; their activity joins its events.
+    const budget = new TurnBudget(deps.config.maxIterations);
+    const subagents = subagentHost({ deps, ctx, definitions, client: deps.llm(), model: deps.config.llm.model, budget, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
 
-    for await (const event of runTurn({
+    for await (let event of subagents.merge(runTurn({
       client: deps.llm(),
       model: deps.config.llm.model,
       messages,
-      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig }) },
+      tools: { definitions, execute: (call, sig) => runToolCall(call, { ...ctx, signal: sig, subagent: subagents.runner(call.id) }) },
       maxIterations: deps.config.maxIterations,
+      budget,
       signal,
       timeoutMs: deps.config.turnTimeoutMs,
       ...(shortcut ? { serverCalls: [shortcut] } : {}),
-    })) {
+    }))) {
       switch (event.type) {
         case 'step-start':
           stepStarted = performance.now();
+          stepTextStart = textYielded;
+          break;
+        case 'text-delta':
+          textYielded += event.delta.length;
           break;
         case 'assistant-message': {
+          let keep = true;
+          if (!event.toolCalls.length && !event.byServer && signal.aborted && stopOutcome(signal) === 'stopped' && turn.sent.chars !== null) {
+            const shown = Math.max(0, turn.sent.chars - stepTextStart);
+            if (shown < event.content.length) event = { ...event, content: event.content.slice(0, shown) };
+            // Nothing of it reached the screen: there is no answer to keep.
+            keep = event.content !== '';
+          }
           // A message without tool calls ends the turn, so it carries the turn's answer id.
           const msg: StoredMessage = {
             id: event.toolCalls.length ? newId('msg') : turn.messageId,
@@ -169,7 +285,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
             ...(event.byServer ? {} : { usage: event.usage }),
             timestamp: stamp(),
           };
-          await store.append(conversationId, msg);
+          if (keep) await store.append(conversationId, msg);
           if (event.byServer) break;
           await store.addUsage(conversationId, event.usage);
           log.info('model.call', {
@@ -187,7 +303,10 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
           await store.append(conversationId, { id: newId('tool'), role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
           break;
         case 'finish':
-          outcome = event.stopReason === 'aborted' ? 'interrupted' : 'done';
+          outcome = event.stopReason === 'aborted' ? stopOutcome(signal) : 'done';
+          break;
+        case 'error':
+          outcome = { status: 'failed', error: { code: event.error.code, message: event.error.message } };
           break;
       }
       yield event;
@@ -195,11 +314,14 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   } catch (e) {
     const error = e instanceof AppError ? e : new AppError('E_INTERNAL', 'The turn failed unexpectedly.');
     if (!(e instanceof AppError)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
+    outcome = { status: 'failed', error: { code: error.code, message: error.message } };
     yield { type: 'error', error };
   } finally {
     // Every line is written by now (each call awaited its own); only the file is given back.
     void audit.close();
+    // No end was seen: the reader closed the events early (stopped), or the server is going down.
+    outcome ??= signal.aborted ? stopOutcome(signal) : 'interrupted';
     await store.endTurn(turn.lease, outcome);
-    log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome, durationMs: Math.round(performance.now() - started) });
+    log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome: typeof outcome === 'string' ? outcome : outcome.status, durationMs: Math.round(performance.now() - started) });
   }
 }

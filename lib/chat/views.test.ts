@@ -48,3 +48,22 @@ it('names the project of a project conversation in its views, and no project for
   expect(toSummaryView({ ...base, messageCount: 0 })).not.toHaveProperty('projectId');
   expect(toDetailView(base, [])).not.toHaveProperty('projectId');
 });
+
+it('shows how the last turn ended in the summary and the detail, and nothing for an idle conversation', () => {
+  const base: Conversation = {
+    id: 'c',
+    agentId: 'pm',
+    bundleName: 'bmm',
+    title: 'Plan',
+    createdAt: ts,
+    updatedAt: ts,
+    status: 'failed',
+    lastTurn: { status: 'failed', error: { code: 'E_LLM_UPSTREAM', message: 'The model endpoint failed (500).' }, at: ts },
+    variables: {},
+    usage: { promptTokens: 0, completionTokens: 0 },
+  };
+  expect(toSummaryView({ ...base, messageCount: 1 })).toMatchObject({ status: 'failed', lastTurn: base.lastTurn });
+  expect(toDetailView(base, [])).toMatchObject({ status: 'failed', lastTurn: base.lastTurn });
+  const { lastTurn: _, ...idle } = { ...base, status: 'idle' as const };
+  expect(toDetailView(idle, [])).not.toHaveProperty('lastTurn');
+});

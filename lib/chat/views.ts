@@ -52,6 +52,7 @@ export function toSummaryView(c: ConversationSummary): ConversationSummaryView {
     createdAt: c.createdAt,
     updatedAt: c.updatedAt,
     status: c.status,
+    ...(c.lastTurn ? { lastTurn: c.lastTurn } : {}),
     messageCount: c.messageCount,
     ...(c.lastMessagePreview ? { lastMessagePreview: c.lastMessagePreview } : {}),
   };

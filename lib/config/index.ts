@@ -7,6 +7,23 @@ export interface ToolLimits {
   maxMatches: number;
 }
 
+/** Running the installed method's scripts (python3 inside bubblewrap). */
+export interface ScriptSettings {
+  /** bubblewrap: a path, or a bare name looked up on PATH. */
+  bwrap: string;
+  /** The interpreter the sandbox runs: a path under /usr (the only system folder it mounts), or a bare name looked up in /usr/bin and /usr/local/bin. */
+  python: string;
+  timeoutMs: number;
+  memoryMb: number;
+}
+
+export const DEFAULT_SCRIPT_SETTINGS: ScriptSettings = {
+  bwrap: 'bwrap',
+  python: 'python3',
+  timeoutMs: 60_000,
+  memoryMb: 512,
+};
+
 export interface LlmConfig {
   apiKey?: string;
   baseURL?: string;
@@ -29,6 +46,7 @@ export interface Config {
   store: 'sqlite' | 'memory';
   llm: LlmConfig;
   limits: ToolLimits;
+  scripts: ScriptSettings;
 }
 
 export const DEFAULT_LIMITS: ToolLimits = {
@@ -72,5 +90,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       configured: Boolean(apiKey || baseURL),
     },
     limits: { ...DEFAULT_LIMITS },
+    scripts: {
+      bwrap: nonEmpty(env.SANDBOX_BWRAP) ?? DEFAULT_SCRIPT_SETTINGS.bwrap,
+      python: nonEmpty(env.SCRIPT_PYTHON) ?? DEFAULT_SCRIPT_SETTINGS.python,
+      timeoutMs: int(env.SCRIPT_TIMEOUT_MS, DEFAULT_SCRIPT_SETTINGS.timeoutMs, 100),
+      memoryMb: int(env.SCRIPT_MEMORY_MB, DEFAULT_SCRIPT_SETTINGS.memoryMb, 32),
+    },
   };
 }

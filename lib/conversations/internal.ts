@@ -1,5 +1,5 @@
 import { AppError } from '../errors';
-import type { CreateConversationInput, ListOptions, StoredMessage, Usage } from './types';
+import type { ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
@@ -109,8 +109,10 @@ export function assertVariables(variables: Record<string, string>): void {
  * - DEFAULT: still "New conversation"; the first user message names it.
  * - FROM_COMMAND: named after a `*command`; the workflow it ran (the execute_workflow result that
  *   follows) gives a better name, once.
+ * - AUTO: named by the store from the messages and settled; appends leave it alone, but it is
+ *   taken again from what is left when the messages it came from are truncated away.
  */
-export const TitleState = { FIXED: 0, DEFAULT: 1, FROM_COMMAND: 2 } as const;
+export const TitleState = { FIXED: 0, DEFAULT: 1, FROM_COMMAND: 2, AUTO: 3 } as const;
 export type TitleState = (typeof TitleState)[keyof typeof TitleState];
 
 export interface TitleCandidates {
@@ -127,7 +129,7 @@ export function titleCandidates(m: StoredMessage): TitleCandidates {
   let workflowTitle: string | null = null;
   if (m.role === 'user' && m.content.trim()) {
     userTitle = defaultTitle(m.content);
-    userState = isCommandMessage(m.content) ? TitleState.FROM_COMMAND : TitleState.FIXED;
+    userState = isCommandMessage(m.content) ? TitleState.FROM_COMMAND : TitleState.AUTO;
   } else if (m.role === 'tool' && m.name === 'execute_workflow' && m.result.ok) {
     const wf = (m.result as { workflow?: { name?: unknown } }).workflow;
     if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle(wf.name);
@@ -139,8 +141,8 @@ export function titleCandidates(m: StoredMessage): TitleCandidates {
 export function nextTitle(state: TitleState, title: string, c: TitleCandidates): { title: string; state: TitleState } {
   if (state === TitleState.DEFAULT && c.userTitle !== null) return { title: c.userTitle, state: c.userState };
   if (state === TitleState.FROM_COMMAND) {
-    if (c.workflowTitle !== null) return { title: c.workflowTitle, state: TitleState.FIXED };
-    if (c.userTitle !== null) return { title, state: TitleState.FIXED };
+    if (c.workflowTitle !== null) return { title: c.workflowTitle, state: TitleState.AUTO };
+    if (c.userTitle !== null) return { title, state: TitleState.AUTO };
   }
   return { title, state };
 }
@@ -148,6 +150,68 @@ export function nextTitle(state: TitleState, title: string, c: TitleCandidates):
 /** Preview text of a message for list(); null keeps the previous preview (tool traffic is not shown). */
 export function messagePreview(m: StoredMessage): string | null {
   return m.role === 'user' || m.role === 'assistant' ? previewOf(m.content) : null;
+}
+
+/** The title the store would have given, replaying messages from the start; stops once it settles. */
+export function replayTitle(messages: Iterable<StoredMessage>): { title: string; state: TitleState } {
+  let t: { title: string; state: TitleState } = { title: DEFAULT_TITLE, state: TitleState.DEFAULT };
+  for (const m of messages) {
+    t = nextTitle(t.state, t.title, titleCandidates(m));
+    if (t.state === TitleState.AUTO) break;
+  }
+  return t;
+}
+
+/** The preview list() shows for these messages: that of the last one with visible text. */
+export function lastPreview(messages: readonly StoredMessage[]): string | null {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const p = messagePreview(messages[i]!);
+    if (p !== null) return p;
+  }
+  return null;
+}
+
+const TURN_ERROR_MESSAGE_MAX = 2000;
+
+/** The status and lastTurn an outcome leaves behind. */
+export function settleTurn(outcome: TurnOutcome, at: string): { status: ConversationStatus; lastTurn: LastTurn | null } {
+  if (outcome === 'done') return { status: 'idle', lastTurn: null };
+  if (outcome === 'stopped' || outcome === 'interrupted') return { status: outcome, lastTurn: { status: outcome, at } };
+  const code = String(outcome.error?.code ?? 'E_INTERNAL').slice(0, 100);
+  const message = String(outcome.error?.message ?? '').slice(0, TURN_ERROR_MESSAGE_MAX);
+  return { status: 'failed', lastTurn: { status: 'failed', error: { code, message }, at } };
+}
+
+/** Longest search text taken into account. */
+const SEARCH_MAX_TERMS = 16;
+
+function foldText(text: string): string {
+  return text.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase();
+}
+
+/**
+ * The words of a search, folded as SQLite's unicode61 tokenizer (remove_diacritics 2) folds
+ * them: letters and digits, without accents, lower case; everything else separates words.
+ */
+export function searchTerms(q: string | undefined): string[] {
+  if (q === undefined) return [];
+  return [...new Set(foldText(q).split(/[^\p{L}\p{N}]+/u).filter(Boolean))].slice(0, SEARCH_MAX_TERMS);
+}
+
+/** The FTS5 query for terms: each a quoted prefix, all required. */
+export function ftsQuery(terms: readonly string[]): string {
+  return terms.map((t) => `"${t.replace(/"/g, '""')}"*`).join(' ');
+}
+
+/** The memory store's search: the same rule as the FTS5 query, on one text. */
+export function textMatches(text: string, terms: readonly string[]): boolean {
+  if (!terms.length) return false;
+  const words = foldText(text).split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+  return terms.every((t) => words.some((w) => w.startsWith(t)));
+}
+
+export function unknownMessage(conversationId: string, messageId: string): AppError {
+  return new AppError('E_VALIDATION', `Conversation "${conversationId}" has no message "${String(messageId).slice(0, 80)}".`, { field: 'messageId' });
 }
 
 export interface NewConversation {

@@ -9,6 +9,7 @@ import type {
   Page,
   StoredMessage,
   TurnLease,
+  TurnOutcome,
   Usage,
 } from './types';
 import { isValidConversationId, newConversationId } from './ids';
@@ -20,6 +21,7 @@ import {
   decodeCursor,
   duplicateId,
   encodeCursor,
+  lastPreview,
   messagePreview,
   monotonicNow,
   nextTitle,
@@ -27,7 +29,12 @@ import {
   pageSize,
   prepareCreate,
   prepareRename,
+  replayTitle,
+  searchTerms,
+  settleTurn,
+  textMatches,
   titleCandidates,
+  unknownMessage,
 } from './internal';
 
 interface Entry {
@@ -74,7 +81,9 @@ export class MemoryConversationStore implements ConversationStore {
   async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
     const limit = pageSize(options);
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
+    const terms = searchTerms(options?.q);
     const rows = [...this.entries.values()]
+      .filter((e) => options?.q === undefined || matches(e, terms))
       .filter((e) => options?.agentId === undefined || e.conversation.agentId === options.agentId)
       .filter((e) => options?.projectId === undefined || e.conversation.projectId === options.projectId)
       .filter((e) => !after || compareKey(e.conversation, after) < 0)
@@ -139,14 +148,34 @@ export class MemoryConversationStore implements ConversationStore {
     if (e.turn !== null) return null;
     e.turn = randomUUID();
     e.conversation.status = 'running';
+    delete e.conversation.lastTurn;
     return { conversationId: id, token: e.turn };
   }
 
-  async endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void> {
+  async endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
     const e = this.entry(lease.conversationId);
     if (!e || e.turn === null || e.turn !== lease.token) return;
     e.turn = null;
-    e.conversation.status = (outcome === 'interrupted' ? 'interrupted' : 'idle') satisfies ConversationStatus;
+    const { status, lastTurn } = settleTurn(outcome, new Date().toISOString());
+    e.conversation.status = status satisfies ConversationStatus;
+    if (lastTurn) e.conversation.lastTurn = lastTurn;
+    else delete e.conversation.lastTurn;
+  }
+
+  async truncateFrom(id: string, messageId: string): Promise<number> {
+    const e = this.required(id);
+    const at = e.messages.findIndex((m) => m.id === messageId);
+    if (at < 0) throw unknownMessage(id, messageId);
+    const removed = e.messages.length - at;
+    e.messages.length = at;
+    e.preview = lastPreview(e.messages);
+    if (e.titleState !== TitleState.FIXED) {
+      const t = replayTitle(e.messages);
+      e.conversation.title = t.title;
+      e.titleState = t.state;
+    }
+    e.conversation.updatedAt = monotonicNow();
+    return removed;
   }
 
   async close(): Promise<void> {
@@ -162,6 +191,11 @@ export class MemoryConversationStore implements ConversationStore {
     if (!e) throw notFound(id);
     return e;
   }
+}
+
+function matches(e: Entry, terms: readonly string[]): boolean {
+  if (textMatches(e.conversation.title, terms)) return true;
+  return e.messages.some((m) => (m.role === 'user' || m.role === 'assistant') && textMatches(m.content, terms));
 }
 
 function compareKey(a: { updatedAt: string; id: string }, b: { updatedAt: string; id: string }): number {

@@ -1,10 +1,15 @@
 import type Database from 'better-sqlite3';
+import type { StoredMessage } from './types';
+import { TitleState, replayTitle } from './internal';
+
+/** SQL, or code for what SQL alone cannot say (reading the schema as it is, replaying titles). */
+export type Migration = string | ((db: Database.Database) => void);
 
 /**
  * Schema history, oldest first; entry i takes the database to user_version i + 1. Append only:
  * an edited migration would leave existing databases on a schema no code describes.
  */
-export const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly Migration[] = [
   `
   CREATE TABLE conversations (
     id                TEXT PRIMARY KEY NOT NULL,
@@ -54,7 +59,150 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX conversations_by_project ON conversations (project_id, updated_at, id) WHERE project_id IS NOT NULL;
   CREATE INDEX conversations_by_project_agent ON conversations (project_id, agent_id, updated_at, id) WHERE project_id IS NOT NULL;
   `,
+  (db) => {
+    // A turn ends stopped or failed too, not only idle or interrupted. SQLite cannot change a
+    // CHECK constraint in place, so the table is rebuilt from its own current definition (whatever
+    // columns earlier migrations added), with foreign keys off (see migrate()).
+    rebuildTable(db, 'conversations', (sql) =>
+      replaceOnce(sql, "CHECK (status IN ('idle', 'running', 'interrupted'))", "CHECK (status IN ('idle', 'running', 'interrupted', 'stopped', 'failed'))"),
+    );
+    // JSON { status, error?, at } while status is stopped, failed or interrupted; NULL otherwise.
+    db.exec('ALTER TABLE conversations ADD COLUMN last_turn TEXT');
+    db.exec(`UPDATE conversations SET last_turn = json_object('status', 'interrupted', 'at', updated_at) WHERE status = 'interrupted'`);
+    markAutomaticTitles(db);
+  },
+  `
+  -- Search over titles and user/assistant text. search_docs names what each FTS row indexes
+  -- (a message by its (conversation_id, seq), or a title where seq IS NULL); its INTEGER PRIMARY
+  -- KEY is the FTS rowid, which VACUUM cannot renumber (it may renumber the implicit rowids of
+  -- messages and conversations). The FTS table is contentless: the text lives in messages and
+  -- conversations only, and rows are deleted by rowid (contentless_delete).
+  CREATE TABLE search_docs (
+    id              INTEGER PRIMARY KEY,
+    conversation_id TEXT NOT NULL,
+    seq             INTEGER
+  );
+  CREATE INDEX search_docs_by_message ON search_docs (conversation_id, seq);
+  CREATE VIRTUAL TABLE search_fts USING fts5(text, content='', contentless_delete=1, tokenize='unicode61 remove_diacritics 2');
+
+  -- Kept in step by triggers, so every writer of these tables (and every later migration) keeps
+  -- the index right; a cascade from a deleted conversation fires the messages trigger too.
+  CREATE TRIGGER search_message_added AFTER INSERT ON messages
+  WHEN new.role IN ('user', 'assistant') AND new.content IS NOT NULL AND new.content <> ''
+  BEGIN
+    INSERT INTO search_docs (conversation_id, seq) VALUES (new.conversation_id, new.seq);
+    INSERT INTO search_fts (rowid, text) VALUES (last_insert_rowid(), new.content);
+  END;
+  CREATE TRIGGER search_message_removed AFTER DELETE ON messages
+  BEGIN
+    DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE conversation_id = old.conversation_id AND seq = old.seq);
+    DELETE FROM search_docs WHERE conversation_id = old.conversation_id AND seq = old.seq;
+  END;
+  CREATE TRIGGER search_title_added AFTER INSERT ON conversations
+  BEGIN
+    INSERT INTO search_docs (conversation_id, seq) VALUES (new.id, NULL);
+    INSERT INTO search_fts (rowid, text) VALUES (last_insert_rowid(), new.title);
+  END;
+  CREATE TRIGGER search_title_changed AFTER UPDATE OF title ON conversations
+  WHEN old.title IS NOT new.title
+  BEGIN
+    DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE conversation_id = old.id AND seq IS NULL);
+    DELETE FROM search_docs WHERE conversation_id = old.id AND seq IS NULL;
+    INSERT INTO search_docs (conversation_id, seq) VALUES (new.id, NULL);
+    INSERT INTO search_fts (rowid, text) VALUES (last_insert_rowid(), new.title);
+  END;
+  CREATE TRIGGER search_conversation_removed AFTER DELETE ON conversations
+  BEGIN
+    DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE conversation_id = old.id AND seq IS NULL);
+    DELETE FROM search_docs WHERE conversation_id = old.id AND seq IS NULL;
+  END;
+
+  -- What is already stored.
+  INSERT INTO search_docs (conversation_id, seq)
+    SELECT conversation_id, seq FROM messages
+    WHERE role IN ('user', 'assistant') AND content IS NOT NULL AND content <> '' ORDER BY conversation_id, seq;
+  INSERT INTO search_docs (conversation_id, seq) SELECT id, NULL FROM conversations;
+  INSERT INTO search_fts (rowid, text)
+    SELECT d.id, m.content FROM search_docs d JOIN messages m ON m.conversation_id = d.conversation_id AND m.seq = d.seq;
+  INSERT INTO search_fts (rowid, text)
+    SELECT d.id, c.title FROM search_docs d JOIN conversations c ON c.id = d.conversation_id WHERE d.seq IS NULL;
+  `,
 ];
+
+function replaceOnce(text: string, from: string, to: string): string {
+  const at = text.indexOf(from);
+  if (at < 0 || text.indexOf(from, at + from.length) >= 0) {
+    throw new Error(`Migration: the schema does not read as expected (looked for ${JSON.stringify(from)} once).`);
+  }
+  return text.slice(0, at) + to + text.slice(at + from.length);
+}
+
+/**
+ * SQLite's documented way to change what ALTER TABLE cannot: create the new table from the
+ * current definition (changed by `change`), copy the rows, drop the old one, rename, and create
+ * its indexes again. Runs inside the migration's transaction; foreign keys must be off, or the
+ * DROP would cascade into the rows that reference the table.
+ */
+function rebuildTable(db: Database.Database, table: string, change: (createSql: string) => string): void {
+  if (db.pragma('foreign_keys', { simple: true }) !== 0) throw new Error('Migration: a table rebuild needs foreign keys off.');
+  const row = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) as { sql: string } | undefined;
+  if (!row) throw new Error(`Migration: no table ${table}.`);
+  const others = db
+    .prepare("SELECT type, name, sql FROM sqlite_master WHERE tbl_name = ? AND type IN ('index', 'trigger') AND sql IS NOT NULL")
+    .all(table) as { type: string; name: string; sql: string }[];
+  const temp = `${table}_rebuild`;
+  const createSql = change(row.sql).replace(new RegExp(`^CREATE TABLE\\s+"?${table}"?`, 'i'), `CREATE TABLE "${temp}"`);
+  if (!createSql.startsWith(`CREATE TABLE "${temp}"`)) throw new Error(`Migration: cannot read the definition of ${table}.`);
+  db.exec(createSql);
+  db.exec(`INSERT INTO "${temp}" SELECT * FROM "${table}"`);
+  db.exec(`DROP TABLE "${table}"`);
+  db.exec(`ALTER TABLE "${temp}" RENAME TO "${table}"`);
+  for (const o of others) db.exec(o.sql);
+}
+
+/**
+ * Titles named by the store were stored as fixed (renamed) before; one that still reads as the
+ * store would name the conversation becomes automatic, so it follows an edit of the message it
+ * came from. A title a user typed that happens to match is treated the same way, which is harmless.
+ */
+function markAutomaticTitles(db: Database.Database): void {
+  const rows = db.prepare('SELECT id, title FROM conversations WHERE title_state = 0').all() as { id: string; title: string }[];
+  const messages = db.prepare(
+    `SELECT id, role, content, name, result, timestamp FROM messages
+     WHERE conversation_id = ? AND (role = 'user' OR (role = 'tool' AND name = 'execute_workflow')) ORDER BY seq`,
+  );
+  const mark = db.prepare(`UPDATE conversations SET title_state = ${TitleState.AUTO} WHERE id = ?`);
+  for (const row of rows) {
+    const replayed = replayTitle(readTitleMessages(messages.iterate(row.id) as IterableIterator<TitleRow>));
+    if (replayed.state === TitleState.AUTO && replayed.title === row.title) mark.run(row.id);
+  }
+}
+
+interface TitleRow {
+  id: string;
+  role: 'user' | 'tool';
+  content: string | null;
+  name: string | null;
+  result: string | null;
+  timestamp: string;
+}
+
+function* readTitleMessages(rows: IterableIterator<TitleRow>): Generator<StoredMessage> {
+  for (const r of rows) {
+    if (r.role === 'user') yield { id: r.id, role: 'user', content: r.content ?? '', timestamp: r.timestamp };
+    else {
+      let result: unknown = null;
+      try {
+        result = JSON.parse(r.result ?? 'null');
+      } catch {
+        // An unreadable result names nothing.
+      }
+      if (result && typeof result === 'object') {
+        yield { id: r.id, role: 'tool', toolCallId: '', name: r.name ?? '', result: result as Extract<StoredMessage, { role: 'tool' }>['result'], timestamp: r.timestamp };
+      }
+    }
+  }
+}
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -63,13 +211,28 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  * version is read, so two processes opening a new file at once cannot both migrate it.
  */
 export function migrate(db: Database.Database): void {
-  const run = db.transaction(() => {
-    const current = db.pragma('user_version', { simple: true }) as number;
-    if (current > SCHEMA_VERSION) {
-      throw new Error(`The conversation database has schema version ${current}, newer than this app knows (${SCHEMA_VERSION}); upgrade the app or point DATA_DIR elsewhere.`);
-    }
-    for (let v = current; v < SCHEMA_VERSION; v++) db.exec(MIGRATIONS[v]!);
-    if (current !== SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
-  });
-  run.immediate();
+  if ((db.pragma('user_version', { simple: true }) as number) === SCHEMA_VERSION) return;
+  // Foreign keys can only be switched outside a transaction. Off, a table rebuild cannot cascade
+  // into the rows that reference it; the check before the commit still refuses a broken reference.
+  const foreignKeys = db.pragma('foreign_keys', { simple: true }) as number;
+  db.pragma('foreign_keys = OFF');
+  try {
+    const run = db.transaction(() => {
+      const current = db.pragma('user_version', { simple: true }) as number;
+      if (current > SCHEMA_VERSION) {
+        throw new Error(`The conversation database has schema version ${current}, newer than this app knows (${SCHEMA_VERSION}); upgrade the app or point DATA_DIR elsewhere.`);
+      }
+      for (let v = current; v < SCHEMA_VERSION; v++) {
+        const m = MIGRATIONS[v]!;
+        if (typeof m === 'string') db.exec(m);
+        else m(db);
+      }
+      const broken = db.pragma('foreign_key_check') as unknown[];
+      if (broken.length) throw new Error(`Migration left ${broken.length} broken foreign key reference(s); nothing was changed.`);
+      if (current !== SCHEMA_VERSION) db.pragma(`user_version = ${SCHEMA_VERSION}`);
+    });
+    run.immediate();
+  } finally {
+    db.pragma(`foreign_keys = ${foreignKeys ? 'ON' : 'OFF'}`);
+  }
 }

@@ -249,7 +249,7 @@ describe('SqliteConversationStore', () => {
   it('migrates a schema-version-1 database on open, keeping its rows as bundle conversations', async () => {
     const old = new Database(file);
     old.pragma('journal_mode = WAL');
-    old.exec(MIGRATIONS[0]!);
+    old.exec(MIGRATIONS[0] as string);
     old.pragma('user_version = 1');
     const insert = old.prepare(
       `INSERT INTO conversations (id, agent_id, bundle_name, title, title_state, created_at, updated_at, message_count, last_preview)
@@ -280,6 +280,116 @@ describe('SqliteConversationStore', () => {
     await s.close();
     // A second open finds the schema current and leaves it alone.
     expect((await openStore().list()).items.map((x) => x.id)).toEqual([fresh.id, 'old_a', 'old_b']);
+  });
+});
+
+describe('schema version 2 → current', () => {
+  /** A database as the app before stopped/failed statuses and search left it, with rows. */
+  function versionTwoDatabase(change: (sql: string) => string = (x) => x): void {
+    const old = new Database(file);
+    old.pragma('journal_mode = WAL');
+    old.pragma('foreign_keys = ON');
+    old.exec(change(MIGRATIONS[0] as string));
+    old.exec(MIGRATIONS[1] as string);
+    old.pragma('user_version = 2');
+    const conv = old.prepare(
+      `INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at, status, message_count, last_preview)
+       VALUES (@id, 'pm', 'bmm', @project, @title, 0, @at, @at, @status, @count, @preview)`,
+    );
+    const msg = old.prepare(
+      `INSERT INTO messages (conversation_id, seq, id, role, content, tool_call_id, name, result, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 't')`,
+    );
+    // Titled by the store from its first message.
+    conv.run({ id: 'auto', project: null, title: 'Plan a launch', at: '2025-01-01T00:00:01.000Z', status: 'idle', count: 2, preview: 'Rocket science' });
+    msg.run('auto', 1, 'u1', 'user', 'Plan a launch', null, null, null);
+    msg.run('auto', 2, 'a1', 'assistant', 'Rocket science', null, null, null);
+    // Renamed by its user; its last turn was interrupted.
+    conv.run({ id: 'renamed', project: 'acme', title: 'My own title', at: '2025-01-01T00:00:02.000Z', status: 'interrupted', count: 1, preview: 'Draft a brief' });
+    msg.run('renamed', 1, 'u1', 'user', 'Draft a brief', null, null, null);
+    // Named after the workflow its command ran.
+    conv.run({ id: 'command', project: null, title: 'product-brief', at: '2025-01-01T00:00:03.000Z', status: 'idle', count: 3, preview: '*plan' });
+    msg.run('command', 1, 'u1', 'user', '*plan', null, null, null);
+    msg.run('command', 2, 'a1', 'assistant', '', null, null, null);
+    msg.run('command', 3, 't1', 'tool', null, 'w', 'execute_workflow', JSON.stringify({ ok: true, workflow: { name: 'product-brief' } }));
+    old.close();
+  }
+
+  it('migrates with every row and message kept, statuses widened, titles told apart and a search index built', async () => {
+    versionTwoDatabase();
+    const s = openStore();
+    const raw = new Database(file, { readonly: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
+    const indexes = raw.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'conversations'").pluck().all();
+    expect(indexes).toEqual(
+      expect.arrayContaining(['conversations_by_updated', 'conversations_by_agent', 'conversations_with_turn', 'conversations_by_project', 'conversations_by_project_agent']),
+    );
+    expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(6);
+    raw.close();
+    const db = (s as unknown as { db: Database.Database }).db;
+    expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
+
+    expect((await s.list()).items.map((x) => [x.id, x.status, x.messageCount, x.title])).toEqual([
+      ['command', 'idle', 3, 'product-brief'],
+      ['renamed', 'interrupted', 1, 'My own title'],
+      ['auto', 'idle', 2, 'Plan a launch'],
+    ]);
+    expect((await s.get('renamed'))!.lastTurn).toEqual({ status: 'interrupted', at: '2025-01-01T00:00:02.000Z' });
+    expect(await s.get('auto')).not.toHaveProperty('lastTurn');
+    expect(await s.messages('command')).toHaveLength(3);
+
+    expect((await s.list({ q: 'rocket' })).items.map((x) => x.id)).toEqual(['auto']);
+    expect((await s.list({ q: 'own title' })).items.map((x) => x.id)).toEqual(['renamed']);
+    expect((await s.list({ q: 'brief', projectId: 'acme' })).items.map((x) => x.id)).toEqual(['renamed']);
+
+    // A title the store gave follows an edit of its message; a renamed one does not.
+    await s.truncateFrom('auto', 'u1');
+    await s.append('auto', { id: 'u2', role: 'user', content: 'Plan a wedding', timestamp: 't' });
+    expect((await s.get('auto'))!.title).toBe('Plan a wedding');
+    await s.truncateFrom('renamed', 'u1');
+    await s.append('renamed', { id: 'u2', role: 'user', content: 'Something else', timestamp: 't' });
+    expect((await s.get('renamed'))!.title).toBe('My own title');
+    await s.truncateFrom('command', 'a1');
+    expect((await s.get('command'))!.title).toBe('*plan');
+
+    // The new statuses are allowed, anything else still is not; deletes still cascade.
+    await s.endTurn((await s.beginTurn('auto'))!, 'stopped');
+    expect((await s.get('auto'))!.status).toBe('stopped');
+    expect(() => db.prepare("UPDATE conversations SET status = 'bogus' WHERE id = 'auto'").run()).toThrow(/CHECK/);
+    await s.delete('command');
+    expect(db.prepare("SELECT count(*) FROM messages WHERE conversation_id = 'command'").pluck().get()).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM search_docs WHERE conversation_id = ?').pluck().get('command')).toBe(0);
+    expect(db.pragma('integrity_check', { simple: true })).toBe('ok');
+  });
+
+  it('changes nothing when the schema is not the one it expects', async () => {
+    versionTwoDatabase((sql) => sql.replace("CHECK (status IN ('idle', 'running', 'interrupted'))", "CHECK (status IN ('idle','running','interrupted'))"));
+    expect(() => new SqliteConversationStore(file)).toThrow(/does not read as expected/);
+    const raw = new Database(file, { readonly: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(2);
+    expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(6);
+    expect(raw.prepare("SELECT count(*) FROM sqlite_master WHERE name IN ('search_docs', 'conversations_rebuild')").pluck().get()).toBe(0);
+    expect(raw.prepare('SELECT sql FROM sqlite_master WHERE name = ?').pluck().get('conversations')).not.toContain('last_turn');
+    raw.close();
+  });
+
+  it('keeps the search index right after VACUUM renumbers rows', async () => {
+    const s = openStore();
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) {
+      const c = await s.create({ agentId: 'pm', bundleName: 'bmm' });
+      await s.append(c.id, { id: 'u', role: 'user', content: `topic${i}z alpha`, timestamp: 't' });
+      ids.push(c.id);
+    }
+    for (const id of ids.filter((_, i) => i % 2 === 0)) await s.delete(id);
+    const db = (s as unknown as { db: Database.Database }).db;
+    db.exec('VACUUM');
+    expect((await s.list({ q: 'alpha', limit: 100 })).items).toHaveLength(15);
+    await s.delete(ids[1]!);
+    await s.truncateFrom(ids[3]!, 'u');
+    expect((await s.list({ q: 'topic1z' })).items).toEqual([]);
+    expect((await s.list({ q: 'topic3z' })).items).toEqual([]);
+    expect((await s.list({ q: 'topic5z' })).items.map((x) => x.id)).toEqual([ids[5]]);
+    expect((await s.list({ q: 'alpha', limit: 100 })).items).toHaveLength(13);
   });
 });
 

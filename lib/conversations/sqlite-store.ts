@@ -6,10 +6,12 @@ import type {
   ConversationStore,
   ConversationSummary,
   CreateConversationInput,
+  LastTurn,
   ListOptions,
   Page,
   StoredMessage,
   TurnLease,
+  TurnOutcome,
   Usage,
 } from './types';
 import { isValidConversationId, newConversationId } from './ids';
@@ -17,22 +19,29 @@ import {
   assertMessage,
   assertVariables,
   cleanUsage,
+  TitleState,
   decodeCursor,
   duplicateId,
   encodeCursor,
+  ftsQuery,
+  lastPreview,
   messagePreview,
   monotonicNow,
   notFound,
   pageSize,
   prepareCreate,
   prepareRename,
+  replayTitle,
+  searchTerms,
+  settleTurn,
   titleCandidates,
+  unknownMessage,
 } from './internal';
 import { migrate } from './migrations';
 import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 
 const CONVERSATION_COLUMNS =
-  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, variables, prompt_tokens, completion_tokens';
+  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, last_turn, variables, prompt_tokens, completion_tokens';
 const SUMMARY_COLUMNS = `${CONVERSATION_COLUMNS}, message_count, last_preview`;
 
 interface ConversationRow {
@@ -44,6 +53,7 @@ interface ConversationRow {
   created_at: string;
   updated_at: string;
   status: ConversationStatus;
+  last_turn: string | null;
   variables: string;
   prompt_tokens: number;
   completion_tokens: number;
@@ -82,21 +92,31 @@ const LIST_FILTERS = {
   projectAgent: ['project_id = @projectId', 'agent_id = @agentId'],
 } as const satisfies Record<string, readonly string[]>;
 type ListFilter = keyof typeof LIST_FILTERS;
-type ListKind = `${ListFilter}:${'first' | 'after'}`;
+type ListKind = `${ListFilter}:${'first' | 'after'}:${'all' | 'search'}`;
+
+// A search keeps list()'s order and paging; the conversations it may return are those with an
+// FTS match on their title or on one of their messages.
+const SEARCH_FILTER = `id IN (SELECT conversation_id FROM search_docs WHERE id IN (SELECT rowid FROM search_fts WHERE search_fts MATCH @match))`;
 
 function listSql(kind: ListKind): string {
-  const [filter, from] = kind.split(':') as [ListFilter, 'first' | 'after'];
-  const where = [...LIST_FILTERS[filter], ...(from === 'after' ? ['(updated_at, id) < (@updatedAt, @id)'] : [])];
+  const [filter, from, search] = kind.split(':') as [ListFilter, 'first' | 'after', 'all' | 'search'];
+  const where = [
+    ...LIST_FILTERS[filter],
+    ...(from === 'after' ? ['(updated_at, id) < (@updatedAt, @id)'] : []),
+    ...(search === 'search' ? [SEARCH_FILTER] : []),
+  ];
   return `SELECT ${SUMMARY_COLUMNS} FROM conversations${where.length ? ` WHERE ${where.join(' AND ')}` : ''}
           ORDER BY updated_at DESC, id DESC LIMIT @limit`;
 }
 
-const LIST_KINDS = (Object.keys(LIST_FILTERS) as ListFilter[]).flatMap((f): ListKind[] => [`${f}:first`, `${f}:after`]);
+const LIST_KINDS = (Object.keys(LIST_FILTERS) as ListFilter[]).flatMap((f): ListKind[] =>
+  (['first', 'after'] as const).flatMap((from) => (['all', 'search'] as const).map((q): ListKind => `${f}:${from}:${q}`)),
+);
 
-function listKind(options: Pick<ListOptions, 'agentId' | 'projectId'>, withCursor: boolean): ListKind {
+function listKind(options: Pick<ListOptions, 'agentId' | 'projectId'>, withCursor: boolean, search = false): ListKind {
   const byAgent = options.agentId !== undefined;
   const filter: ListFilter = options.projectId !== undefined ? (byAgent ? 'projectAgent' : 'project') : byAgent ? 'agent' : 'all';
-  return `${filter}:${withCursor ? 'after' : 'first'}`;
+  return `${filter}:${withCursor ? 'after' : 'first'}:${search ? 'search' : 'all'}`;
 }
 
 const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, timestamp
@@ -137,8 +157,14 @@ export class SqliteConversationStore implements ConversationStore {
     turnOf: Database.Statement<[string], TurnRow>;
     held: Database.Statement<[], TurnRow>;
     end: Database.Statement<[Record<string, unknown>]>;
+    seqOf: Database.Statement<[string, string], { seq: number }>;
+    titleStateOf: Database.Statement<[string], { title_state: number; message_count: number }>;
+    messagesBefore: Database.Statement<[string, number], MessageRow>;
+    dropFrom: Database.Statement<[string, number]>;
+    truncated: Database.Statement<[Record<string, unknown>]>;
   };
   private readonly appendTx: (id: string, message: StoredMessage) => void;
+  private readonly truncateTx: (id: string, messageId: string) => number;
 
   constructor(file: string, options: SqliteStoreOptions = {}) {
     this.file = file;
@@ -159,8 +185,7 @@ export class SqliteConversationStore implements ConversationStore {
     this.holder = registerHolder();
 
     const db = this.db;
-    const endSql = (status: string) =>
-      `UPDATE conversations SET active_turn = NULL, turn_owner = NULL, turn_started_at = NULL, status = ${status}
+    const endSql = `UPDATE conversations SET active_turn = NULL, turn_owner = NULL, turn_started_at = NULL, status = @status, last_turn = @lastTurn
        WHERE id = @id AND active_turn = @token`;
     this.stmt = {
       insert: db.prepare(
@@ -186,7 +211,7 @@ export class SqliteConversationStore implements ConversationStore {
              ELSE title END,
            title_state = CASE
              WHEN title_state = 1 AND @userTitle IS NOT NULL THEN @userState
-             WHEN title_state = 2 AND (@workflowTitle IS NOT NULL OR @userTitle IS NOT NULL) THEN 0
+             WHEN title_state = 2 AND (@workflowTitle IS NOT NULL OR @userTitle IS NOT NULL) THEN 3
              ELSE title_state END
          WHERE id = @id
          RETURNING message_count`,
@@ -203,16 +228,27 @@ export class SqliteConversationStore implements ConversationStore {
       ),
       // The lock itself: only one writer can turn a NULL active_turn into its token.
       begin: db.prepare(
-        `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running'
+        `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running', last_turn = NULL
          WHERE id = @id AND active_turn IS NULL`,
       ),
       takeOver: db.prepare(
-        `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running'
+        `UPDATE conversations SET active_turn = @token, turn_owner = @owner, turn_started_at = @now, status = 'running', last_turn = NULL
          WHERE id = @id AND active_turn = @stale`,
       ),
       turnOf: db.prepare('SELECT id, active_turn, turn_owner FROM conversations WHERE id = ?'),
       held: db.prepare('SELECT id, active_turn, turn_owner FROM conversations WHERE active_turn IS NOT NULL'),
-      end: db.prepare(endSql(`CASE WHEN @interrupted THEN 'interrupted' ELSE 'idle' END`)),
+      end: db.prepare(endSql),
+      seqOf: db.prepare('SELECT seq FROM messages WHERE conversation_id = ? AND id = ? ORDER BY seq LIMIT 1'),
+      titleStateOf: db.prepare('SELECT title_state, message_count FROM conversations WHERE id = ?'),
+      messagesBefore: db.prepare(`${MESSAGES_SQL.replace('WHERE conversation_id = ?', 'WHERE conversation_id = ? AND seq < ?')}`),
+      dropFrom: db.prepare('DELETE FROM messages WHERE conversation_id = ? AND seq >= ?'),
+      // The count stays the number of rows, so the next append's seq (count + 1) follows the last kept one.
+      truncated: db.prepare(
+        `UPDATE conversations SET message_count = message_count - @removed, last_preview = @preview, updated_at = @now,
+           title = CASE WHEN title_state = ${TitleState.FIXED} THEN title ELSE @title END,
+           title_state = CASE WHEN title_state = ${TitleState.FIXED} THEN title_state ELSE @titleState END
+         WHERE id = @id`,
+      ),
     };
 
     this.appendTx = db.transaction((id: string, m: StoredMessage) => {
@@ -240,6 +276,18 @@ export class SqliteConversationStore implements ConversationStore {
         completionTokens: m.role === 'assistant' && m.usage ? m.usage.completionTokens : null,
         timestamp: m.timestamp,
       });
+    });
+
+    this.truncateTx = db.transaction((id: string, messageId: string): number => {
+      const state = this.stmt.titleStateOf.get(id);
+      if (!state) throw notFound(id);
+      const at = this.stmt.seqOf.get(id, messageId);
+      if (!at) throw unknownMessage(id, messageId);
+      const kept = this.stmt.messagesBefore.all(id, at.seq).map(toMessage);
+      const removed = this.stmt.dropFrom.run(id, at.seq).changes;
+      const title = replayTitle(kept);
+      this.stmt.truncated.run({ id, removed, preview: lastPreview(kept), now: monotonicNow(), title: title.title, titleState: title.state });
+      return removed;
     });
 
     this.interruptAbandonedTurns();
@@ -285,10 +333,14 @@ export class SqliteConversationStore implements ConversationStore {
   async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
     const limit = pageSize(options);
     const after = options?.cursor ? decodeCursor(options.cursor) : null;
-    const kind = listKind(options ?? {}, after !== null);
+    const search = options?.q !== undefined;
+    const terms = searchTerms(options?.q);
+    if (search && !terms.length) return { items: [] };
+    const kind = listKind(options ?? {}, after !== null, search);
     // One row more than the page says whether there is a next page without a COUNT.
     const rows = this.stmt.list[kind].all({
       limit: limit + 1,
+      ...(search ? { match: ftsQuery(terms) } : {}),
       ...(options?.agentId !== undefined ? { agentId: options.agentId } : {}),
       ...(options?.projectId !== undefined ? { projectId: options.projectId } : {}),
       ...(after ? { updatedAt: after.updatedAt, id: after.id } : {}),
@@ -349,8 +401,14 @@ export class SqliteConversationStore implements ConversationStore {
     return { conversationId: id, token };
   }
 
-  async endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void> {
+  async endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
     this.release(lease, outcome);
+  }
+
+  async truncateFrom(id: string, messageId: string): Promise<number> {
+    if (!isValidConversationId(id)) throw notFound(id);
+    if (typeof messageId !== 'string' || !messageId) throw unknownMessage(id, String(messageId));
+    return this.truncateTx(id, messageId);
   }
 
   /** Ends this instance's turns as interrupted and closes the file; later calls are no-ops. */
@@ -364,16 +422,16 @@ export class SqliteConversationStore implements ConversationStore {
     this.db.close();
   }
 
-  private release(lease: TurnLease, outcome: 'done' | 'interrupted'): void {
+  private release(lease: TurnLease, outcome: TurnOutcome): void {
     if (this.closed || !isValidConversationId(lease.conversationId)) return;
-    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, interrupted: outcome === 'interrupted' ? 1 : 0 });
+    const { changes } = this.stmt.end.run({ id: lease.conversationId, token: lease.token, ...endArgs(outcome) });
     if (changes === 1 || this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
   }
 
   /** EXPLAIN QUERY PLAN details of the statement list(options) runs; for tests and diagnostics. */
-  explainList(options: Pick<ListOptions, 'agentId' | 'projectId'> & { withCursor?: boolean } = {}): string[] {
-    const sql = listSql(listKind(options, options.withCursor === true));
-    const params: Record<string, unknown> = { limit: 21, agentId: options.agentId, projectId: options.projectId, updatedAt: '', id: '' };
+  explainList(options: Pick<ListOptions, 'agentId' | 'projectId'> & { withCursor?: boolean; search?: boolean } = {}): string[] {
+    const sql = listSql(listKind(options, options.withCursor === true, options.search === true));
+    const params: Record<string, unknown> = { limit: 21, agentId: options.agentId, projectId: options.projectId, updatedAt: '', id: '', match: '"x"*' };
     const used = Object.fromEntries(Object.entries(params).filter(([k]) => sql.includes(`@${k}`)));
     return this.explain(sql, used);
   }
@@ -392,10 +450,15 @@ export class SqliteConversationStore implements ConversationStore {
   private interruptAbandonedTurns(): void {
     for (const row of this.stmt.held.all()) {
       if (row.active_turn !== null && !isHolderAlive(row.turn_owner)) {
-        this.stmt.end.run({ id: row.id, token: row.active_turn, interrupted: 1 });
+        this.stmt.end.run({ id: row.id, token: row.active_turn, ...endArgs('interrupted') });
       }
     }
   }
+}
+
+function endArgs(outcome: TurnOutcome): { status: string; lastTurn: string | null } {
+  const { status, lastTurn } = settleTurn(outcome, new Date().toISOString());
+  return { status, lastTurn: lastTurn ? JSON.stringify(lastTurn) : null };
 }
 
 function toConversation(row: ConversationRow): Conversation {
@@ -408,6 +471,7 @@ function toConversation(row: ConversationRow): Conversation {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     status: row.status,
+    ...(row.last_turn !== null ? { lastTurn: JSON.parse(row.last_turn) as LastTurn } : {}),
     variables: JSON.parse(row.variables) as Record<string, string>,
     usage: { promptTokens: row.prompt_tokens, completionTokens: row.completion_tokens },
   };

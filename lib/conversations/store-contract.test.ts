@@ -354,6 +354,183 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
     });
   });
 
+  describe('how a turn ended', () => {
+    const end = async (id: string, outcome: Parameters<ConversationStore['endTurn']>[1]) => store.endTurn((await store.beginTurn(id))!, outcome);
+
+    it('keeps stopped, failed (with its error) and interrupted, with when, until the next turn', async () => {
+      const c = await newConv();
+      await end(c.id, 'stopped');
+      expect(await store.get(c.id)).toMatchObject({ status: 'stopped', lastTurn: { status: 'stopped', at: expect.any(String) } });
+      expect((await store.get(c.id))!.lastTurn).not.toHaveProperty('error');
+
+      await end(c.id, { status: 'failed', error: { code: 'E_LLM_UPSTREAM', message: 'The model endpoint failed (500).' } });
+      const failed = (await store.get(c.id))!;
+      expect(failed).toMatchObject({ status: 'failed', lastTurn: { status: 'failed', error: { code: 'E_LLM_UPSTREAM', message: 'The model endpoint failed (500).' } } });
+      expect(Date.parse(failed.lastTurn!.at)).not.toBeNaN();
+      expect((await store.list()).items[0]).toMatchObject({ status: 'failed', lastTurn: { status: 'failed', error: { code: 'E_LLM_UPSTREAM' } } });
+
+      const lease = (await store.beginTurn(c.id))!;
+      expect(await store.get(c.id)).toMatchObject({ status: 'running' });
+      expect(await store.get(c.id)).not.toHaveProperty('lastTurn');
+      await store.endTurn(lease, 'interrupted');
+      expect(await store.get(c.id)).toMatchObject({ status: 'interrupted', lastTurn: { status: 'interrupted' } });
+
+      await end(c.id, 'done');
+      expect(await store.get(c.id)).toMatchObject({ status: 'idle' });
+      expect(await store.get(c.id)).not.toHaveProperty('lastTurn');
+    });
+  });
+
+  describe('truncateFrom', () => {
+    const turn = (n: number, text: string): StoredMessage[] => [
+      { id: `u${n}`, role: 'user', content: text, timestamp: 't' },
+      { id: `a${n}`, role: 'assistant', content: '', toolCalls: [{ id: `c${n}`, name: 'read_file', arguments: '{}' }], timestamp: 't' },
+      { id: `t${n}`, role: 'tool', toolCallId: `c${n}`, name: 'read_file', result: { ok: true }, timestamp: 't' },
+      { id: `r${n}`, role: 'assistant', content: `Answer to ${text}`, timestamp: 't' },
+    ];
+
+    it('removes a message and everything after it; count, preview and later appends follow', async () => {
+      const c = await newConv();
+      const other = await newConv();
+      await store.append(c.id, { id: 's', role: 'system', content: 'context', timestamp: 't' });
+      for (const m of [...turn(1, 'first'), ...turn(2, 'second')]) await store.append(c.id, m);
+      await store.append(other.id, { id: 'u1', role: 'user', content: 'same ids elsewhere', timestamp: 't' });
+      const before = (await store.get(c.id))!.updatedAt;
+
+      expect(await store.truncateFrom(c.id, 'u2')).toBe(4);
+      expect((await store.messages(c.id)).map((m) => m.id)).toEqual(['s', 'u1', 'a1', 't1', 'r1']);
+      const summary = (await store.list()).items.find((x) => x.id === c.id)!;
+      expect(summary).toMatchObject({ messageCount: 5, lastMessagePreview: 'Answer to first' });
+      expect(summary.updatedAt > before).toBe(true);
+      expect(await store.messages(other.id)).toHaveLength(1);
+
+      // The conversation goes on after the cut, in order, with no clash with what was removed.
+      for (const m of turn(3, 'third')) await store.append(c.id, m);
+      expect((await store.messages(c.id)).map((m) => m.id)).toEqual(['s', 'u1', 'a1', 't1', 'r1', 'u3', 'a3', 't3', 'r3']);
+      expect((await store.list()).items.find((x) => x.id === c.id)).toMatchObject({ messageCount: 9, lastMessagePreview: 'Answer to third' });
+
+      expect(await store.truncateFrom(c.id, 'a1')).toBe(7);
+      expect((await store.messages(c.id)).map((m) => m.id)).toEqual(['s', 'u1']);
+      expect((await store.list()).items.find((x) => x.id === c.id)).toMatchObject({ messageCount: 2, lastMessagePreview: 'first' });
+    });
+
+    it('refuses a message the conversation does not have, changing nothing', async () => {
+      const c = await newConv();
+      const other = await newConv();
+      for (const m of turn(1, 'first')) await store.append(c.id, m);
+      await store.append(other.id, { id: 'elsewhere', role: 'user', content: 'x', timestamp: 't' });
+      for (const bad of ['elsewhere', 'nope', '']) {
+        await expect(store.truncateFrom(c.id, bad)).rejects.toThrow(expect.objectContaining({ code: 'E_VALIDATION', details: { field: 'messageId' } }));
+      }
+      expect(await store.messages(c.id)).toHaveLength(4);
+      await expect(store.truncateFrom('missing', 'u1')).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
+    });
+
+    it('takes an automatic title again from what is left, never a given or renamed one', async () => {
+      const auto = await newConv();
+      for (const m of [...turn(1, 'Plan a launch'), ...turn(2, 'More')]) await store.append(auto.id, m);
+      expect((await store.get(auto.id))!.title).toBe('Plan a launch');
+      await store.truncateFrom(auto.id, 'u1');
+      expect((await store.get(auto.id))!.title).toBe(DEFAULT_TITLE);
+      await store.append(auto.id, { id: 'u9', role: 'user', content: 'Plan a wedding instead', timestamp: 't' });
+      expect((await store.get(auto.id))!.title).toBe('Plan a wedding instead');
+      expect((await store.list()).items[0]!.title).toBe('Plan a wedding instead');
+
+      const renamed = await newConv();
+      for (const m of turn(1, 'Plan a launch')) await store.append(renamed.id, m);
+      await store.rename(renamed.id, 'Mine');
+      await store.truncateFrom(renamed.id, 'u1');
+      await store.append(renamed.id, { id: 'u9', role: 'user', content: 'Something else', timestamp: 't' });
+      expect((await store.get(renamed.id))!.title).toBe('Mine');
+
+      const given = await newConv('pm', { title: 'Given' });
+      for (const m of turn(1, 'Plan a launch')) await store.append(given.id, m);
+      await store.truncateFrom(given.id, 'u1');
+      expect((await store.get(given.id))!.title).toBe('Given');
+    });
+
+    it('keeps a title named after a workflow while its command stays', async () => {
+      const c = await newConv();
+      await store.append(c.id, { id: 'u1', role: 'user', content: '*create-prd', timestamp: 't' });
+      await store.append(c.id, { id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'w', name: 'execute_workflow', arguments: '{}' }], timestamp: 't' });
+      await store.append(c.id, { id: 't1', role: 'tool', toolCallId: 'w', name: 'execute_workflow', result: { ok: true, workflow: { name: 'prd' } }, timestamp: 't' });
+      await store.append(c.id, { id: 'r1', role: 'assistant', content: 'Let us start.', timestamp: 't' });
+      await store.append(c.id, { id: 'u2', role: 'user', content: 'A todo app', timestamp: 't' });
+      await store.truncateFrom(c.id, 'u2');
+      expect((await store.get(c.id))!.title).toBe('prd');
+      // Cut back to the command alone: named after it until its workflow runs again.
+      await store.truncateFrom(c.id, 'a1');
+      expect((await store.get(c.id))!.title).toBe('*create-prd');
+      await store.append(c.id, { id: 't2', role: 'tool', toolCallId: 'w', name: 'execute_workflow', result: { ok: true, workflow: { name: 'prd again' } }, timestamp: 't' });
+      expect((await store.get(c.id))!.title).toBe('prd again');
+    });
+  });
+
+  describe('search', () => {
+    const ids = async (q: string, extra: { agentId?: string; projectId?: string } = {}) => (await store.list({ q, ...extra })).items.map((x) => x.id);
+
+    it('finds conversations by title and by user or assistant text: every word, as a word or its start, any case or accent', async () => {
+      const budget = await newConv('pm', { title: 'Budget app' });
+      const cafe = await newConv('pm');
+      await store.append(cafe.id, { id: 'u', role: 'user', content: 'Open a CAFÉ near the station', timestamp: 't' });
+      await store.append(cafe.id, { id: 'a', role: 'assistant', content: 'Espresso machines cost money.', timestamp: 't' });
+      const hidden = await newConv('pm');
+      await store.append(hidden.id, { id: 's', role: 'system', content: 'secretword in server context', timestamp: 't' });
+      await store.append(hidden.id, { id: 'a', role: 'assistant', content: '', toolCalls: [{ id: 'c', name: 'read_file', arguments: '{"secretword":1}' }], timestamp: 't' });
+      await store.append(hidden.id, { id: 't', role: 'tool', toolCallId: 'c', name: 'read_file', result: { ok: true, content: 'secretword' }, timestamp: 't' });
+
+      expect(await ids('budget')).toEqual([budget.id]);
+      expect(await ids('BUDG')).toEqual([budget.id]);
+      expect(await ids('cafe')).toEqual([cafe.id]);
+      expect(await ids('café station')).toEqual([cafe.id]);
+      expect(await ids('espresso money')).toEqual([cafe.id]);
+      // Every word must be in one message (or the title).
+      expect(await ids('espresso station')).toEqual([]);
+      expect(await ids('udget')).toEqual([]);
+      expect(await ids('secretword')).toEqual([]);
+      expect(await ids('"!*')).toEqual([]);
+      expect(await ids('budget OR cafe')).toEqual([]);
+    });
+
+    it('combines with the agent and project filters and pages like list()', async () => {
+      const match: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const c = await newConv(i % 2 ? 'dev' : 'pm', i === 4 ? { projectId: 'acme' } : {});
+        await store.append(c.id, { id: 'u', role: 'user', content: `launch plan number ${i}`, timestamp: 't' });
+        match.unshift(c.id);
+        await newConv('pm', { title: 'Unrelated' });
+      }
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.list({ q: 'launch', limit: 2, cursor });
+        seen.push(...page.items.map((x) => x.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(seen).toEqual(match);
+      expect(await ids('launch', { agentId: 'dev' })).toEqual([match[1], match[3]]);
+      expect(await ids('launch', { projectId: 'acme' })).toEqual([match[0]]);
+      expect(await ids('launch 3')).toEqual([match[1]]);
+    });
+
+    it('follows renames, truncations and deletes', async () => {
+      const c = await newConv();
+      await store.append(c.id, { id: 'u1', role: 'user', content: 'Plan a launch', timestamp: 't' });
+      await store.append(c.id, { id: 'a1', role: 'assistant', content: 'Rocket science', timestamp: 't' });
+      expect(await ids('rocket')).toEqual([c.id]);
+      expect(await ids('plan')).toEqual([c.id]);
+      await store.truncateFrom(c.id, 'a1');
+      expect(await ids('rocket')).toEqual([]);
+      await store.rename(c.id, 'Garden party');
+      expect(await ids('garden')).toEqual([c.id]);
+      await store.truncateFrom(c.id, 'u1');
+      expect(await ids('plan')).toEqual([]);
+      expect(await ids('garden')).toEqual([c.id]);
+      await store.delete(c.id);
+      expect(await ids('garden')).toEqual([]);
+    });
+  });
+
   describe('automatic title', () => {
     it('names an untitled conversation after its first user message, once', async () => {
       const c = await newConv();

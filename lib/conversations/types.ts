@@ -34,7 +34,28 @@ export type StoredMessage =
       timestamp: string;
     };
 
-export type ConversationStatus = 'idle' | 'running' | 'interrupted';
+/**
+ * `idle`: the last turn ended normally. The other three say how the last turn ended when it did
+ * not: `stopped` by the user, `failed` on an error (upstream, timeout), `interrupted` because the
+ * server went away (a crash, a kill, a shutdown) while it ran.
+ */
+export type ConversationStatus = 'idle' | 'running' | 'interrupted' | 'stopped' | 'failed';
+
+export interface TurnError {
+  code: string;
+  message: string;
+}
+
+/** How the last turn ended when it did not end normally; kept so a reload can still say so. */
+export interface LastTurn {
+  status: 'stopped' | 'failed' | 'interrupted';
+  /** Set for `failed`. */
+  error?: TurnError;
+  at: string;
+}
+
+/** What endTurn records: `done` leaves the conversation idle (and clears lastTurn). */
+export type TurnOutcome = 'done' | 'stopped' | 'interrupted' | { status: 'failed'; error: TurnError };
 
 export interface Conversation {
   id: string;
@@ -46,6 +67,8 @@ export interface Conversation {
   createdAt: string;
   updatedAt: string;
   status: ConversationStatus;
+  /** Present exactly when status is stopped, failed or interrupted. */
+  lastTurn?: LastTurn;
   /** Variables loaded by critical actions (config keys); set once per conversation. */
   variables: Record<string, string>;
   usage: Usage;
@@ -70,6 +93,12 @@ export interface ListOptions {
   projectId?: string;
   limit?: number;
   cursor?: string;
+  /**
+   * Search: only conversations whose title, or one of whose user or assistant messages, holds
+   * every word of q, each as a whole word or the start of one (case and accents do not matter).
+   * A q without letters or digits matches nothing. Order and paging are those of list().
+   */
+  q?: string;
 }
 
 export interface Page<T> {
@@ -107,7 +136,14 @@ export interface ConversationStore {
   addUsage(id: string, usage: Usage): Promise<void>;
   /** Takes the conversation's turn lock; null when a turn is already running. */
   beginTurn(id: string): Promise<TurnLease | null>;
-  /** Releases the lock; `interrupted` marks a turn cut short by an abort or error. */
-  endTurn(lease: TurnLease, outcome: 'done' | 'interrupted'): Promise<void>;
+  /** Releases the lock and records how the turn ended (status and lastTurn). */
+  endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void>;
+  /**
+   * Removes the message `messageId` and every message after it; call it holding the turn lock.
+   * Message count, preview and an automatic title (one the store took from the messages, never a
+   * given or renamed one) follow what is left. Resolves with the number of messages removed;
+   * rejects with E_VALIDATION (field messageId) when the conversation has no such message.
+   */
+  truncateFrom(id: string, messageId: string): Promise<number>;
   close(): Promise<void>;
 }

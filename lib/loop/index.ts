@@ -1,2 +1,3 @@
 export { runTurn } from './run-turn';
-export type { LoopTools, StopReason, ToolOutcome, TurnEvent } from './types';
+export { TurnBudget } from './budget';
+export type { LoopTools, StopReason, SubagentToolEvent, ToolOutcome, TurnEvent } from './types';

@@ -4,6 +4,7 @@ import { reply, startScriptedModel, type ScriptedModel } from '../../test/script
 import { createLlmClient } from '../llm';
 import type { ToolCall, ToolDefinition } from '../llm/types';
 import type { ToolResult } from '../results';
+import { TurnBudget } from './budget';
 import { runTurn, type RunTurnInput } from './run-turn';
 import type { LoopTools, TurnEvent } from './types';
 
@@ -228,6 +229,29 @@ describe('runTurn', () => {
     expect(tools.calls).toHaveLength(3);
     expect(types(events).slice(-3)).toEqual(['tool-result', 'step-finish', 'finish']);
     expect(last(events)).toMatchObject({ type: 'finish', stopReason: 'max_iterations', iterations: 3 });
+  });
+
+  it('a nested loop on a child budget counts in the turn: its calls against the limit, its tokens in the usage', async () => {
+    const budget = new TurnBudget(4);
+    let nested: TurnEvent[] = [];
+    // The parent's tool runs a whole loop of its own, as a subagent does.
+    const tools = fakeTools(async (_call, signal) => {
+      nested = await collect(runTurn(input({ model: 'scripted:loop-forever', budget: budget.child(10), signal })));
+      return { ok: true };
+    });
+    const events = await collect(runTurn(input({ model: 'scripted:loop-forever', tools, budget })));
+    // 1 parent call, then the nested loop takes the 3 calls left; the parent may make no more.
+    expect(model.chatRequests()).toHaveLength(4);
+    expect(last(nested)).toMatchObject({ type: 'finish', stopReason: 'max_iterations', iterations: 3 });
+    expect(last(events)).toMatchObject({ type: 'finish', stopReason: 'max_iterations', iterations: 4 });
+    const usage = (last(events) as { usage: { promptTokens: number } }).usage;
+    const nestedUsage = (last(nested) as { usage: { promptTokens: number } }).usage;
+    expect(usage.promptTokens).toBeGreaterThan(nestedUsage.promptTokens);
+    expect(budget.usage).toEqual(usage);
+    // A loop started on a spent budget makes no model call.
+    const spent = await collect(runTurn(input({ budget: budget.child(5) })));
+    expect(types(spent)).toEqual(['finish']);
+    expect(model.chatRequests()).toHaveLength(4);
   });
 
   it('resumes from a history that ends with tool results', async () => {

@@ -9,6 +9,7 @@ import { mapLlmError, streamChat } from '../llm';
 import type { CompletionResult } from '../llm';
 import { toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
 import type { ToolResult } from '../results';
+import { TurnBudget } from './budget';
 import type { LoopTools, ToolOutcome, TurnEvent } from './types';
 
 export interface RunTurnInput {
@@ -17,8 +18,14 @@ export interface RunTurnInput {
   /** The full history the model sees: system, prior turns, the new user message (or pending tool results, to resume). */
   messages: ChatCompletionMessageParam[];
   tools: LoopTools;
-  /** Model calls allowed in this turn (at least 1). */
+  /** Model calls allowed in this turn (at least 1), when no `budget` is given. */
   maxIterations: number;
+  /**
+   * The turn's model calls and tokens, shared with loops its tools run (a subagent runs on a
+   * child of it): every call made on it counts against its limit, and `finish` reports its steps
+   * and usage. Default: a budget of `maxIterations`.
+   */
+  budget?: TurnBudget;
   /** Stop / client disconnect. Ends the turn with `finish { stopReason: 'aborted' }`. */
   signal: AbortSignal;
   /** Deadline for the whole turn (model calls and tools). Ends it with an E_LLM_TIMEOUT `error`. 0 = none. */
@@ -33,10 +40,6 @@ export interface RunTurnInput {
 }
 
 const ZERO: Usage = { promptTokens: 0, completionTokens: 0 };
-
-function add(a: Usage, b: Usage): Usage {
-  return { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens };
-}
 
 function abortedResult(): ToolResult {
   return { ok: false, error: { code: 'E_ABORTED', message: 'The turn was stopped before this tool finished.' } };
@@ -103,8 +106,9 @@ function assistantParam(c: Pick<CompletionResult, 'content' | 'toolCalls'>): Cha
  * calls tool-call* (all, before any runs), tool-result* (model order, each as soon as it and
  * those before it are done), step-finish. The turn ends with exactly one of:
  * - `finish` stop           — the model answered without tools;
- * - `finish` max_iterations — `maxIterations` model calls all asked for tools (the last call's
- *                              tools still ran, so the history is complete and resumable);
+ * - `finish` max_iterations — the budget's model calls (a subagent's included) are spent and the
+ *                              last asked for tools (they still ran, so the history is complete and
+ *                              resumable);
  * - `finish` aborted        — `signal` fired; the upstream request is cancelled at once;
  * - `error`                 — E_LLM_TIMEOUT at the deadline, or the mapped upstream failure.
  * After an interruption no step-finish follows; text already streamed comes first as an
@@ -115,7 +119,7 @@ function assistantParam(c: Pick<CompletionResult, 'content' | 'toolCalls'>): Cha
  */
 export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, void, undefined> {
   const { client, model, tools } = input;
-  const maxIterations = Math.max(1, Math.floor(input.maxIterations));
+  const budget = input.budget ?? new TurnBudget(input.maxIterations);
 
   // One signal for everything below: the caller's stop and our deadline, told apart by flags.
   const controller = new AbortController();
@@ -134,7 +138,6 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
 
   let aborts = abortRace(signal);
   const history = [...input.messages];
-  let total: Usage = ZERO;
   let iterations = 0;
 
   const terminal = (cause: unknown): TurnEvent => {
@@ -142,10 +145,10 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
       const seconds = Math.round(input.timeoutMs / 100) / 10;
       return {
         type: 'error',
-        error: new AppError('E_LLM_TIMEOUT', `The turn took longer than ${seconds} s and was stopped.`, { timeoutMs: input.timeoutMs, iterations }),
+        error: new AppError('E_LLM_TIMEOUT', `The turn took longer than ${seconds} s and was stopped.`, { timeoutMs: input.timeoutMs, iterations: budget.steps }),
       };
     }
-    if (input.signal.aborted) return { type: 'finish', stopReason: 'aborted', usage: total, iterations };
+    if (input.signal.aborted) return { type: 'finish', stopReason: 'aborted', usage: budget.usage, iterations: budget.steps };
     return { type: 'error', error: mapLlmError(cause, { model, baseURL: client.baseURL, apiKey: client.apiKey ?? undefined }) };
   };
 
@@ -192,7 +195,13 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
         yield terminal(signal.reason);
         return;
       }
+      // A budget shared with other loops can be spent by them before this loop's first call.
+      if (budget.remaining <= 0) {
+        yield { type: 'finish', stopReason: 'max_iterations', usage: budget.usage, iterations: budget.steps };
+        return;
+      }
       iterations++;
+      budget.takeStep();
       if (iterations > 1) {
         // A fresh race per model call, so the reactions of the last call's chunks can be freed.
         aborts.dispose();
@@ -220,21 +229,21 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
         return;
       }
 
-      total = add(total, completion.usage);
+      budget.addUsage(completion.usage);
       yield { type: 'assistant-message', content: completion.content, toolCalls: completion.toolCalls, usage: completion.usage };
       history.push(assistantParam(completion));
 
       if (completion.toolCalls.length === 0) {
         yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
-        yield { type: 'finish', stopReason: 'stop', usage: total, iterations };
+        yield { type: 'finish', stopReason: 'stop', usage: budget.usage, iterations: budget.steps };
         return;
       }
 
       if (!(yield* runTools(completion.toolCalls))) return;
       yield { type: 'step-finish', iteration: iterations, usage: completion.usage };
 
-      if (iterations >= maxIterations) {
-        yield { type: 'finish', stopReason: 'max_iterations', usage: total, iterations };
+      if (budget.remaining <= 0) {
+        yield { type: 'finish', stopReason: 'max_iterations', usage: budget.usage, iterations: budget.steps };
         return;
       }
     }

@@ -30,5 +30,24 @@ export type TurnEvent =
   | { type: 'tool-call'; call: ToolCall; input: unknown }
   | { type: 'tool-result'; call: ToolCall; result: ToolResult; durationMs: number }
   | { type: 'step-finish'; iteration: number; usage: Usage }
+  | SubagentToolEvent
   | { type: 'finish'; stopReason: StopReason; usage: Usage; iterations: number }
   | { type: 'error'; error: AppError };
+
+/**
+ * A tool call of a loop that a tool of this turn runs (a subagent), once when it starts (no
+ * result) and once when it ends. Shown under the call that started it (`parentToolCallId`); never
+ * part of the turn's history, which keeps the nested calls in that call's result.
+ */
+export interface SubagentToolEvent {
+  type: 'subagent-tool';
+  parentToolCallId: string;
+  /** Order of the call within its subagent, from 0; unique there even when a server reuses call ids. */
+  seq: number;
+  /** The subagent's model call that asked for it, from 1. */
+  step: number;
+  call: ToolCall;
+  /** The arguments, cut to what a person needs to see. */
+  input: unknown;
+  result?: ToolResult;
+}

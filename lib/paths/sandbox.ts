@@ -35,8 +35,13 @@ export const PROJECT_TOKEN = '{project-root}';
  */
 const DENIED_IN_PROJECT = /^(\.env(\..*)?|\.git|\.hg|\.svn|node_modules|\.npmrc|\.netrc|\.ssh|\.aws|\.docker|\.pypirc)$/i;
 
+/** One name (at any depth) no tool may reach in a project; the script sandbox hides the same ones. */
+export function isDeniedProjectName(name: string): boolean {
+  return DENIED_IN_PROJECT.test(name.normalize('NFKC').trim());
+}
+
 function deniedInProject(names: string[]): string | null {
-  const hit = names.find((n) => DENIED_IN_PROJECT.test(n.normalize('NFKC').trim()));
+  const hit = names.find(isDeniedProjectName);
   return hit ? `${hit} is a secret or machinery folder of the project and is never readable` : null;
 }
 

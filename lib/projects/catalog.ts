@@ -3,9 +3,11 @@ import path from 'node:path';
 import yaml from 'js-yaml';
 import type { AgentSummary, ProjectView } from '../../types/api';
 import { parseAgentFile, type AgentDefinition } from '../agents/parser';
-import type { ResolvedAgent } from '../agents/catalog';
+import { commandSummaries, type ResolvedAgent } from '../agents/catalog';
 import type { Workspace } from '../agents/workspace';
+import { problemLine, type Problem } from '../results';
 import { readInstall, type BmadInstall, type InstalledAgent } from './layout';
+import { customizationLayers, mergeTomlLayers, skillAgentDefinition } from '../skills';
 
 /** A project folder's own settings for this app, beside its BMAD install. */
 export const SETTINGS_FILE = '.bmad-orchestrator.yaml';
@@ -21,7 +23,8 @@ export interface Project {
   install: BmadInstall;
   /** Project folders agents may write besides the output folder (relative, posix). */
   writable: string[];
-  problems: string[];
+  /** What is wrong with the install or the settings file (cheap checks; the doctor does the rest). */
+  problems: Problem[];
 }
 
 export interface ProjectCatalog {
@@ -44,20 +47,20 @@ export function isValidProjectId(id: unknown): id is string {
 }
 
 /** `writable: [docs, src]` from the settings file; anything unsafe is dropped with a problem line. */
-async function readSettings(root: string, install: BmadInstall, problems: string[]): Promise<string[]> {
+async function readSettings(root: string, install: BmadInstall, problems: Problem[]): Promise<string[]> {
   const text = await fs.readFile(path.join(/*turbopackIgnore: true*/ root, SETTINGS_FILE), 'utf8').catch(() => null);
   if (text === null) return [];
   let parsed: unknown;
   try {
     parsed = yaml.load(text, { schema: yaml.CORE_SCHEMA });
   } catch (e) {
-    problems.push(`${SETTINGS_FILE} is not valid YAML (${(e as Error).message.split('\n')[0]}); no extra folder is writable`);
+    problems.push({ file: SETTINGS_FILE, severity: 'warning', reason: `not valid YAML (${(e as Error).message.split('\n')[0]}); no extra folder is writable` });
     return [];
   }
   const list = (parsed as { writable?: unknown } | null)?.writable;
   if (list === undefined || list === null) return [];
   if (!Array.isArray(list)) {
-    problems.push(`${SETTINGS_FILE}: writable must be a list of folders, e.g. [docs, src]`);
+    problems.push({ file: SETTINGS_FILE, severity: 'warning', reason: 'writable must be a list of folders, e.g. [docs, src]' });
     return [];
   }
   const out: string[] = [];
@@ -65,7 +68,7 @@ async function readSettings(root: string, install: BmadInstall, problems: string
     const folder = typeof item === 'string' ? item.trim().replace(/^\.\//, '').replace(/\/+$/, '') : '';
     const parts = folder.split('/');
     const ok = folder && parts.every((p) => SAFE_FOLDER.test(p) && p !== '..' && p !== '.') && !NEVER_WRITABLE.test(parts[0]) && parts[0] !== install.folder;
-    if (!ok) problems.push(`${SETTINGS_FILE}: "${String(item)}" cannot be made writable (a folder inside the project, not hidden, not the installed method)`);
+    if (!ok) problems.push({ file: SETTINGS_FILE, severity: 'warning', reason: `"${String(item)}" cannot be made writable (a folder inside the project, not hidden, not the installed method)` });
     else out.push(parts.join('/'));
   }
   return out;
@@ -75,22 +78,107 @@ function posixRel(root: string, abs: string): string {
   return path.relative(root, abs).split(path.sep).join('/');
 }
 
+/** The project in a folder (its install and settings), or null when the folder holds no BMAD install. */
+export async function readProject(folder: string, id: string): Promise<Project | null> {
+  // A symlink to a folder elsewhere is a project too; its real path is what the sandbox uses.
+  const root = await fs.realpath(folder).catch(() => null);
+  if (!root || !(await fs.stat(root).then((s) => s.isDirectory(), () => false))) return null;
+  const install = await readInstall(root);
+  if (!install) return null;
+  const problems = [...install.problems];
+  const writable = await readSettings(root, install, problems);
+  const name = typeof install.config.project_name === 'string' && install.config.project_name.trim() ? install.config.project_name.trim() : id;
+  return { id, name, root, install, writable, problems };
+}
+
+/** `bmad-agent-pm` → `pm`: the short form of an agent skill's name. */
+function shortId(id: string): string {
+  return id.replace(/^bmad-(agent-)?/i, '');
+}
+
+/** An agent by its id, or by the short form of a skill agent's id when only one agent has it. */
+function findInstalledAgent(agents: InstalledAgent[], agentId: string): InstalledAgent | undefined {
+  const wanted = agentId.toLowerCase();
+  const exact = agents.find((a) => a.id.toLowerCase() === wanted);
+  if (exact) return exact;
+  const short = agents.filter((a) => a.skill && shortId(a.id).toLowerCase() === wanted);
+  return short.length === 1 ? short[0] : undefined;
+}
+
 export function createProjectCatalog(projectsRoot: string, options: ProjectCatalogOptions = {}): ProjectCatalog {
   const fresh = options.revalidateMs ?? 0;
   const projects = new Map<string, { at: number; promise: Promise<Project | null> }>();
-  const defs = new Map<string, { mtimeMs: number; def: Promise<AgentDefinition | null> }>();
+  const defs = new Map<string, { stamp: string; def: Promise<AgentDefinition | null> }>();
+
+  async function readOptional(file: string): Promise<string | null> {
+    return fs.readFile(file, 'utf8').catch(() => null);
+  }
+
+  /** The files an agent skill's definition is built from: any change to one is a new definition. */
+  function skillSources(project: Project, agent: InstalledAgent): string[] {
+    const dir = path.dirname(agent.file);
+    const install = project.install.root;
+    return [agent.file, path.join(/*turbopackIgnore: true*/ dir, 'customize.toml'), path.join(/*turbopackIgnore: true*/ dir, 'bmad-skill-manifest.yaml'), path.join(/*turbopackIgnore: true*/ install, 'custom', `${agent.skill}.toml`), path.join(/*turbopackIgnore: true*/ install, 'custom', `${agent.skill}.user.toml`)];
+  }
+
+  async function skillDefinition(project: Project, agent: InstalledAgent): Promise<AgentDefinition | null> {
+    const [skillMd, customize, metaText, team, user] = await Promise.all(skillSources(project, agent).map(readOptional));
+    if (skillMd === null || !agent.skill) return null;
+    const install = project.install;
+    const relDir = posixRel(project.root, path.dirname(agent.file));
+    // Labelled as reads of them show them: the install is {bundle-root}.
+    const labels = customizationLayers(`{project-root}/${relDir}`, '{bundle-root}', agent.skill);
+    const customization = customize === null ? undefined : mergeTomlLayers([customize, team, user].map((text, i) => ({ path: labels[i], text })));
+    let meta: Record<string, unknown> | undefined;
+    try {
+      const m = metaText === null ? null : yaml.load(metaText, { schema: yaml.CORE_SCHEMA });
+      if (m && typeof m === 'object' && !Array.isArray(m)) meta = m as Record<string, unknown>;
+    } catch {
+      // Reported by the skill discovery; the agent is still built from its SKILL.md.
+    }
+    const files = await fs.readdir(path.dirname(agent.file)).catch(() => [] as string[]);
+    const roster: Record<string, string> = {};
+    for (const k of ['displayName', 'title', 'icon', 'description'] as const) if (agent[k]) roster[k === 'displayName' ? 'name' : k] = agent[k] as string;
+    return skillAgentDefinition({
+      id: agent.id,
+      skill: { name: agent.skill, relDir },
+      skillMd,
+      ...(customization ? { customization } : {}),
+      ...(meta ? { meta } : {}),
+      roster,
+      installFolder: install.folder,
+      module: agent.module ?? (install.modules.includes('bmm') ? 'bmm' : (install.modules.find((m) => m !== 'core') ?? 'core')),
+      centralConfig: install.central !== null,
+      skillNames: new Set(install.skills.map((sk) => sk.name)),
+      files: new Set(files),
+    });
+  }
+
+  /** What is wrong with the agents' menus: items naming a skill the project does not have. */
+  async function menuProblems(project: Project): Promise<string[]> {
+    const names = new Set(project.install.skills.map((sk) => sk.name));
+    const out: string[] = [];
+    for (const agent of project.install.agents) {
+      const def = await definition(project, agent);
+      if (!def) continue;
+      if (agent.skill) {
+        out.push(...def.problems.map((p) => `agent ${agent.id}: ${p}`));
+        continue;
+      }
+      for (const c of def.commands) {
+        const skill = /^skill:\s*(\S+)$/.exec(c.target.trim())?.[1];
+        if (skill && !names.has(skill)) out.push(`agent ${agent.id}: menu item ${c.cmd} names the skill ${skill}, which is not installed`);
+      }
+    }
+    return out;
+  }
 
   async function load(id: string): Promise<Project | null> {
-    const folder = path.join(/*turbopackIgnore: true*/ projectsRoot, id);
-    // A symlink to a folder elsewhere is a project too; its real path is what the sandbox uses.
-    const root = await fs.realpath(folder).catch(() => null);
-    if (!root || !(await fs.stat(root).then((s) => s.isDirectory(), () => false))) return null;
-    const install = await readInstall(root);
-    if (!install) return null;
-    const problems = [...install.problems];
-    const writable = await readSettings(root, install, problems);
-    const name = typeof install.config.project_name === 'string' && install.config.project_name.trim() ? install.config.project_name.trim() : id;
-    return { id, name, root, install, writable, problems };
+    const project = await readProject(path.join(/*turbopackIgnore: true*/ projectsRoot, id), id);
+    if (project) {
+      for (const line of await menuProblems(project)) project.problems.push({ file: project.install.folder, severity: 'error', reason: line });
+    }
+    return project;
   }
 
   function get(id: string): Promise<Project | null> {
@@ -113,17 +201,23 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     return (await Promise.all(ids.map(get))).filter((p): p is Project => p !== null);
   }
 
-  async function definition(agent: InstalledAgent): Promise<AgentDefinition | null> {
-    const st = await fs.stat(agent.file).catch(() => null);
-    if (!st) return null;
-    const hit = defs.get(agent.file);
-    if (hit && hit.mtimeMs === st.mtimeMs) return hit.def;
-    const def = fs.readFile(agent.file, 'utf8').then(parseAgentFile, () => null);
-    defs.set(agent.file, { mtimeMs: st.mtimeMs, def });
+  async function definition(project: Project, agent: InstalledAgent): Promise<AgentDefinition | null> {
+    const files = agent.skill ? skillSources(project, agent) : [agent.file];
+    const stats = await Promise.all(files.map((f) => fs.stat(f).catch(() => null)));
+    if (!stats[0]) return null;
+    // A skill agent also depends on what the project knows of its skills (menu problems).
+    const stamp = `${stats.map((st) => st?.mtimeMs ?? '-').join('/')}${agent.skill ? `#${project.install.skills.length}` : ''}`;
+    const key = `${project.root}\0${agent.file}`;
+    const hit = defs.get(key);
+    if (hit && hit.stamp === stamp) return hit.def;
+    const def = agent.skill ? skillDefinition(project, agent).catch(() => null) : fs.readFile(agent.file, 'utf8').then(parseAgentFile, () => null);
+    defs.set(key, { stamp, def });
     return def;
   }
 
   function merged(agent: InstalledAgent, def: AgentDefinition): AgentDefinition {
+    // A skill agent's definition already weighed the roster against its own customization.
+    if (agent.skill) return { ...def, id: agent.id };
     const out: AgentDefinition = { ...def, id: agent.id, name: agent.displayName ?? (def.name.trim() || agent.id), title: agent.title ?? def.title.trim() };
     const icon = agent.icon ?? def.icon;
     if (icon) out.icon = icon;
@@ -137,16 +231,17 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
       title: def.title,
       bundleName: project.name,
       projectId: project.id,
-      commands: def.commands.map(({ cmd, description, kind, target }) => ({ cmd, description, kind, target })),
+      commands: commandSummaries(def),
     };
     if (def.icon) s.icon = def.icon;
-    if (agent.capabilities) s.description = agent.capabilities;
+    const description = agent.capabilities ?? agent.description ?? (agent.skill ? def.attrs.capabilities : undefined);
+    if (description) s.description = description;
     if (def.greeting) s.greeting = def.greeting;
     return s;
   }
 
   async function agents(project: Project): Promise<AgentSummary[]> {
-    const parsed = await Promise.all(project.install.agents.map(definition));
+    const parsed = await Promise.all(project.install.agents.map((a) => definition(project, a)));
     return project.install.agents.flatMap((a, i) => (parsed[i] ? [summary(project, a, merged(a, parsed[i] as AgentDefinition))] : []));
   }
 
@@ -170,9 +265,9 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
   async function getAgent(projectId: string, agentId: string): Promise<ResolvedAgent | null> {
     const project = await get(projectId);
     if (!project || typeof agentId !== 'string') return null;
-    const agent = project.install.agents.find((a) => a.id.toLowerCase() === agentId.toLowerCase());
+    const agent = findInstalledAgent(project.install.agents, agentId);
     if (!agent) return null;
-    const def = await definition(agent);
+    const def = await definition(project, agent);
     if (!def) return null;
     const full = merged(agent, def);
     return {
@@ -192,7 +287,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
       agentCount: list.length,
       outputFolder: `{project-root}/${posixRel(project.root, project.install.outputRoot)}`,
       writable: project.writable.map((w) => `{project-root}/${w}`),
-      problems: project.problems,
+      problems: project.problems.map(problemLine),
     };
   }
 

@@ -1,4 +1,4 @@
-export { createProjectCatalog, isValidProjectId, SETTINGS_FILE, type Project, type ProjectCatalog } from './catalog';
+export { createProjectCatalog, readProject, isValidProjectId, SETTINGS_FILE, type Project, type ProjectCatalog } from './catalog';
 export { readInstall, type BmadInstall, type InstalledAgent } from './layout';
 export { runBmadInstaller, installerCli, type InstallOptions, type InstallOutcome } from './installer';
 export { createProject, bundledModules, type NewProject } from './create';

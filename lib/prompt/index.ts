@@ -29,6 +29,7 @@ You run inside a server that gives you real tools. Use them; never pretend.
 - PATHS_RULE
 - Write every document you produce with save_output into {output_folder}, e.g. {output_folder}/product-brief.md. Prefer edit_file for small changes to a file you already wrote.
 - When a command maps to a workflow or a task, call execute_workflow with its workflow_path, then follow the returned instructions step by step, using the template when there is one and the engine rules when they are returned. A step-file workflow comes back with its first step loaded; go to the next step with execute_workflow on the step's nextStepFile.
+- When a command or your instructions invoke a skill by name, call execute_workflow with workflow_path skill:<name> (e.g. skill:bmad-help) and follow the SKILL.md it returns; read its references and assets with read_file, or with execute_workflow to get them resolved.
 - When the instructions tell you to ask the user something, ask and stop; wait for the answer before going on.
 - A tool error comes back as { ok: false, error: { code, message } }: read it, correct the call or tell the user what is missing. Do not retry the same failing call over and over.
 - Use list_files and search_files to find files instead of guessing names; read large files in windows (start_line, end_line).`;
@@ -38,7 +39,7 @@ const BUNDLE_PATHS =
 
 function projectPaths(writable: string[]): string {
   const extra = writable.length ? `, and ${writable.map((w) => `{project-root}/${w}/...`).join(', ')}` : '';
-  return `Paths are virtual: {project-root}/... is the project (readable; secrets such as .env and .git are not), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder, shared by every agent and conversation of the project: documents other agents wrote are there. You can write into {output_folder}${extra}; nothing else.`;
+  return `Paths are virtual: {project-root}/... is the project (readable; secrets such as .env and .git are not), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder, shared by every agent and conversation of the project: documents other agents wrote are there. You can write into {output_folder}${extra}; nothing else. When the method says to run one of its scripts (\`uv run {project-root}/_bmad/scripts/...\`, \`uv run {skill-root}/scripts/...\`), call run_script with that line as command; if it cannot run or fails, do what the instructions say for that case.`;
 }
 
 function personaSection(agent: PromptAgent): string {
@@ -55,14 +56,14 @@ function personaSection(agent: PromptAgent): string {
 function commandsSection(agent: PromptAgent): string {
   if (!agent.commands.length) return '';
   const lines = agent.commands.map((c) => {
-    const target = c.target && c.kind && c.kind !== 'none' ? ` (${c.kind}: ${c.target})` : '';
+    const target = c.target && c.kind && c.kind !== 'none' ? ` (${c.target.startsWith(`${c.kind}:`) ? c.target : `${c.kind}: ${c.target}`})` : '';
     // A BMAD item is typed by its code or by its name: both have to be in the list.
-    const name = c.code && c.name ? ` ${c.name}` : '';
+    const name = c.code && c.name && c.name !== c.code ? ` ${c.name}` : '';
     const aliases = c.code && c.aliases?.length ? ` (also: ${c.aliases.join(', ')})` : '';
     return `- ${c.cmd}${name}${aliases}: ${c.description}${target}`;
   });
   const named = agent.commands.some((c) => c.code) ? ', its code or its name' : '';
-  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow / exec targets call execute_workflow with that path (and data_path for the item's data file); for tmpl / data / validate-workflow targets read the file first.`;
+  return `## Commands the user can type\n${lines.join('\n')}\nA user message that is one of these commands (with or without the *${named}, or its number in the list) means: run it. For run-workflow / workflow / exec targets call execute_workflow with that path (and data_path for the item's data file); for tmpl / data / validate-workflow targets read the file first${agent.commands.some((c) => c.kind === 'skill' || c.kind === 'prompt') ? '; for skill targets call execute_workflow with skill:<name>; for prompt items carry out the prompt (a prompt file: load it with execute_workflow)' : ''}.`;
 }
 
 /**
@@ -84,57 +85,29 @@ export function buildSystemPrompt({ agent, bundleName, toolNames, activated = fa
     .join('\n\n');
 }
 
-const LOAD_RE = /^\s*load\s+(?:into\s+memory\s+|and\s+read\s+)?(\S+)(?:\s+(?:and|&)\s+set\s+(?:the\s+)?(?:variables?|vars?)\s*:?\s*(.*))?$/i;
-
-export interface CriticalLoad {
-  /** The path as written in the agent file (variables unresolved). */
-  path: string;
-  /** Variable names the action asks to set; empty means every top-level key. */
-  variables: string[];
+export interface SubagentPromptInput {
+  instructions: string;
+  toolNames: string[];
+  /** Model calls the subagent may make. */
+  maxSteps: number;
+  project?: { writable: string[] };
 }
-
-export type CriticalAction = { kind: 'load'; load: CriticalLoad; text: string } | { kind: 'instruction'; text: string };
-
-/** Sorts critical-action items into file loads the server performs and instructions for the model. */
-export function classifyCriticalActions(items: string[]): CriticalAction[] {
-  return items
-    .map((raw) => raw.replace(/\s+/g, ' ').trim())
-    .filter(Boolean)
-    .map((text): CriticalAction => {
-      const m = LOAD_RE.exec(text);
-      if (m && /[/{.]/.test(m[1])) {
-        const variables = (m[2] ?? '')
-          .replace(/\b(?:NOW|now)\b.*$/, '')
-          .split(/[,\s]+/)
-          .map((v) => v.replace(/[^A-Za-z0-9_-]/g, ''))
-          .filter((v) => v && !/^(and|the|variables?)$/i.test(v));
-        return { kind: 'load', load: { path: m[1].replace(/[.,;:]+$/, ''), variables }, text };
-      }
-      return { kind: 'instruction', text };
-    });
-}
-
-// "Load and read {project-root}/_bmad/bmm/config.yaml NOW", "Load COMPLETE file {project-root}/...md".
-const ACTIVATION_LOAD_RE = /^\s*(?:[-*•]\s*)?(?:load|read)\b(?:\s+(?:and\s+read|into\s+memory|the\s+complete\s+file|complete\s+file|the\s+file|file))?\s+(\{[a-z_-]+\}\/[^\s`'"<>]+)/i;
 
 /**
- * The file loads an installed agent's `<activation>` steps ask for before anything else (its
- * config, sidecar files): the server carries these out, as it does critical actions. Steps about
- * the agent file itself or about files to load later (when a command runs) are left to the model.
+ * A subagent's system prompt: the task it was given and how to work, without the agent's persona
+ * or commands (it does one job and answers the agent that spawned it, not the user).
  */
-export function activationLoads(activation: string | undefined): CriticalAction[] {
-  if (!activation) return [];
-  const out: CriticalAction[] = [];
-  const seen = new Set<string>();
-  for (const line of activation.split(/\n|(?<=\S)\s+-\s+(?=load\b)/i)) {
-    const m = ACTIVATION_LOAD_RE.exec(line);
-    if (!m) continue;
-    const file = m[1].replace(/[.,;:)]+$/, '');
-    if (seen.has(file) || /\{(?!project-root|project_root|bundle-root|core-root)[^}]*\}/.test(file)) continue;
-    seen.add(file);
-    out.push({ kind: 'load', load: { path: file, variables: [] }, text: line.replace(/\s+/g, ' ').trim() });
-  }
-  return out;
+export function buildSubagentPrompt({ instructions, toolNames, maxSteps, project }: SubagentPromptInput): string {
+  return [
+    'You are a subagent: a helper another agent started for one focused task. Do the task below with your tools, then answer with a concise result for that agent: what you found or did, with the virtual paths of the files that matter. Your final answer is all it sees.',
+    `## How you work
+- Nobody will answer questions: do not ask any. Where something is missing or unclear, make a reasonable choice and say so in your result.
+- Read files with your tools; never invent their contents or claim you read a file you did not.
+- ${project ? projectPaths(project.writable) : BUNDLE_PATHS}
+- You have at most ${maxSteps} model call${maxSteps === 1 ? '' : 's'}; call tools in parallel where you can and answer before they run out.
+Your tools: ${toolNames.join(', ')}.`,
+    `## Your task\n${instructions.trim()}`,
+  ].join('\n\n');
 }
 
 function toolResultText(result: unknown): string {

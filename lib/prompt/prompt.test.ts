@@ -1,4 +1,4 @@
-import { buildSystemPrompt, classifyCriticalActions, toModelMessages, type PromptAgent } from '.';
+import { buildSubagentPrompt, buildSystemPrompt, toModelMessages, type PromptAgent } from '.';
 import type { StoredMessage } from '../conversations/types';
 import type { ToolResult } from '../results';
 
@@ -45,26 +45,6 @@ describe('buildSystemPrompt', () => {
     const a = buildSystemPrompt({ agent, bundleName: 'studio', toolNames: ['read_file'] });
     const b = buildSystemPrompt({ agent: { ...agent }, bundleName: 'studio', toolNames: ['read_file'] });
     expect(a).toBe(b);
-  });
-});
-
-describe('classifyCriticalActions', () => {
-  it.each([
-    ['Load into memory {bundle-root}/config.yaml and set variables: user_name, communication_language', '{bundle-root}/config.yaml', ['user_name', 'communication_language']],
-    ['Load into memory {project-root}/bmad/bmm/config.yaml and set variable project_name, output_folder, user_name', '{project-root}/bmad/bmm/config.yaml', ['project_name', 'output_folder', 'user_name']],
-    ['Load into memory {bundle-root}/config.yaml', '{bundle-root}/config.yaml', []],
-    ['load into memory {core-root}/tasks/workflow.md.', '{core-root}/tasks/workflow.md', []],
-  ])('%s → a load', (text, path, variables) => {
-    const [a] = classifyCriticalActions([text]);
-    expect(a).toMatchObject({ kind: 'load', load: { path, variables } });
-  });
-
-  it('keeps other items as instructions, whitespace normalised', () => {
-    const out = classifyCriticalActions(['Remember the user\n   is {user_name}', '  ', 'Load the dice and roll']);
-    expect(out).toEqual([
-      { kind: 'instruction', text: 'Remember the user is {user_name}' },
-      { kind: 'instruction', text: 'Load the dice and roll' },
-    ]);
   });
 });
 
@@ -122,5 +102,21 @@ describe('toModelMessages and repeated tool results', () => {
     const out = toModelMessages('SYS', [...turn(1, big), ...turn(2, changed), ...turn(3, small), ...turn(4, small)]);
     expect(String(out[6].content)).toContain('y'.repeat(5000));
     expect(JSON.parse(String(out[12].content))).toEqual(small);
+  });
+});
+
+describe('buildSubagentPrompt', () => {
+  it('is the task and how to work on it, with the mounts of the conversation and its step limit', () => {
+    const p = buildSubagentPrompt({ instructions: '  Find the PRD.\nSay where it is.  ', toolNames: ['read_file', 'list_files'], maxSteps: 3, project: { writable: ['docs'] } });
+    expect(p).toMatch(/^You are a subagent/);
+    expect(p).toContain('do not ask any');
+    expect(p).toContain('{project-root}/docs/...');
+    expect(p).toContain('at most 3 model calls');
+    expect(p).toContain('Your tools: read_file, list_files.');
+    expect(p.endsWith('## Your task\nFind the PRD.\nSay where it is.')).toBe(true);
+    expect(p).not.toContain('Persona');
+    const bundle = buildSubagentPrompt({ instructions: 'x', toolNames: [], maxSteps: 1 });
+    expect(bundle).toContain("{output_folder}/... is this conversation's output folder");
+    expect(bundle).toContain('at most 1 model call;');
   });
 });

@@ -24,6 +24,12 @@ export type ToolErrorCode =
   | 'E_INVALID_YAML'
   | 'E_UNRESOLVED_VARIABLE'
   | 'E_ABORTED'
+  /** A subagent used up its model calls before it answered. */
+  | 'E_SUBAGENT_LIMIT'
+  /** A subagent's model call failed (upstream error). */
+  | 'E_SUBAGENT_FAILED'
+  /** The server lacks what the call needs (a sandbox, an interpreter, a package): the caller's fallback applies. */
+  | 'E_UNAVAILABLE'
   | 'E_INTERNAL';
 
 export interface ToolFailure {
@@ -57,4 +63,26 @@ export function sha256(data: string | Buffer): string {
 
 export function byteLength(text: string): number {
   return Buffer.byteLength(text, 'utf8');
+}
+
+/**
+ * How much a builder's problem matters: `error` leaves an agent or a command unusable, `warning`
+ * works but not as written (a value left unresolved, an optional file missing, a fallback used),
+ * `note` is worth knowing and needs no fix (a value a workflow sets itself while it runs).
+ */
+export type Severity = 'error' | 'warning' | 'note';
+
+/** One thing a builder should look at, in a file named relative to the folder checked. */
+export interface Problem {
+  file: string;
+  severity: Severity;
+  reason: string;
+  /** The agent (and its menu command) the problem was found through, where there is one. */
+  agent?: string;
+  command?: string;
+}
+
+/** A problem as one line: `<file>: <severity>: <reason>`. */
+export function problemLine(p: Problem): string {
+  return `${p.file}: ${p.severity}: ${p.reason}`;
 }

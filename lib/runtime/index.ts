@@ -8,6 +8,7 @@ import { createLlmClient } from '../llm';
 import { AppError } from '../errors';
 import type { ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
+import { createDoctorCache, type DoctorCache } from '../doctor';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -15,6 +16,8 @@ export interface Runtime extends ChatDeps {
   store: ConversationStore;
   catalog: Catalog;
   projects: ProjectCatalog;
+  /** Projects' diagnoses, kept a few seconds (GET /api/projects/:id). */
+  doctor: DoctorCache;
 }
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
@@ -24,6 +27,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
+    doctor: createDoctorCache({ ttlMs: 5000 }),
     auditDir: path.join(config.dataDir, 'audit'),
     llm: () => {
       if (!config.llm.configured) throw new AppError('E_LLM_NOT_CONFIGURED', 'No model is configured.');

@@ -1,7 +1,9 @@
+import { SERVER_SHUTDOWN } from '../chat/shutdown-reason';
+
 /**
  * Running turns of this process, so a shutdown signal can stop them: the HTTP server's close
  * waits for open requests, and a turn waiting on a slow model would hold the process for up to
- * the turn timeout. Aborted turns are stored as interrupted and their streams end.
+ * the turn timeout. These turns are stored as interrupted and their streams end.
  */
 const KEY = Symbol.for('bmad-orchestrator.runningTurns');
 const holder = globalThis as unknown as Record<symbol, Set<AbortController> | boolean | undefined>;
@@ -13,9 +15,10 @@ export function trackTurn(controller: AbortController): () => void {
   return () => turns.delete(controller);
 }
 
-function abortRunningTurns(): number {
+export function abortRunningTurns(): number {
   const n = turns.size;
-  for (const c of turns) c.abort();
+  // The reason tells these turns apart from a user's Stop: they are stored as interrupted.
+  for (const c of turns) c.abort(SERVER_SHUTDOWN);
   turns.clear();
   return n;
 }

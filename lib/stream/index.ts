@@ -32,10 +32,12 @@ export class UiStreamEncoder {
 
   constructor(private readonly messageId: string) {}
 
-  begin(conversationId: string): UiChunk[] {
+  begin(conversationId: string, userMessageId?: string): UiChunk[] {
     return [
       { type: 'start', messageId: this.messageId },
       { type: 'data-conversation', data: { conversationId } },
+      // The stored id of the message this turn answers: what an edit of it names later.
+      ...(userMessageId ? [{ type: 'data-user-message', data: { id: userMessageId }, transient: true }] : []),
     ];
   }
 
@@ -102,6 +104,25 @@ export class UiStreamEncoder {
         break;
       case 'assistant-message':
         break;
+      case 'subagent-tool': {
+        // A data part rather than a tool part: useChat would list a nested call as the turn's own.
+        // The same id again updates the part in place, so a call shows running, then its outcome.
+        const err = event.result ? errorText(event.result) : null;
+        out.push({
+          type: 'data-subagent',
+          id: `${event.parentToolCallId}:${event.seq}`,
+          data: {
+            parentToolCallId: event.parentToolCallId,
+            toolCallId: event.call.id,
+            toolName: event.call.name,
+            input: event.input,
+            step: event.step,
+            state: !event.result ? 'running' : err === null ? 'done' : 'failed',
+            ...(err !== null ? { errorText: err } : {}),
+          },
+        });
+        break;
+      }
       case 'finish':
         this.closeStep(out);
         out.push({ type: 'data-usage', data: { ...event.usage, iterations: event.iterations } });
@@ -110,7 +131,10 @@ export class UiStreamEncoder {
         break;
       case 'error':
         this.closeStep(out);
-        out.push({ type: 'error', errorText: `${event.error.code}: ${event.error.message}` });
+        // The text is the message alone, as in a JSON error body; the code comes beside it, as
+        // `code` does there, in a data part that precedes the error (a reader stops at the error).
+        out.push({ type: 'data-error', data: { code: event.error.code, message: event.error.message }, transient: true });
+        out.push({ type: 'error', errorText: event.error.message });
         break;
     }
     return out;

@@ -127,19 +127,117 @@ describe('sseBody', () => {
     }
   });
 
-  it('on cancel tells the owner, closes the events and ends once', async () => {
+  /** A turn that stops at its next step once told to, ending the way the loop ends a stopped turn. */
+  function stoppable(log: string[]) {
+    const controller = new AbortController();
+    async function* events(): AsyncGenerator<TurnEvent> {
+      try {
+        yield { type: 'step-start', iteration: 1 };
+        for (const delta of deltas) {
+          await sleep(5);
+          if (controller.signal.aborted) break;
+          yield { type: 'text-delta', delta };
+        }
+        log.push('stored how it ended');
+        yield { type: 'finish', stopReason: controller.signal.aborted ? 'aborted' : 'stop', usage: { promptTokens: 0, completionTokens: 0 }, iterations: 1 };
+      } finally {
+        log.push('events closed');
+      }
+    }
+    return { controller, events: events() };
+  }
+
+  it('on cancel tells the owner, lets the events run to their end, and ends once', async () => {
     const log: string[] = [];
+    const turn = stoppable(log);
     const body = sseBody({
       messageId: 'm',
       conversationId: 'c',
-      events: answer(deltas, 5, log),
-      onCancel: () => log.push('cancel'),
+      events: turn.events,
+      onCancel: () => {
+        log.push('cancel');
+        turn.controller.abort();
+      },
       onEnd: () => log.push('end'),
     });
     const reader = body.getReader();
     await reader.read();
     await reader.read();
     await reader.cancel();
-    expect(log).toEqual(['cancel', 'end', 'events closed']);
+    expect(log).toEqual(['cancel', 'stored how it ended', 'events closed', 'end']);
+  });
+
+  it('treats readerGone as a cancel, with no cancel from the reader', async () => {
+    const log: string[] = [];
+    const turn = stoppable(log);
+    const gone = new AbortController();
+    let ended!: () => void;
+    const done = new Promise<void>((r) => (ended = r));
+    const body = sseBody({
+      messageId: 'm',
+      conversationId: 'c',
+      events: turn.events,
+      readerGone: gone.signal,
+      onCancel: () => turn.controller.abort(),
+      onEnd: () => ended(),
+    });
+    const reader = body.getReader();
+    await reader.read();
+    gone.abort();
+    await done;
+    expect(log).toEqual(['stored how it ended', 'events closed']);
+  });
+
+  it('counts the answer text it wrote, never what it still held when the reader went away', async () => {
+    const counts: number[] = [];
+    let received = '';
+    const log: string[] = [];
+    const turn = stoppable(log);
+    const body = sseBody({
+      messageId: 'm',
+      conversationId: 'c',
+      events: turn.events,
+      coalesceMs: 60_000,
+      onTextWritten: (n) => counts.push(n),
+      onCancel: () => turn.controller.abort(),
+    });
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    // The first token goes out at once; the following ones wait for a window that never ends.
+    while (!received.includes('text-delta')) received += decoder.decode((await reader.read()).value);
+    await sleep(40);
+    await reader.cancel();
+    const shown = frames(received)
+      .filter((f) => (f as { type?: string }).type === 'text-delta')
+      .map((f) => (f as { delta: string }).delta)
+      .join('');
+    expect(shown).toBe('w0 ');
+    expect(counts).toEqual([shown.length]);
+    expect(log).toContain('stored how it ended');
+  });
+
+  it('does not count a write that waits unread in the queue when the reader goes', async () => {
+    const counts: number[] = [];
+    let received = '';
+    const turn = stoppable([]);
+    const body = sseBody({
+      messageId: 'm',
+      conversationId: 'c',
+      events: turn.events,
+      coalesceMs: 0,
+      onTextWritten: (n) => counts.push(n),
+      onCancel: () => turn.controller.abort(),
+    });
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    while (!received.includes('text-delta')) received += decoder.decode((await reader.read()).value);
+    // The body reads ahead: the next token is written into the queue, where nobody takes it.
+    await sleep(40);
+    await reader.cancel();
+    const shown = frames(received)
+      .filter((f) => (f as { type?: string }).type === 'text-delta')
+      .map((f) => (f as { delta: string }).delta)
+      .join('');
+    expect(counts.at(-1)).toBe(shown.length);
   });
 });

@@ -4,6 +4,8 @@ import { sse, UiStreamEncoder } from './index';
 export interface SseBodyOptions {
   messageId: string;
   conversationId: string;
+  /** The stored user message this turn answers; sent as a `data-user-message` part. */
+  userMessageId?: string;
   events: AsyncIterable<TurnEvent>;
   /**
    * Tokens that continue an answer already on screen are gathered into one write per this many
@@ -15,8 +17,19 @@ export interface SseBodyOptions {
   coalesceMs?: number;
   /** Runs once when the body ends, however it ends. */
   onEnd?: () => void;
-  /** Runs when the reader goes away before the end, before the events are closed. */
+  /** Runs when the reader goes away before the end (cancel, or `readerGone`), before the events are drained. */
   onCancel?: () => void;
+  /**
+   * Fires when the reader is gone even though nobody cancels the body (a client that disconnects
+   * while a server stops pulling); handled as a cancel.
+   */
+  readerGone?: AbortSignal;
+  /**
+   * Called when a read has taken written answer text, with the characters of text-delta taken
+   * so far (the whole turn). Text the reader never got (still gathered for the window, or queued
+   * unread, when it went away) is not counted, so a stopped turn can store exactly what was sent.
+   */
+  onTextWritten?: (chars: number) => void;
 }
 
 const DEFAULT_COALESCE_MS = 20;
@@ -30,6 +43,13 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   const iterator = options.events[Symbol.asyncIterator]();
   let pending: Promise<IteratorResult<TurnEvent>> | null = null;
   let buffered: string[] = [];
+  let bufferedText = 0;
+  /** Text of the last write while it waits in the stream's queue for a read. */
+  let queuedText = 0;
+  let deliveredText = 0;
+  /** The reader went away: nothing more is written, the events are drained to their end. */
+  let detached = false;
+  let drained: Promise<void> | null = null;
   let lastWrite = -Infinity;
   /** When what is buffered must be written. */
   let deadline = Infinity;
@@ -37,6 +57,7 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   const end = () => {
     if (ended) return;
     ended = true;
+    unlisten();
     options.onEnd?.();
   };
 
@@ -53,7 +74,52 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
     buffered = [];
     lastWrite = performance.now();
     deadline = Infinity;
+    queuedText += bufferedText;
+    bufferedText = 0;
+    // Room left in the queue means a waiting read took the write at once.
+    if ((ctrl.desiredSize ?? 0) > 0) confirmDelivered();
   };
+
+  /** What is written counts once a read took it: text held or queued when the reader goes is not. */
+  const confirmDelivered = () => {
+    if (!queuedText) return;
+    deliveredText += queuedText;
+    queuedText = 0;
+    options.onTextWritten?.(deliveredText);
+  };
+
+  /**
+   * The reader is gone. The events are read to their end rather than closed with return(), so the
+   * turn (already told to stop by onCancel) gets to store its partial answer and how it ended, and
+   * to release its lock, however the model call or tools were placed at that moment.
+   */
+  const detach = (): Promise<void> => {
+    if (drained) return drained;
+    detached = true;
+    stopClosing();
+    buffered = [];
+    bufferedText = 0;
+    queuedText = 0;
+    options.onCancel?.();
+    drained = (async () => {
+      try {
+        for (;;) {
+          const next = pending ?? iterator.next();
+          pending = null;
+          if ((await next).done) break;
+        }
+      } catch {
+        // The events' own cleanup already ran; nothing is left to tell.
+      } finally {
+        end();
+      }
+    })();
+    return drained;
+  };
+  const onReaderGone = () => void detach();
+  if (options.readerGone?.aborted) queueMicrotask(onReaderGone);
+  else options.readerGone?.addEventListener('abort', onReaderGone, { once: true });
+  const unlisten = () => options.readerGone?.removeEventListener('abort', onReaderGone);
 
   /**
    * The next event, or null when the deadline comes first (what is buffered must go out then). A
@@ -89,14 +155,19 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>({
     start() {
       // Written with whatever the turn yields before it first waits (the step start), in one write.
-      for (const chunk of ui.begin(options.conversationId)) buffered.push(sse(chunk));
+      for (const chunk of ui.begin(options.conversationId, options.userMessageId)) buffered.push(sse(chunk));
       deadline = performance.now();
     },
     async pull(ctrl) {
+      // A pull comes only once the queue is empty: the last write has been read.
+      if (!detached) confirmDelivered();
       try {
         // A pull that enqueues nothing is not called again, so keep going until a write is made.
         for (;;) {
+          if (detached) return;
           const next = await nextEvent();
+          // The drain took over while this pull waited; what it got is the drain's to handle.
+          if (detached) return;
           if (next === null) return write(ctrl);
           if (next.done) {
             buffered.push(sse('[DONE]'));
@@ -108,6 +179,7 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
           const chunks = ui.encode(next.value);
           if (!chunks.length) continue;
           for (const chunk of chunks) buffered.push(sse(chunk));
+          if (next.value.type === 'text-delta') bufferedText += next.value.delta.length;
           // Only tokens that continue an answer already showing may wait for the window; the first
           // token of an answer, tool activity and step changes go out now.
           const now = performance.now();
@@ -116,16 +188,13 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
         }
       } catch (e) {
         stopClosing();
+        if (detached) return;
         end();
         throw e;
       }
     },
     async cancel() {
-      stopClosing();
-      options.onCancel?.();
-      end();
-      // Let the events run their cleanup (persist, release the turn lock).
-      await iterator.return?.(undefined);
+      await detach();
     },
   });
 }

@@ -21,7 +21,7 @@ describe('toolDefinitions', () => {
   it('describes every tool as an OpenAI function with a valid name and object schema', () => {
     const defs = toolDefinitions();
     expect(defs.map((d) => d.function.name)).toEqual([
-      'read_file', 'list_files', 'search_files', 'save_output', 'edit_file', 'apply_patch', 'execute_workflow',
+      'read_file', 'list_files', 'search_files', 'save_output', 'edit_file', 'apply_patch', 'execute_workflow', 'spawn_subagent', 'run_script',
     ]);
     for (const d of defs) {
       expect(d.type).toBe('function');

@@ -8,13 +8,15 @@ import { editFileTool } from './edit-file';
 import { executeWorkflowTool } from './execute-workflow';
 import { listFilesTool } from './list-files';
 import { readFileTool } from './read-file';
+import { runScriptTool } from './run-script';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
 import { fail, type ToolResult } from '../results';
 import { saveOutputTool } from './save-output';
 import { searchFilesTool } from './search-files';
+import { spawnSubagentTool } from './spawn-subagent';
 import type { ToolContext } from './types';
 
-export type { ToolContext } from './types';
+export type { SubagentRequest, SubagentRunner, ToolContext } from './types';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const TOOLS: Tool<any>[] = [
@@ -25,6 +27,8 @@ const TOOLS: Tool<any>[] = [
   editFileTool,
   applyPatchTool,
   executeWorkflowTool,
+  spawnSubagentTool,
+  runScriptTool,
 ];
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
@@ -169,5 +173,5 @@ export async function executeTool(call: ToolCall, ctx: ToolContext): Promise<Too
   return (await runToolCall(call, ctx)).result;
 }
 
-export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool };
+export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool, spawnSubagentTool, runScriptTool };
 export type { Tool } from './define';

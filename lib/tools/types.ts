@@ -1,6 +1,7 @@
 import type { AuditLog } from '../audit';
-import type { ToolLimits } from '../config';
+import type { ScriptSettings, ToolLimits } from '../config';
 import type { PathContext } from '../paths';
+import type { ToolResult } from '../results';
 
 /** One successful write of a write tool, as `recordWrite` receives it. */
 export interface WriteRecord {
@@ -21,6 +22,22 @@ export interface WriteRecord {
   previous?: Buffer | null;
 }
 
+/** A focused sub-task for a subagent: what spawn_subagent asks of `ToolContext.subagent`. */
+export interface SubagentRequest {
+  /** What to do; the subagent's whole brief. */
+  instructions: string;
+  /** Material to work on (the subagent's first message). */
+  input?: string;
+  /** At most this many model calls; never more than the turn has left. */
+  maxSteps?: number;
+}
+
+/**
+ * Runs a subagent: a bounded nested loop with the same tools and sandbox, whose model calls and
+ * tokens count in the turn's. Resolves with the tool result the model gets; never throws.
+ */
+export type SubagentRunner = (request: SubagentRequest, signal?: AbortSignal) => Promise<ToolResult>;
+
 /** Everything a tool may touch for one call. Absolute paths stay on the server side of this object. */
 export interface ToolContext extends PathContext {
   conversationId: string;
@@ -31,6 +48,8 @@ export interface ToolContext extends PathContext {
   /** The conversation's audit file held open for a turn; without it each line opens the file. */
   audit?: AuditLog;
   signal?: AbortSignal;
+  /** How run_script finds bubblewrap and python3, and its limits; the server's defaults when absent. */
+  scripts?: ScriptSettings;
   /**
    * Called after each successful write of save_output, edit_file and apply_patch, awaited while
    * the file's write lock is still held, so records of one file arrive in the order the writes
@@ -40,4 +59,9 @@ export interface ToolContext extends PathContext {
    * as an untracked version.
    */
   recordWrite?(write: WriteRecord): Promise<void>;
+  /**
+   * Provided by the chat service, which owns the model and the loop (a tool never does). Absent
+   * inside a subagent, so a subagent cannot spawn another.
+   */
+  subagent?: SubagentRunner;
 }

@@ -6,7 +6,7 @@ import { init, readBlob, readCommit, readTree, resolveRef, writeBlob, writeCommi
 import { KeyedLock, isInside, readResolved, resolveInRoot, withFileLock, writeFileAtomic, type ResolvedPath } from '../paths';
 import { isFailure, sha256 } from '../results';
 import { gitFs } from './git-fs';
-import { commitMessage, oneLine, parseCommitMessage, type VersionInfo, type VersionKind, type VersionMeta } from './metadata';
+import { commitMessage, oneLine, parseCommitMessage, type VersionInfo, type VersionMeta } from './metadata';
 
 export type VersionErrorCode =
   | 'E_INVALID_PATH'
@@ -51,16 +51,8 @@ export interface RecordInput {
   previous?: Buffer | null;
 }
 
-export interface FileInfo {
-  path: string;
-  version: string;
-  at: string;
-  agentId: string | null;
-  conversationId: string | null;
-  kind: VersionKind;
-  size: number;
-  sha256: string;
-}
+/** A current file: its newest version. */
+export type FileInfo = Pick<VersionInfo, 'path' | 'version' | 'at' | 'agentId' | 'conversationId' | 'kind' | 'size' | 'sha256'>;
 
 export interface VersionStore {
   /** The shadow repository (a bare git repository). */

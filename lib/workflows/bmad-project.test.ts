@@ -317,7 +317,7 @@ describe('skill: targets (6.2 menus)', () => {
     expect(help.path).toBe('{core-root}/tasks/help.md');
     const none: Any = await loadWorkflow('skill:bmad-nope', q.ctx);
     expect(none.error.code).toBe('ENOENT');
-    expect(none.error.message).toBe('skill:bmad-nope: no skill named bmad-nope in {bundle-root}/_config/skill-manifest.csv');
+    expect(none.error.message).toBe('skill:bmad-nope: no skill named bmad-nope in {bundle-root}/_config/skill-manifest.csv, and no skill folder of the project (.claude/skills, .agents/skills, ...) holds bmad-nope');
     const old: Any = await loadWorkflow('skill:bmad-brainstorming', p.ctx);
     expect(old.error.message).toMatch(/this install has no skill list/);
   });

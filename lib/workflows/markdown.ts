@@ -4,7 +4,7 @@ import { findMarkdownConfig } from './config';
 import { resolveContent } from './content';
 import { dirnameVirtual, readText, type LoadedFile } from './files';
 import { splitFrontmatter } from './frontmatter';
-import { findFirstStep, isStepFile } from './steps';
+import { findFirstStep, isStepFile, type FirstStep } from './steps';
 import type { LoadedStep, WorkflowResult } from './types';
 import { Unresolved } from './unresolved';
 import { baseScope, resolveMap, type VariableSources } from './variables';
@@ -44,7 +44,28 @@ async function loadStep(
  * A markdown or XML file a menu runs: a step-file workflow (its first step loaded), a step file
  * on its own, or a task. Its frontmatter is the workflow's variables; its text is what to follow.
  */
-export async function loadMarkdownWorkflow(file: LoadedFile, ctx: PathContext, shared: Shared): Promise<WorkflowResult | ToolFailure> {
+export interface MarkdownExtras {
+  /** Keys resolved with the frontmatter's, as if it wrote them (a skill's `[workflow]` customization). */
+  data?: Record<string, unknown>;
+  /** Config keys laid over the config file's (BMAD's central config layers win over module configs). */
+  config?: Record<string, unknown>;
+  /**
+   * Only step files count as a first step: a skill's SKILL.md also tells the model to follow
+   * references it loads on demand (`references/headless.md`), which are no steps.
+   */
+  stepFilesOnly?: boolean;
+}
+
+function onlyStepFiles(first: FirstStep | null): FirstStep | null {
+  if (first?.kind === 'one') return isStepFile(first.path) ? first : null;
+  if (first?.kind === 'choices') {
+    const paths = first.paths.filter(isStepFile);
+    return paths.length > 1 ? { ...first, paths } : paths.length === 1 ? { kind: 'one', path: paths[0], foundBy: first.foundBy } : null;
+  }
+  return first;
+}
+
+export async function loadMarkdownWorkflow(file: LoadedFile, ctx: PathContext, shared: Shared, extras: MarkdownExtras = {}): Promise<WorkflowResult | ToolFailure> {
   const isXml = /\.xml$/i.test(file.path);
   const split = isXml ? { data: {}, body: file.content } : splitFrontmatter(file.content);
   const installedPath = dirnameVirtual(file.path);
@@ -62,10 +83,10 @@ export async function loadMarkdownWorkflow(file: LoadedFile, ctx: PathContext, s
   );
   if (isFailure(config)) return config;
   warnings.push(...config.warnings);
-  sources.config = config.data;
+  sources.config = { ...config.data, ...(extras.config ?? {}) };
   sources.configSource = config.path;
 
-  const { values: workflow, variables } = resolveMap(split.data, sources, unresolved, { baseDir: installedPath });
+  const { values: workflow, variables } = resolveMap({ ...split.data, ...(extras.data ?? {}) }, sources, unresolved, { baseDir: installedPath });
   pinDate(workflow, shared.date);
   workflow.installed_path = installedPath;
   if (sources.configSource) workflow.config_source = sources.configSource;
@@ -85,7 +106,8 @@ export async function loadMarkdownWorkflow(file: LoadedFile, ctx: PathContext, s
   } else if (isStepFile(file.path)) {
     result.kind = 'step';
   } else {
-    const first = await findFirstStep(file.path, split.body, workflow, sources, variables);
+    const found = await findFirstStep(file.path, split.body, workflow, sources, variables);
+    const first = extras.stepFilesOnly ? onlyStepFiles(found) : found;
     if (first) result.kind = 'step-file';
     if (first?.kind === 'one') {
       const loaded = await readText(first.path, ctx);

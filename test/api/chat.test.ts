@@ -24,7 +24,10 @@ const send = (body: Record<string, unknown>, init?: RequestInit) => chat(jsonReq
 describe('GET endpoints', () => {
   it('reports health with the model configuration', async () => {
     const body = await (await health(get('/api/health'))).json();
-    expect(body).toEqual({ success: true, data: { status: 'ok', llm: { configured: true, model: 'scripted-test' } } });
+    expect(body).toEqual({
+      success: true,
+      data: { status: 'ok', llm: { configured: true, model: 'scripted-test' }, capabilities: { scripts: expect.any(Boolean), sandbox: expect.any(Boolean) } },
+    });
   });
 
   it('lists entry-point agents with their commands, never helpers', async () => {
@@ -323,7 +326,8 @@ describe('POST /api/chat (stream)', () => {
     h.model.setScript(() => reply.error(500));
     const chunks = await readSse(await send({ agentId: 'product-lead', message: 'hi', stream: true }));
     const error = chunks.find((c) => c !== '[DONE]' && c.type === 'error') as Record<string, any>;
-    expect(error.errorText).toMatch(/E_LLM_UPSTREAM/);
+    expect(error.errorText).toMatch(/failed \(500\)/);
+    expect(chunks.find((c) => c !== '[DONE]' && c.type === 'data-error')).toMatchObject({ data: { code: 'E_LLM_UPSTREAM', message: error.errorText } });
     expect(chunks.at(-1)).toBe('[DONE]');
   });
 

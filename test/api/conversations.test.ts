@@ -5,7 +5,10 @@ import { POST as chat } from '@/app/api/chat/route';
 import { GET as list } from '@/app/api/conversations/route';
 import { GET as getOne, PATCH, DELETE } from '@/app/api/conversations/[id]/route';
 import { GET as getAudit } from '@/app/api/conversations/[id]/audit/route';
-import { reply } from '../scripted-model';
+import { GET as exportConversation } from '@/app/api/conversations/[id]/export/route';
+import { GET as listFiles } from '@/app/api/conversations/[id]/files/route';
+import { GET as getFile } from '@/app/api/conversations/[id]/files/[...path]/route';
+import { NOTE_CONTENT, reply } from '../scripted-model';
 import { REPO, get, jsonRequest, params, startHarness, type Harness } from './harness';
 
 let h: Harness;
@@ -87,4 +90,103 @@ it("loads the bundle's config when an agent asks for an IDE install's {project-r
   expect(system).toContain('{project-root}/bmad/bmm/config.yaml is not available here');
   expect(system).toContain('{user_name} = Friend');
   await fs.rm(path.dirname(bundles), { recursive: true, force: true });
+});
+
+describe('GET /api/conversations?q=', () => {
+  it('searches titles and message text, with the agent filter and paging', async () => {
+    h = await startHarness({}, { store: 'sqlite' });
+    h.model.setScript(({ body }) => {
+      const last = String(body.messages?.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+      return reply.text(last.includes('garden') ? 'Plant tomatoes and basil.' : 'Noted.');
+    });
+    const id = async (agentId: string, message: string) => (await (await send({ agentId, message })).json()).data.conversationId as string;
+    const garden = await id('product-lead', 'A garden planner');
+    const budget = await id('product-lead', 'A budget tracker');
+    const notes = await id('scribe', 'Notes about the garden meeting');
+    await PATCH(new Request('http://localhost/x', { method: 'PATCH', body: JSON.stringify({ title: 'Zebra finance' }) }), params({ id: budget }));
+    const q = async (query: string) => {
+      const res = await list(get(`/api/conversations?${query}`));
+      const body = await res.json();
+      return { status: res.status, ids: body.data?.items.map((c: { id: string }) => c.id), body };
+    };
+
+    expect((await q('q=garden')).ids).toEqual([notes, garden]);
+    expect((await q('q=TOMATO')).ids).toEqual([notes, garden]);
+    expect((await q('q=zebra')).ids).toEqual([budget]);
+    expect((await q('q=garden&agentId=scribe')).ids).toEqual([notes]);
+    const page1 = await q('q=garden&limit=1');
+    expect(page1.ids).toEqual([notes]);
+    expect((await q(`q=garden&limit=1&cursor=${page1.body.data.nextCursor}`)).ids).toEqual([garden]);
+    expect((await q('q=nothing-like-this')).ids).toEqual([]);
+    // An empty box lists everything.
+    expect((await q('q=%20')).ids).toHaveLength(3);
+    const long = await q(`q=${'x'.repeat(201)}`);
+    expect(long.status).toBe(400);
+    expect(long.body).toMatchObject({ code: 'E_VALIDATION', field: 'q' });
+  });
+});
+
+describe('GET /api/conversations/:id/export', () => {
+  it('exports markdown and JSON as attachments with a safe file name', async () => {
+    h = await startHarness({}, { store: 'sqlite' });
+    h.model.setScript([
+      reply.toolCalls([
+        { name: 'read_file', arguments: { file_path: '{bundle-root}/config.yaml' } },
+        { name: 'read_file', arguments: { file_path: '{bundle-root}/missing.md' } },
+      ]),
+      reply.text('Here is what I **found**.'),
+    ]);
+    const id = (await (await send({ agentId: 'product-lead', message: 'Plan "Ünïcode" / launch: v2?' })).json()).data.conversationId;
+
+    const md = await exportConversation(get(`/api/conversations/${id}/export?format=md`), params({ id }));
+    expect(md.status).toBe(200);
+    expect(md.headers.get('content-type')).toBe('text/markdown; charset=utf-8');
+    const disposition = md.headers.get('content-disposition')!;
+    expect(disposition).toMatch(/^attachment; filename="plan-unicode-launch-v2-\d{4}-\d{2}-\d{2}\.md"; filename\*=UTF-8''plan-unicode-launch-v2-/);
+    const text = await md.text();
+    expect(text.split('\n')[0]).toBe('# Plan "Ünïcode" / launch: v2?');
+    expect(text).toContain('- Agent: `product-lead` (bundle `product-studio`)');
+    expect(text).toMatch(/## User · \d{4}-.*\n\nPlan "Ünïcode" \/ launch: v2\?/);
+    expect(text).toContain('- Tool `read_file` `{"file_path":"{bundle-root}/config.yaml"}`: ok');
+    expect(text).toMatch(/- Tool `read_file` `\{"file_path":"\{bundle-root\}\/missing\.md"\}`: error `ENOENT` /);
+    expect(text).toContain('Here is what I **found**.');
+    // Server context and tool results' content stay out.
+    expect(text).not.toContain('user_name');
+    expect(text.indexOf('## Assistant')).toBeGreaterThan(text.indexOf('## User'));
+
+    const json = await exportConversation(get(`/api/conversations/${id}/export?format=json`), params({ id }));
+    expect(json.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(json.headers.get('content-disposition')).toMatch(/filename="plan-unicode-launch-v2-\d{4}-\d{2}-\d{2}\.json"/);
+    const exported = JSON.parse(await json.text());
+    const detail = (await (await getOne(get(`/api/conversations/${id}`), params({ id }))).json()).data;
+    expect(exported).toEqual(detail);
+
+    expect((await exportConversation(get(`/api/conversations/${id}/export`), params({ id }))).headers.get('content-type')).toContain('markdown');
+    const bad = await exportConversation(get(`/api/conversations/${id}/export?format=pdf`), params({ id }));
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: 'E_VALIDATION', field: 'format' });
+    const missing = await exportConversation(get('/api/conversations/nope/export?format=md'), params({ id: 'nope' }));
+    expect(missing.status).toBe(404);
+    expect((await missing.json()).code).toBe('E_CONVERSATION_NOT_FOUND');
+  });
+
+  it('says how a failed last turn ended', async () => {
+    h = await startHarness();
+    h.model.setScript(() => reply.error(500));
+    const id = (await (await send({ agentId: 'product-lead', message: 'hi' })).json()).conversationId;
+    const text = await (await exportConversation(get(`/api/conversations/${id}/export`), params({ id }))).text();
+    expect(text).toMatch(/- Last turn: failed \(`E_LLM_UPSTREAM`: The model endpoint .* failed \(500\)/);
+  });
+});
+
+describe('the README walk-through', () => {
+  it('scripted:write-file writes a note that GET /api/conversations/<id>/files/<path> serves as listed', async () => {
+    h = await startHarness({ OPENAI_MODEL: 'scripted:write-file' });
+    const id = (await (await send({ agentId: 'product-lead', message: 'write something' })).json()).data.conversationId;
+    const files = (await (await listFiles(get(`/api/conversations/${id}/files`), params({ id }))).json()).data.files;
+    expect(files.map((f: { path: string }) => f.path)).toEqual(['scripted-note.md']);
+    const file = await getFile(get(`/api/conversations/${id}/files/scripted-note.md`), params({ id, path: ['scripted-note.md'] }));
+    expect(file.status).toBe(200);
+    expect(await file.text()).toBe(NOTE_CONTENT);
+  });
 });

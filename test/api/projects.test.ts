@@ -10,6 +10,7 @@ import { GET as listDocuments } from '@/app/api/projects/[id]/files/route';
 import { GET as getDocument } from '@/app/api/projects/[id]/files/[...path]/route';
 import { POST as restore } from '@/app/api/projects/[id]/restore/route';
 import { DELETE as deleteConversation } from '@/app/api/conversations/[id]/route';
+import { GET as listConversationFiles } from '@/app/api/conversations/[id]/files/route';
 import { currentTurn, lastUserText, reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
@@ -49,6 +50,34 @@ describe('BMAD projects over the API', () => {
 
     const listed = await json(await agents(get('/api/agents?projectId=shop')));
     expect(listed.body.data.map((a: { id: string }) => a.id)).toEqual(ids);
+  });
+
+  it("carries the doctor's problems in the detail; the list keeps the install's own", async () => {
+    const fresh = await json(await getProject(get('/api/projects/shop'), params({ id: 'shop' })));
+    expect(fresh.body.data.problems).toEqual([
+      '_bmad/bmm/workflows/2-plan-workflows/create-prd/steps-v/step-v-07-implementation-leakage-validation.md: warning: the frontmatter is not valid YAML (bad indentation of a mapping entry (line 3)); it was read line by line (via pm *CP and 2 more)',
+    ]);
+    expect(fresh.body.data.notes.length).toBeGreaterThan(0);
+    for (const note of fresh.body.data.notes) expect(note).toMatch(/^_bmad\/\S+: note: /);
+
+    // Another project, broken before anyone asked: the diagnosis of `shop` is kept a few seconds.
+    await bmadProject('6.0.4', { parent: projectsRoot, name: 'broken' });
+    await fs.rm(path.join(projectsRoot, 'broken', '_bmad/bmm/workflows/4-implementation/correct-course/instructions.md'));
+    await fs.rm(path.join(projectsRoot, 'broken', '_bmad/bmm/agents/qa.md'));
+    const manifestLine = '_bmad/_config/agent-manifest.csv: error: agent qa: _bmad/bmm/agents/qa.md not found';
+
+    const list = await json(await listProjects(get('/api/projects')));
+    expect(list.body.data.find((p: { id: string }) => p.id === 'broken').problems).toEqual([manifestLine]);
+    expect(list.body.data.find((p: { id: string }) => p.id === 'shop').problems).toEqual([]);
+
+    const detail = await json(await getProject(get('/api/projects/broken'), params({ id: 'broken' })));
+    expect(detail.status).toBe(200);
+    expect(detail.body.data.problems).toEqual([
+      manifestLine,
+      '_bmad/bmm/workflows/2-plan-workflows/create-prd/steps-v/step-v-07-implementation-leakage-validation.md: warning: the frontmatter is not valid YAML (bad indentation of a mapping entry (line 3)); it was read line by line (via pm *CP and 2 more)',
+      '_bmad/bmm/workflows/4-implementation/correct-course/workflow.yaml: error: cannot be loaded: instructions: Not found: {bundle-root}/bmm/workflows/4-implementation/correct-course/instructions.md (via pm *CC and 1 more)',
+    ]);
+    expect(JSON.stringify(detail.body)).not.toContain(projectsRoot);
   });
 
   it('answers 404 for an unknown project everywhere', async () => {
@@ -97,6 +126,10 @@ describe('BMAD projects over the API', () => {
     const listed = await json(await listConversations(get('/api/conversations?projectId=shop')));
     expect(listed.body.data.items).toHaveLength(2);
     expect(listed.body.data.items[0]).toMatchObject({ projectId: 'shop' });
+
+    // The conversation's files are the project's shared documents.
+    const files = await json(await listConversationFiles(get(`/api/conversations/${first.body.data.conversationId}/files`), params({ id: first.body.data.conversationId })));
+    expect(JSON.stringify(files.body.data.files)).toContain('product-brief.md');
 
     // Deleting a conversation never deletes the project's documents.
     const del = await deleteConversation(get(`/api/conversations/${first.body.data.conversationId}`, { method: 'DELETE' }), params({ id: first.body.data.conversationId }));

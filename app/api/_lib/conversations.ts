@@ -1,6 +1,7 @@
 import { getRuntime } from '@/lib/runtime';
 import { isValidConversationId } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
+import { outputRootOf } from '@/lib/outputs';
 
 export function notFound(id: string): AppError {
   return new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${id.slice(0, 80)}".`);
@@ -12,3 +13,14 @@ export async function conversationOr404(id: string) {
   return conversation;
 }
 
+
+/**
+ * Where a conversation's files are: its own folder for a bundle agent, the project's shared
+ * output folder for a project agent (a project gone since leaves nothing to list).
+ */
+export async function filesRootOf(conversation: { id: string; projectId?: string }): Promise<string | null> {
+  const rt = getRuntime();
+  if (!conversation.projectId) return outputRootOf(rt.config, conversation.id);
+  const project = await rt.projects.get(conversation.projectId);
+  return project ? project.install.outputRoot : null;
+}

@@ -80,3 +80,15 @@ export async function handle(route: string, request: Request, fn: () => Promise<
     log.info('http.request', { route, method: request.method, status, durationMs: Math.round((performance.now() - started) * 100) / 100 });
   }
 }
+
+/** A file as a response body: its type, never sniffed, never cached; `download` makes it an attachment. */
+export function fileResponse(file: { name: string; content: Buffer; contentType: string }, download: boolean): Response {
+  const headers: Record<string, string> = {
+    'content-type': file.contentType,
+    'content-length': String(file.content.byteLength),
+    'x-content-type-options': 'nosniff',
+    'cache-control': 'no-store',
+  };
+  if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
+  return new Response(new Uint8Array(file.content), { status: 200, headers });
+}

@@ -11,16 +11,33 @@ import { handle, ok, readJson } from '../_lib/http';
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
-const ChatBody = z.object({
-  agentId: z.string().trim().min(1, 'agentId is required').max(200),
-  projectId: z.string().trim().min(1, 'projectId must not be empty').max(200).optional(),
-  message: z
-    .string()
-    .max(20_000, 'message must be at most 20,000 characters')
-    .refine((m) => m.trim().length > 0, 'message must not be empty'),
-  conversationId: z.string().min(1).max(200).optional(),
-  stream: z.boolean().optional(),
-});
+const Message = z
+  .string({ error: (issue) => (issue.input === undefined ? 'message is required' : 'message must be a string') })
+  .max(20_000, 'message must be at most 20,000 characters')
+  .refine((m) => m.trim().length > 0, 'message must not be empty');
+
+const ChatBody = z
+  .object({
+    agentId: z.string().trim().min(1, 'agentId is required').max(200),
+    projectId: z.string().trim().min(1, 'projectId must not be empty').max(200).optional(),
+    // Checked below: a regenerate answers the stored message and ignores this one.
+    message: z.unknown().optional(),
+    conversationId: z.string().min(1).max(200).optional(),
+    stream: z.boolean().optional(),
+    regenerate: z.boolean().optional(),
+    editMessageId: z.string().min(1, 'editMessageId must not be empty').max(200).optional(),
+  })
+  .superRefine((body, ctx) => {
+    if (body.regenerate && body.editMessageId !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['editMessageId'], message: 'editMessageId cannot be combined with regenerate' });
+    }
+    if ((body.regenerate || body.editMessageId !== undefined) && !body.conversationId) {
+      ctx.addIssue({ code: 'custom', path: ['conversationId'], message: `conversationId is required with ${body.regenerate ? 'regenerate' : 'editMessageId'}` });
+    }
+    if (body.regenerate) return;
+    const message = Message.safeParse(body.message);
+    for (const issue of message.success ? [] : message.error.issues) ctx.addIssue({ code: 'custom', path: ['message'], message: issue.message });
+  });
 
 export async function POST(request: Request) {
   return handle('POST /api/chat', request, async () => {
@@ -45,7 +62,13 @@ export async function POST(request: Request) {
     try {
       turn = await startTurn(
         rt,
-        { agentId: body.agentId, message: body.message, conversationId: body.conversationId, ...(body.projectId ? { projectId: body.projectId } : {}) },
+        {
+          agentId: body.agentId,
+          conversationId: body.conversationId,
+          ...(body.regenerate ? { regenerate: true } : { message: body.message as string }),
+          ...(body.editMessageId !== undefined ? { editMessageId: body.editMessageId } : {}),
+          ...(body.projectId ? { projectId: body.projectId } : {}),
+        },
         controller.signal,
       );
     } catch (e) {
@@ -57,12 +80,13 @@ export async function POST(request: Request) {
       const summary = await collectTurn(turn.events).finally(done);
       if (summary.error) {
         return Response.json(
-          { success: false, error: summary.error.message, code: summary.error.code, conversationId: turn.conversationId },
+          { success: false, error: summary.error.message, code: summary.error.code, conversationId: turn.conversationId, userMessageId: turn.userMessageId },
           { status: summary.error.status },
         );
       }
       return ok({
         conversationId: turn.conversationId,
+        userMessageId: turn.userMessageId,
         message: {
           id: turn.messageId,
           role: 'assistant',
@@ -79,8 +103,12 @@ export async function POST(request: Request) {
     const stream = sseBody({
       messageId: turn.messageId,
       conversationId: turn.conversationId,
+      userMessageId: turn.userMessageId,
       events: turn.events,
+      onTextWritten: turn.reportTextSent,
       onCancel: () => controller.abort(),
+      // The client gone is a cancel even where the server never cancels the body.
+      ...(request.signal ? { readerGone: request.signal } : {}),
       onEnd: done,
     });
     return new Response(stream, { status: 200, headers: { ...UI_STREAM_HEADERS } });

@@ -12,6 +12,7 @@ const Query = z.object({
   projectId: z.string().min(1).max(200).optional(),
   limit: z.coerce.number().int().min(1).max(100).optional(),
   cursor: z.string().min(1).max(500).optional(),
+  q: z.string().max(200, 'q must be at most 200 characters').optional(),
 });
 
 export async function GET(request: Request) {
@@ -19,9 +20,12 @@ export async function GET(request: Request) {
     const params = Object.fromEntries(new URL(request.url).searchParams);
     const query = parseWith(Query, params);
     if (query.projectId !== undefined) await projectOr404(query.projectId);
+    // An empty search box lists everything, as no q does.
+    const q = query.q?.trim() || undefined;
     const page = await getRuntime().store.list({
       agentId: query.agentId,
       ...(query.projectId !== undefined ? { projectId: query.projectId } : {}),
+      ...(q !== undefined ? { q } : {}),
       limit: query.limit ?? 20,
       cursor: query.cursor,
     });

@@ -1,4 +1,5 @@
 import { getRuntime } from '@/lib/runtime';
+import { scriptCapabilities } from '@/lib/scripts';
 import { handle, ok } from '../_lib/http';
 
 export const dynamic = 'force-dynamic';
@@ -7,6 +8,12 @@ export const runtime = 'nodejs';
 export async function GET(request: Request) {
   return handle('GET /api/health', request, async () => {
     const { config } = getRuntime();
-    return ok({ status: 'ok', llm: { configured: config.llm.configured, model: config.llm.model } });
+    // Probed once per process (a missing piece is asked again after a while), so this stays cheap.
+    const caps = await scriptCapabilities(config.scripts);
+    return ok({
+      status: 'ok',
+      llm: { configured: config.llm.configured, model: config.llm.model },
+      capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
+    });
   });
 }

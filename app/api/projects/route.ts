@@ -14,6 +14,12 @@ const NewProjectBody = z.object({
   documentLanguage: z.string().trim().min(1).max(40).optional(),
 });
 
+/**
+ * Every project with the problems reading its install finds (manifests, module configs, the
+ * settings file): a few stats and small reads each, so the list stays fast however many projects
+ * there are. The doctor's full diagnosis loads every workflow of a project and is in
+ * GET /api/projects/:id only.
+ */
 export async function GET(request: Request) {
   return handle('GET /api/projects', request, async () => {
     const { projects } = getRuntime();

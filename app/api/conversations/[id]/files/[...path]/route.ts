@@ -1,8 +1,7 @@
-import { getRuntime } from '@/lib/runtime';
-import { outputRootOf } from '@/lib/outputs';
 import { readOutputFile } from '@/lib/outputs';
-import { handle } from '../../../../_lib/http';
-import { conversationOr404 } from '../../../../_lib/conversations';
+import { AppError } from '@/lib/errors';
+import { fileResponse, handle } from '../../../../_lib/http';
+import { conversationOr404, filesRootOf } from '../../../../_lib/conversations';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -10,17 +9,10 @@ export const runtime = 'nodejs';
 export async function GET(request: Request, { params }: { params: Promise<{ id: string; path: string[] }> }) {
   return handle('GET /api/conversations/:id/files/*', request, async () => {
     const { id, path } = await params;
-    await conversationOr404(id);
+    const root = await filesRootOf(await conversationOr404(id));
+    if (!root) throw new AppError('E_FILE_NOT_FOUND', `No output file "${path.join('/')}".`);
     // Segments arrive URL-decoded; they are joined and checked by the sandbox as one relative path.
-    const file = await readOutputFile(outputRootOf(getRuntime().config, id), path.join('/'));
-    const download = new URL(request.url).searchParams.get('download') === '1';
-    const headers: Record<string, string> = {
-      'content-type': file.contentType,
-      'content-length': String(file.content.byteLength),
-      'x-content-type-options': 'nosniff',
-      'cache-control': 'no-store',
-    };
-    if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
-    return new Response(new Uint8Array(file.content), { status: 200, headers });
+    const file = await readOutputFile(root, path.join('/'));
+    return fileResponse(file, new URL(request.url).searchParams.get('download') === '1');
   });
 }

@@ -1,21 +1,10 @@
 import { getRuntime } from '@/lib/runtime';
 import { projectDocuments } from '@/lib/projects';
-import { handle, ok } from '../../../../_lib/http';
+import { fileResponse, handle, ok } from '../../../../_lib/http';
 import { projectOr404 } from '../../../../_lib/projects';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
-
-function fileResponse(file: { name: string; content: Buffer; contentType: string }, download: boolean): Response {
-  const headers: Record<string, string> = {
-    'content-type': file.contentType,
-    'content-length': String(file.content.byteLength),
-    'x-content-type-options': 'nosniff',
-    'cache-control': 'no-store',
-  };
-  if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
-  return new Response(new Uint8Array(file.content), { status: 200, headers });
-}
 
 /** The document (`?download=1`), its versions (`?versions`), one version (`?version=V`) or a diff (`?diff=V`). */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string; path: string[] }> }) {

@@ -1,0 +1,32 @@
+import { z } from 'zod';
+import { getRuntime } from '@/lib/runtime';
+import { toDetailView } from '@/lib/chat/views';
+import { conversationMarkdown, exportFileName } from '@/lib/chat/export';
+import { handle, parseWith } from '../../../_lib/http';
+import { conversationOr404 } from '../../../_lib/conversations';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+const Query = z.object({ format: z.enum(['md', 'json'], { error: 'format must be md or json' }).optional() });
+
+/** The conversation as a file to keep: markdown to read, or the detail view as JSON. */
+export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
+  return handle('GET /api/conversations/:id/export', request, async () => {
+    const { id } = await params;
+    const { format = 'md' } = parseWith(Query, Object.fromEntries(new URL(request.url).searchParams));
+    const conversation = await conversationOr404(id);
+    const history = await getRuntime().store.messages(id);
+    const body = format === 'md' ? conversationMarkdown(conversation, history) : `${JSON.stringify(toDetailView(conversation, history), null, 2)}\n`;
+    const name = exportFileName(conversation, format);
+    return new Response(body, {
+      status: 200,
+      headers: {
+        'content-type': format === 'md' ? 'text/markdown; charset=utf-8' : 'application/json; charset=utf-8',
+        'content-disposition': `attachment; filename="${name}"; filename*=UTF-8''${encodeURIComponent(name)}`,
+        'x-content-type-options': 'nosniff',
+        'cache-control': 'no-store',
+      },
+    });
+  });
+}

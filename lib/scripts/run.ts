@@ -1,0 +1,124 @@
+import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import type { RunCgroup } from './cgroup';
+import { bwrapArgs, type SandboxSpec } from './sandbox';
+
+export interface RunOptions {
+  bwrap: string;
+  spec: SandboxSpec;
+  timeoutMs: number;
+  /** stdout and stderr kept together at most; the rest is counted and dropped. */
+  maxOutputBytes: number;
+  cgroup?: RunCgroup | null;
+  signal?: AbortSignal;
+}
+
+export interface RunOutcome {
+  exitCode: number | null;
+  /** The signal that ended the sandbox, if one did. */
+  signal: string | null;
+  timedOut: boolean;
+  aborted: boolean;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  /** Everything the script printed, kept or not. */
+  outputBytes: number;
+  durationMs: number;
+  /** What the bootstrap wrote on fd 3 (see pep723.ts); empty when it never got that far. */
+  report: string;
+  /** The sandbox could not be started at all. */
+  spawnError?: string;
+}
+
+/**
+ * Enters the run's cgroups and becomes bwrap, so everything the script starts is counted from its
+ * first instruction on: no window in which a fork escapes the limits.
+ */
+const ENTER_CGROUPS = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+
+/** After the sandbox exits, how long its pipes may stay open before they are cut. */
+const CLOSE_GRACE_MS = 2_000;
+
+export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
+  const args = bwrapArgs(opts.spec);
+  const [file, argv] = opts.cgroup?.procsFiles.length
+    ? ['/bin/sh', ['-c', ENTER_CGROUPS, 'sh', ...opts.cgroup.procsFiles, '--', opts.bwrap, ...args]]
+    : [opts.bwrap, args];
+  const started = performance.now();
+  return new Promise((resolve) => {
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    const report: Buffer[] = [];
+    let kept = 0;
+    let seen = 0;
+    let timedOut = false;
+    let aborted = false;
+    let settled = false;
+    let exit: { code: number | null; signal: string | null } | null = null;
+
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true, env: {} as NodeJS.ProcessEnv });
+
+    const kill = () => {
+      if (child.pid === undefined || exit) return;
+      try {
+        // The whole process group: sh (if any) and bwrap; the sandbox dies with bwrap.
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    };
+    const collect = (sink: Buffer[]) => (chunk: Buffer) => {
+      seen += chunk.length;
+      if (kept >= opts.maxOutputBytes) return;
+      const room = opts.maxOutputBytes - kept;
+      const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      sink.push(part);
+      kept += part.length;
+    };
+    child.stdout?.on('data', collect(out));
+    child.stderr?.on('data', collect(err));
+    (child.stdio[3] as Readable | null)?.on('data', (chunk: Buffer) => {
+      if (report.reduce((n, b) => n + b.length, 0) < 100_000) report.push(chunk);
+    });
+
+    const timer = setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, opts.timeoutMs);
+    const onAbort = () => {
+      aborted = true;
+      kill();
+    };
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    if (opts.signal?.aborted) onAbort();
+
+    const finish = (spawnError?: string) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      for (const s of [child.stdout, child.stderr, child.stdio[3] as Readable | null]) s?.destroy();
+      resolve({
+        exitCode: exit?.code ?? null,
+        signal: exit?.signal ?? null,
+        timedOut,
+        aborted,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+        truncated: seen > kept,
+        outputBytes: seen,
+        durationMs: Math.round(performance.now() - started),
+        report: Buffer.concat(report).toString('utf8'),
+        ...(spawnError ? { spawnError } : {}),
+      });
+    };
+    child.on('error', (e) => finish(e.message));
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      // The sandbox is gone; a pipe still held open past this is cut rather than waited on.
+      setTimeout(() => finish(), CLOSE_GRACE_MS).unref();
+    });
+    child.on('close', () => finish());
+  });
+}

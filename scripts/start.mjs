@@ -1,0 +1,55 @@
+#!/usr/bin/env node
+/**
+ * `npm start` and `npm run dev`:  node scripts/start.mjs start|dev [--dry-run] [more next options]
+ *
+ * `next start` reads PORT from the environment before it loads .env files, so a PORT in
+ * .env.local was ignored, and it listens on every interface. This loads .env* first with Next's
+ * own loader (the same files and precedence Next uses), then runs Next in this process with
+ * -p $PORT -H $HOST: port 3000 and host 127.0.0.1 unless set. Listening elsewhere (HOST=0.0.0.0)
+ * is an explicit choice: the app has no authentication.
+ *
+ * Plain JavaScript with no dependency outside `next`, so it runs where only production
+ * dependencies are installed. --dry-run prints the Next command line instead of running it.
+ */
+import { createRequire } from 'node:module';
+import path from 'node:path';
+
+const require = createRequire(import.meta.url);
+const [mode, ...rest] = process.argv.slice(2);
+const dryRun = rest.includes('--dry-run');
+const passThrough = rest.filter((a) => a !== '--dry-run');
+
+if (mode !== 'start' && mode !== 'dev') {
+  process.stderr.write('usage: node scripts/start.mjs start|dev [--dry-run] [next options]\n');
+  process.exit(2);
+}
+
+const nextDir = path.dirname(require.resolve('next/package.json'));
+// @next/env is Next's own dependency: resolved from Next's folder, it is the very loader Next uses
+// whatever layout npm chose for node_modules.
+const { loadEnvConfig } = require(require.resolve('@next/env', { paths: [nextDir] }));
+loadEnvConfig(process.cwd(), mode === 'dev', { info: () => undefined, error: (...a) => console.error(...a) });
+
+const port = (process.env.PORT ?? '').trim() || '3000';
+if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
+  process.stderr.write(`PORT must be a port number (0-65535), not "${port}".\n`);
+  process.exit(2);
+}
+const host = (process.env.HOST ?? '').trim() || '127.0.0.1';
+const loopback = host === 'localhost' || host === '::1' || /^127\./.test(host);
+if (!loopback) {
+  process.stderr.write(
+    `Listening on ${host}:${port}. There is no authentication: anyone who reaches this port can read every ` +
+      'conversation and the audit log, and run agents. Put a proxy with authentication in front.\n',
+  );
+}
+
+// Ours first, so options given on the command line (npm start -- -p 4000) still win.
+const args = [mode, '-p', port, '-H', host, ...passThrough];
+if (dryRun) {
+  process.stdout.write(`next ${args.join(' ')}\n`);
+  process.exit(0);
+}
+const bin = path.join(nextDir, 'dist', 'bin', 'next');
+process.argv = [process.argv[0], bin, ...args];
+require(bin);

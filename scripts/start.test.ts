@@ -1,0 +1,55 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const SCRIPT = path.resolve(__dirname, 'start.mjs');
+
+let dir: string;
+beforeEach(async () => {
+  dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-start-'));
+});
+afterEach(async () => {
+  await fs.rm(dir, { recursive: true, force: true });
+});
+
+/** The Next command line `npm start` would run in `dir`, and what it says on stderr. */
+async function planned(args: string[], env: Record<string, string> = {}) {
+  const { stdout, stderr } = await run(process.execPath, [SCRIPT, ...args, '--dry-run'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', ...env } as unknown as NodeJS.ProcessEnv,
+  });
+  return { command: stdout.trim(), stderr };
+}
+
+it('binds to 127.0.0.1:3000 unless told otherwise', async () => {
+  expect((await planned(['start'])).command).toBe('next start -p 3000 -H 127.0.0.1');
+  expect((await planned(['dev'])).command).toBe('next dev -p 3000 -H 127.0.0.1');
+});
+
+it('takes PORT and HOST from .env.local and .env, as Next orders them, and the environment first', async () => {
+  await fs.writeFile(path.join(dir, '.env'), 'PORT=4000\nHOST=127.0.0.2\n');
+  expect((await planned(['start'])).command).toBe('next start -p 4000 -H 127.0.0.2');
+  await fs.writeFile(path.join(dir, '.env.local'), 'PORT=4123\n');
+  expect((await planned(['start'])).command).toBe('next start -p 4123 -H 127.0.0.2');
+  expect((await planned(['start'], { PORT: '5000' })).command).toBe('next start -p 5000 -H 127.0.0.2');
+  await fs.writeFile(path.join(dir, '.env.development.local'), 'PORT=4567\n');
+  expect((await planned(['dev'])).command).toBe('next dev -p 4567 -H 127.0.0.2');
+  expect((await planned(['start'])).command).toBe('next start -p 4123 -H 127.0.0.2');
+});
+
+it('warns that there is no authentication when listening beyond loopback', async () => {
+  await fs.writeFile(path.join(dir, '.env.local'), 'HOST=0.0.0.0\n');
+  const { command, stderr } = await planned(['start', '--keepAliveTimeout', '5000']);
+  expect(command).toBe('next start -p 3000 -H 0.0.0.0 --keepAliveTimeout 5000');
+  expect(stderr).toMatch(/no authentication/);
+  expect((await planned(['start'])).stderr).toMatch(/0\.0\.0\.0:3000/);
+  expect((await planned(['start'], { HOST: '127.0.0.1' })).stderr).toBe('');
+});
+
+it('refuses a PORT that is not a port', async () => {
+  await expect(planned(['start'], { PORT: 'eighty' })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('PORT must be a port number') });
+  await expect(planned(['serve'])).rejects.toMatchObject({ code: 2 });
+});

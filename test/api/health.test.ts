@@ -1,0 +1,33 @@
+import { existsSync } from 'node:fs';
+import { GET as health } from '@/app/api/health/route';
+import { forgetCapabilities } from '@/lib/scripts';
+import { get, startHarness, type Harness } from './harness';
+
+/** /api/health says what the host can do for the method's scripts, besides the model. */
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+  forgetCapabilities();
+});
+
+const capabilities = async (env: Record<string, string>) => {
+  h = await startHarness(env);
+  const body = await (await health(get('/api/health'))).json();
+  expect(body).toMatchObject({ success: true, data: { status: 'ok', llm: { configured: true } } });
+  return body.data.capabilities;
+};
+
+const hostReady = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/python3');
+
+(hostReady || process.env.CI ? it : it.skip)('scripts and sandbox are on where bubblewrap and python3 are installed', async () => {
+  expect(await capabilities({})).toEqual({ scripts: true, sandbox: true });
+});
+
+it('both are off without bubblewrap', async () => {
+  expect(await capabilities({ SANDBOX_BWRAP: '/nonexistent/bwrap' })).toEqual({ scripts: false, sandbox: false });
+});
+
+(hostReady || process.env.CI ? it : it.skip)('scripts are off without python3, the sandbox still on', async () => {
+  expect(await capabilities({ SCRIPT_PYTHON: '/usr/nonexistent/python3' })).toEqual({ scripts: false, sandbox: true });
+});
