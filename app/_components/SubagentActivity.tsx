@@ -3,6 +3,7 @@
 import { memo } from 'react';
 import type { NestedToolCall, ToolPart } from '../_lib/types';
 import { shortJson, toolLabel } from '../_lib/toolLabels';
+import { ErrorMessage } from './ErrorMessage';
 import { AlertIcon, CheckIcon, Spinner } from './icons';
 import { ToolLabelText } from './ToolLabelText';
 
@@ -73,7 +74,7 @@ export const SubagentActivity = memo(function SubagentActivity({ part }: { part:
         <span className="tool-state">{STATE_TEXT[part.state]}</span>
       </summary>
       <div className="tool-body">
-        {part.state === 'failed' && part.errorText ? <p className="tool-error">{part.errorText}</p> : null}
+        {part.state === 'failed' && part.errorText ? <ErrorMessage className="tool-error" message={part.errorText} code={part.errorCode} /> : null}
         {calls.length ? (
           <ol className="subagent-calls" aria-label="Subagent tool calls">
             {calls.map((c) => {
