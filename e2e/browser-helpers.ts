@@ -75,3 +75,54 @@ export async function waitForText(locator: Locator, text: string, timeoutMs = 15
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: string[];
+}
+
+let axeSource: string | null = null;
+
+/**
+ * axe-core's default rule set (no tag filter) on the page as it is; injected from the package,
+ * so no network. Returns the violations, each with the elements that fail it.
+ */
+export async function axeViolations(page: Page): Promise<AxeViolation[]> {
+  axeSource ??= await fs.readFile(require.resolve('axe-core/axe.min.js'), 'utf8');
+  if (!(await page.evaluate(() => 'axe' in window))) await page.addScriptTag({ content: axeSource });
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run: (ctx: Document, opts: object) => Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[]; failureSummary?: string }> }> }> } }).axe;
+    const result = await axe.run(document, { resultTypes: ['violations'] });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => `${n.target.join(' ')} :: ${(n.failureSummary ?? '').replace(/\s+/g, ' ').slice(0, 300)}`),
+    }));
+  });
+}
+
+/**
+ * Every visible, enabled control smaller than `min` px either way. Links inside running text are
+ * left out: WCAG's target-size rule exempts targets in a sentence, and they cannot grow there.
+ */
+export async function smallTapTargets(page: Page, min = 44): Promise<string[]> {
+  return page.evaluate((min) => {
+    const out: string[] = [];
+    for (const el of document.querySelectorAll<HTMLElement>('button, a[href], input:not([type="hidden"]), select, textarea, summary')) {
+      if ((el as HTMLButtonElement).disabled) continue;
+      const style = getComputedStyle(el);
+      if (style.visibility === 'hidden' || style.display === 'none') continue;
+      const r = el.getBoundingClientRect();
+      if (r.width === 0 || r.height === 0) continue;
+      if (el.tagName === 'A' && el.closest('.markdown p, .markdown li, .markdown td, .markdown th, .notice p, .workspace-meta')) continue;
+      if (r.width < min - 0.5 || r.height < min - 0.5) {
+        const name = (el.getAttribute('aria-label') || el.textContent || el.getAttribute('placeholder') || '').trim().slice(0, 40);
+        out.push(`${el.tagName.toLowerCase()}${el.className ? `.${String(el.className).split(/\s+/).join('.')}` : ''} “${name}” ${Math.round(r.width)}×${Math.round(r.height)}`);
+      }
+    }
+    return out;
+  }, min);
+}

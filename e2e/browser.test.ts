@@ -126,9 +126,9 @@ describe('with a scripted model', () => {
       }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
     });
 
-    // Clicking the *plan chip sends it: the workflow runs before the first model call.
-    const chip = page.getByTestId('command-chip').filter({ hasText: /^\*plan$/ });
-    await chip.click();
+    // Clicking the *plan command card sends it: the workflow runs before the first model call.
+    const card = page.getByTestId('command-card').filter({ has: page.locator('.command-card-name', { hasText: /^\*plan$/ }) });
+    await card.click();
     await waitForText(page.getByTestId('message-user'), '*plan');
     const workflow = page.locator('[data-testid="tool-activity"][data-tool="execute_workflow"]');
     await workflow.waitFor();

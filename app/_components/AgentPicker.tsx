@@ -2,6 +2,7 @@
 
 import { useId, useState } from 'react';
 import type { AgentSummary, ProjectView } from '@/types/api';
+import { Avatar } from './Avatar';
 import { NewProjectDialog } from './NewProjectDialog';
 import { PlusIcon, RefreshIcon, Spinner } from './icons';
 
@@ -159,9 +160,7 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
             {list.map((a) => (
               <li key={a.id}>
                 <button type="button" className="agent-card" data-testid="agent-card" data-agent-id={a.id} onClick={() => onPick(a)}>
-                  <span className="agent-icon" aria-hidden="true">
-                    {a.icon || '🤖'}
-                  </span>
+                  <Avatar icon={a.icon} name={a.name} className="agent-icon" />
                   <span className="agent-text">
                     <span className="agent-name">{a.name}</span>
                     <span className="agent-title">{a.title}</span>

@@ -108,3 +108,87 @@ describe('App with projects', () => {
     await waitFor(() => expect(urls).toContain('/api/agents?projectId=beta'));
   });
 });
+
+describe('App: chat screen', () => {
+  const conv0 = {
+    ...summary('c-0'),
+    messages: [
+      { id: 'u1', role: 'user', content: 'Write it', timestamp: 't' },
+      {
+        id: 'a1',
+        role: 'assistant',
+        content: 'Saved.',
+        timestamp: 't',
+        functionCalls: [{ id: 'w', name: 'save_output', arguments: { file_path: '{output_folder}/brief.md' }, result: { ok: true, path: '{output_folder}/brief.md', bytes_written: 7 } }],
+      },
+    ],
+    usage: { promptTokens: 0, completionTokens: 0 },
+  };
+  let fileCount: number;
+
+  beforeEach(() => {
+    fileCount = 1;
+    const base = (globalThis as unknown as { fetch: jest.Mock }).fetch.getMockImplementation()!;
+    (globalThis as { fetch?: unknown }).fetch = jest.fn(async (url: string, init?: RequestInit) => {
+      urls.push(url);
+      if (url === '/api/conversations/c-0') return ok(conv0);
+      if (url === '/api/conversations/c-0/files') {
+        const files = Array.from({ length: fileCount }, (_, i) => ({ path: `f${i}.md`, name: `f${i}.md`, type: 'file', size: 3, modifiedAt: 't' }));
+        return ok({ files });
+      }
+      if (url === '/api/conversations/c-0/files/brief.md') return { ok: true, status: 200, headers: { get: () => 'text/markdown' }, text: async () => '# Brief\n\nFirst draft.' };
+      if (url === '/api/models') return ok([{ name: 'fast', model: 'a' }, { name: 'deep', model: 'b' }]);
+      return base(url, init);
+    });
+  });
+
+  it('names the outputs button by its content, with the right plural, and labels both side panels', async () => {
+    at('/?c=c-0');
+    render(<App />);
+    const toggle = await screen.findByTestId('outputs-toggle');
+    await waitFor(() => expect(toggle).toHaveAccessibleName('Show outputs, 1 file'));
+    expect(toggle).not.toHaveAttribute('aria-label');
+    expect(screen.getByRole('complementary', { name: 'Conversation list' })).toBeInTheDocument();
+    expect(document.getElementById('outputs')).toHaveAttribute('aria-label', 'Outputs');
+    expect(screen.getByRole('heading', { level: 1 })).toHaveTextContent('Talk c-0 — Maya');
+  });
+
+  it('says "2 files" for two', async () => {
+    fileCount = 2;
+    at('/?c=c-0');
+    render(<App />);
+    const toggle = await screen.findByTestId('outputs-toggle');
+    await waitFor(() => expect(toggle).toHaveAccessibleName('Show outputs, 2 files'));
+  });
+
+  it('offers the export of the conversation as Markdown and JSON', async () => {
+    at('/?c=c-0');
+    render(<App />);
+    const menu = await screen.findByTestId('export-menu');
+    expect(within(menu).getByRole('link', { name: 'Markdown (.md)' })).toHaveAttribute('href', '/api/conversations/c-0/export?format=md');
+    expect(within(menu).getByRole('link', { name: 'JSON (.json)' })).toHaveAttribute('href', '/api/conversations/c-0/export?format=json');
+    const user = userEvent.setup();
+    await user.click(within(menu).getByLabelText('Export conversation'));
+    expect(menu).toHaveAttribute('open');
+    await user.keyboard('{Escape}');
+    expect(menu).not.toHaveAttribute('open');
+    await user.click(within(menu).getByLabelText('Export conversation'));
+    await user.click(document.body);
+    expect(menu).not.toHaveAttribute('open');
+  });
+
+  it('opens a written file from its tool card, and offers the model picker when there is a choice', async () => {
+    at('/?c=c-0');
+    const user = userEvent.setup();
+    render(<App />);
+    await user.click(await screen.findByRole('button', { name: 'Open brief.md' }));
+    const panel = await screen.findByTestId('document-panel');
+    expect(panel).toHaveAttribute('data-path', 'brief.md');
+    await waitFor(() => expect(within(panel).getByRole('heading', { name: 'Brief' })).toBeInTheDocument());
+    // Narrow (jsdom has no media queries): a dialog over the chat.
+    expect(panel).toHaveAttribute('role', 'dialog');
+    await user.keyboard('{Escape}');
+    expect(screen.queryByTestId('document-panel')).toBeNull();
+    expect(screen.getByRole('combobox', { name: 'Model' })).toBeInTheDocument();
+  });
+});

@@ -1,15 +1,20 @@
 'use client';
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { AgentSummary, ConversationDetail, HealthData, ProjectView } from '@/types/api';
-import { ApiError, api } from '../_lib/api';
+import type { AgentSummary, HealthData, ProjectView } from '@/types/api';
+import { ApiError, api, fileUrl, projectFileUrl } from '../_lib/api';
+import { outputRelativePath } from '../_lib/documents';
+import { plural } from '../_lib/format';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
-import type { WithProject } from '../_lib/types';
+import type { DetailView, ModelProfile } from '../_lib/types';
 import { AgentPicker } from './AgentPicker';
+import { Avatar } from './Avatar';
 import { ChatView } from './ChatView';
+import { DocumentPanel } from './DocumentPanel';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
 import { Sidebar } from './Sidebar';
+import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
 
 const WIDE = '(min-width: 1100px)';
@@ -39,6 +44,10 @@ export function App() {
   const [listVersion, setListVersion] = useState(0);
   const [outputsVersion, setOutputsVersion] = useState(0);
   const [outputsCount, setOutputsCount] = useState(0);
+  const [models, setModels] = useState<ModelProfile[]>([]);
+  const [wide, setWide] = useState(false);
+  /** The document open beside (or over) the chat; it follows the agent's writes while open. */
+  const [doc, setDoc] = useState<{ path: string; version: number } | null>(null);
 
   const loadAgents = useCallback(async (projectId: string | null, signal?: AbortSignal) => {
     const key = projectId ?? '';
@@ -69,8 +78,12 @@ export function App() {
     setRoute(parseRoute(window.location.search));
     const wide = window.matchMedia?.(WIDE);
     setOutputsOpen(wide?.matches ?? false);
+    setWide(wide?.matches ?? false);
     // Crossing the breakpoint: wide layouts show outputs beside the chat, narrow ones as an overlay.
-    const onWide = (e: MediaQueryListEvent) => setOutputsOpen(e.matches);
+    const onWide = (e: MediaQueryListEvent) => {
+      setOutputsOpen(e.matches);
+      setWide(e.matches);
+    };
     wide?.addEventListener?.('change', onWide);
     const onPop = () => {
       setRoute(parseRoute(window.location.search));
@@ -80,6 +93,8 @@ export function App() {
     window.addEventListener('popstate', onPop);
     void loadProjects();
     api.health().then(setHealth, () => setHealth(null));
+    // A server without model profiles has nothing to choose from: no picker.
+    api.models().then(setModels, () => setModels([]));
     return () => {
       window.removeEventListener('popstate', onPop);
       wide?.removeEventListener?.('change', onWide);
@@ -109,6 +124,7 @@ export function App() {
     setSessionKey((k) => k + 1);
     setDetailAgentId(null);
     setSidebarOpen(false);
+    setDoc(null);
   }, []);
 
   const routeRef = useRef(route);
@@ -123,7 +139,7 @@ export function App() {
     setListVersion((v) => v + 1);
   }, []);
 
-  const onDetailLoaded = useCallback((d: WithProject<ConversationDetail>) => {
+  const onDetailLoaded = useCallback((d: DetailView) => {
     setDetailAgentId(d.agentId);
     // A project's conversation opened without its project (an old link, the full list): restore it
     // in place, so the open view keeps its state and the URL reloads into the right project.
@@ -137,7 +153,25 @@ export function App() {
 
   const workIn = useCallback((id: string | null) => navigate({ kind: 'picker', ...(id ? { projectId: id } : {}) }), [navigate]);
   const inProject = (id: string | null | undefined) => (id ? { projectId: id } : {});
-  const onOutputsChanged = useCallback(() => setOutputsVersion((v) => v + 1), []);
+  const outputFolder = project?.outputFolder ?? null;
+  const relativeOf = useCallback((virtualPath: string) => outputRelativePath(virtualPath, outputFolder), [outputFolder]);
+  const canOpenFile = useCallback((virtualPath: string) => relativeOf(virtualPath) !== null, [relativeOf]);
+  const onOpenFile = useCallback(
+    (virtualPath: string) => {
+      const path = relativeOf(virtualPath);
+      if (path) setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }));
+    },
+    [relativeOf],
+  );
+  const onOutputsChanged = useCallback(
+    (virtualPath?: string) => {
+      setOutputsVersion((v) => v + 1);
+      // An open document follows the agent: the file it just wrote comes up, read anew.
+      const path = virtualPath ? relativeOf(virtualPath) : null;
+      setDoc((d) => (d ? { path: path ?? d.path, version: d.version + 1 } : d));
+    },
+    [relativeOf],
+  );
   const onTurnEnd = useCallback(() => {
     setOutputsVersion((v) => v + 1);
     setListVersion((v) => v + 1);
@@ -166,13 +200,19 @@ export function App() {
 
   const newAgentUnknown = route?.kind === 'new' && !agentsLoading && !agent;
   const showOutputs = !!route && (route.kind !== 'picker' || !!projectId);
+  const docConversation = conversationId;
+  const openDoc = doc && (projectId || docConversation) ? doc : null;
+  const docUrl = (download: boolean) =>
+    openDoc ? (projectId ? projectFileUrl(projectId, openDoc.path, { download }) : fileUrl(docConversation!, openDoc.path, download)) : '';
+  const docked = !!openDoc && wide;
+  const outputsWord = projectId ? 'documents' : 'outputs';
 
   return (
-    <div className="app" data-sidebar-open={sidebarOpen} data-outputs-open={outputsOpen}>
+    <div className="app" data-sidebar-open={sidebarOpen} data-outputs-open={outputsOpen} data-doc-open={docked ? 'true' : undefined}>
       <a className="skip-link" href="#main">
         Skip to conversation
       </a>
-      <aside id="sidebar" className="sidebar">
+      <aside id="sidebar" className="sidebar" aria-label="Conversation list">
         <Sidebar
           currentId={conversationId}
           projectId={projectId}
@@ -204,9 +244,7 @@ export function App() {
           <div className="topbar-title">
             {agent && route?.kind !== 'picker' ? (
               <>
-                <span className="topbar-icon" aria-hidden="true">
-                  {agent.icon || '🤖'}
-                </span>
+                <Avatar icon={agent.icon} name={agent.name} className="topbar-icon" />
                 <span className="topbar-text">
                   <span className="topbar-name">{agent.name}</span>
                   <span className="topbar-sub">
@@ -222,18 +260,30 @@ export function App() {
               </span>
             )}
           </div>
+          {conversationId ? (
+            <ExportMenu conversationId={conversationId} />
+          ) : null}
           {showOutputs ? (
             <button
               type="button"
               className="icon-button outputs-toggle"
-              aria-label={`${outputsOpen ? 'Hide' : 'Show'} ${projectId ? 'documents' : 'outputs'}${!outputsOpen && outputsCount ? ` (${outputsCount} files)` : ''}`}
               aria-controls="outputs"
               aria-expanded={outputsOpen}
               onClick={() => setOutputsOpen((o) => !o)}
               data-testid="outputs-toggle"
             >
               <FilesIcon />
-              {outputsCount > 0 ? <span className="badge" aria-hidden="true">{outputsCount}</span> : null}
+              {/* The name is the content, so the badge's number is part of what is read out. */}
+              <span className="visually-hidden">
+                {outputsOpen ? 'Hide' : 'Show'} {outputsWord}
+                {outputsCount > 0 ? ', ' : ''}
+              </span>
+              {outputsCount > 0 ? (
+                <span className="badge">
+                  {outputsCount}
+                  <span className="visually-hidden">{plural(outputsCount, 'file').replace(/^[\d,]+/, '')}</span>
+                </span>
+              ) : null}
             </button>
           ) : null}
         </header>
@@ -265,6 +315,9 @@ export function App() {
           ) : (
             <ChatView
               key={sessionKey}
+              models={models}
+              onOpenFile={onOpenFile}
+              canOpenFile={canOpenFile}
               conversationId={route.kind === 'conversation' ? route.id : null}
               agentId={route.kind === 'new' ? route.agentId : null}
               projectId={projectId}
@@ -279,8 +332,19 @@ export function App() {
         </main>
       </div>
       {outputsOpen && showOutputs ? <div className="scrim scrim-outputs" onClick={() => setOutputsOpen(false)} aria-hidden="true" /> : null}
+      {openDoc ? (
+        <DocumentPanel
+          key={`${docked}`}
+          path={openDoc.path}
+          url={docUrl(false)}
+          downloadUrl={docUrl(true)}
+          version={openDoc.version}
+          docked={docked}
+          onClose={() => setDoc(null)}
+        />
+      ) : null}
       {showOutputs ? (
-        <aside id="outputs" className="outputs" hidden={!outputsOpen}>
+        <aside id="outputs" className="outputs" hidden={!outputsOpen} aria-label={projectId ? 'Project documents' : 'Outputs'}>
           <OutputsPanel
             conversationId={conversationId}
             projectId={projectId}

@@ -81,8 +81,12 @@ let lives: Live[];
 let chatBodies: Array<Record<string, unknown>>;
 let fetchMock: jest.Mock;
 let chatReply: (init: RequestInit) => unknown;
+let details: Record<string, unknown>;
+let patches: Array<{ url: string; body: unknown }>;
 
 beforeEach(() => {
+  details = {};
+  patches = [];
   lives = [];
   chatBodies = [];
   chatReply = (init) => {
@@ -95,7 +99,13 @@ beforeEach(() => {
       chatBodies.push(JSON.parse(String(init.body)));
       return chatReply(init);
     }
+    if (init.method === 'PATCH') {
+      patches.push({ url, body: JSON.parse(String(init.body)) });
+      return jsonResponse(200, { success: true, data: {} });
+    }
     if (url.startsWith('/api/conversations/conv-9')) return jsonResponse(200, { success: true, data: detail });
+    const extra = details[url.replace('/api/conversations/', '')];
+    if (extra) return jsonResponse(200, { success: true, data: extra });
     return jsonResponse(404, { success: false, error: 'not found', code: 'E_NOT_FOUND' });
   });
   (globalThis as { fetch?: unknown }).fetch = fetchMock;
@@ -137,14 +147,16 @@ const detail: ConversationDetail = {
 };
 
 describe('ChatView', () => {
-  it('opens with the greeting and command chips; a chip sends the command and the answer streams in', async () => {
+  it('opens with the greeting and command cards; a card sends the command and the answer streams in', async () => {
     const user = userEvent.setup();
     const h = renderChat();
     expect(screen.getByTestId('message-greeting')).toHaveTextContent('Hello, I am Mary. Pick a command.');
-    const chips = screen.getAllByTestId('command-chip');
-    expect(chips.map((c) => c.textContent)).toEqual(['*plan', '*help']);
+    // An empty chat shows each command with its description, in plain sight rather than a tooltip.
+    const cards = screen.getAllByTestId('command-card');
+    expect(cards.map((c) => c.textContent)).toEqual(['*planCreate a product brief', '*helpShow the menu']);
+    expect(screen.queryByTestId('command-chip')).toBeNull();
 
-    await user.click(chips[0]);
+    await user.click(cards[0]);
     expect(chatBodies[0]).toEqual({ agentId: 'analyst', message: '*plan', stream: true });
     const log = screen.getByRole('log');
     expect(log).toHaveAttribute('aria-busy', 'true');
@@ -234,7 +246,7 @@ describe('ChatView', () => {
     await screen.findByTestId('message-user');
     expect(h.onDetailLoaded).toHaveBeenCalledWith(expect.objectContaining({ id: 'conv-9' }));
     const tool = screen.getByTestId('tool-activity');
-    expect(tool).toHaveTextContent('Running workflow {bundle-root}/workflows/plan/workflow.yaml');
+    expect(screen.getByTestId('tool-label')).toHaveTextContent('Ran workflow plan');
     expect(tool).toHaveAttribute('data-state', 'done');
     expect(screen.getByTestId('message-assistant')).toHaveTextContent('Here is the brief.');
     await waitFor(() => expect(screen.getByTestId('composer-input')).toHaveFocus());
@@ -260,5 +272,282 @@ describe('ChatView', () => {
   it('in a project without that agent, the composer stays off', () => {
     renderChat({ projectId: 'acme', agents: [agent] });
     expect(screen.getByTestId('composer-input')).toBeDisabled();
+  });
+});
+
+/** Ends the current live stream with these chunks. */
+async function finish(live: Live, chunks: Record<string, unknown>[]) {
+  await act(async () => {
+    live.push(sse(chunks) + 'data: [DONE]\n\n');
+    live.close();
+  });
+}
+
+const answer = (conversationId: string, text: string, extra: Record<string, unknown>[] = []) => [
+  { type: 'start' },
+  { type: 'data-conversation', data: { conversationId } },
+  { type: 'text-start', id: 't' },
+  { type: 'text-delta', id: 't', delta: text },
+  { type: 'text-end', id: 't' },
+  ...extra,
+  { type: 'data-stop', data: { stopReason: 'stop' } },
+  { type: 'finish' },
+];
+
+const storedDetail = (id: string, extra: Record<string, unknown> = {}) => ({
+  ...detail,
+  id,
+  messages: [
+    { id: 'u1', role: 'user', content: 'First question', timestamp: '2025-01-01T00:00:00Z' },
+    { id: 'a1', role: 'assistant', content: 'First answer', timestamp: '2025-01-01T00:00:01Z' },
+    { id: 'u2', role: 'user', content: 'Second question', timestamp: '2025-01-01T00:00:02Z' },
+    { id: 'a2', role: 'assistant', content: 'Second answer', timestamp: '2025-01-01T00:00:03Z' },
+  ],
+  ...extra,
+});
+
+describe('ChatView: retry, regenerate, edit', () => {
+  it('a first message whose answer fails keeps the message once; Retry regenerates instead of sending it again', async () => {
+    const user = userEvent.setup();
+    const h = renderChat();
+    await user.type(screen.getByTestId('composer-input'), 'My first message{Enter}');
+    await finish(lives[0], [{ type: 'start' }, { type: 'data-conversation', data: { conversationId: 'c-new' } }, { type: 'error', errorText: 'The model rejected the request.' }]);
+    const alert = await screen.findByTestId('chat-error');
+    expect(alert).toHaveTextContent('The model rejected the request.');
+    expect(h.onConversationCreated).toHaveBeenCalledWith('c-new');
+    expect(screen.getAllByTestId('message-user')).toHaveLength(1);
+
+    await user.click(within(alert).getByTestId('retry-button'));
+    expect(chatBodies[1]).toEqual({ agentId: 'analyst', conversationId: 'c-new', regenerate: true, stream: true });
+    expect(chatBodies[1]).not.toHaveProperty('message');
+    await finish(lives[1], answer('c-new', 'Second time lucky.'));
+    await screen.findByText('Second time lucky.');
+    expect(screen.getAllByTestId('message-user')).toHaveLength(1);
+    expect(screen.getAllByTestId('message-assistant')).toHaveLength(1);
+    expect(screen.queryByTestId('chat-error')).toBeNull();
+  });
+
+  it('a request the server refused (no turn started) is sent again as it was', async () => {
+    chatReply = () => jsonResponse(409, { success: false, error: 'A reply is still running.', code: 'E_CONVERSATION_BUSY' });
+    const user = userEvent.setup();
+    renderChat({ conversationId: 'conv-9', agentId: null });
+    await screen.findByText('Here is the brief.');
+    await user.type(screen.getByTestId('composer-input'), 'again{Enter}');
+    await screen.findByTestId('chat-error');
+    await user.click(screen.getByTestId('retry-button'));
+    await waitFor(() => expect(chatBodies).toHaveLength(2));
+    expect(chatBodies[1]).toMatchObject({ message: 'again', conversationId: 'conv-9' });
+    expect(chatBodies[1]).not.toHaveProperty('regenerate');
+  });
+
+  it('after a connection failure before any answer, asks the server whether it stored the message before retrying', async () => {
+    details['c-12'] = storedDetail('c-12');
+    let failNext = true;
+    chatReply = (init) => {
+      if (failNext) {
+        failNext = false;
+        throw new TypeError('Failed to fetch');
+      }
+      const live = liveBody(init.signal);
+      lives.push(live);
+      return streamResponse(live);
+    };
+    const user = userEvent.setup();
+    renderChat({ conversationId: 'c-12', agentId: null });
+    await screen.findByText('Second answer');
+    await user.type(screen.getByTestId('composer-input'), 'Third question{Enter}');
+    const alert = await screen.findByTestId('chat-error');
+    // The server did store it (the stored conversation ends with it): Retry must not send it again.
+    details['c-12'] = { ...storedDetail('c-12'), messages: [...storedDetail('c-12').messages, { id: 'u3', role: 'user', content: 'Third question', timestamp: 't' }] };
+    await user.click(within(alert).getByTestId('retry-button'));
+    await waitFor(() => expect(chatBodies).toHaveLength(2));
+    expect(chatBodies[1]).toEqual({ agentId: 'analyst', conversationId: 'c-12', regenerate: true, stream: true });
+    expect(screen.getAllByTestId('message-user')).toHaveLength(3);
+  });
+
+  it('shows a stream error as its message with the code apart, whichever way the server words it', async () => {
+    const user = userEvent.setup();
+    renderChat();
+    await user.type(screen.getByTestId('composer-input'), 'x{Enter}');
+    await finish(lives[0], [{ type: 'start' }, { type: 'error', errorText: 'E_LLM_UPSTREAM: Rate limited' }]);
+    const message = within(await screen.findByTestId('chat-error')).getByTestId('error-message');
+    expect(message.firstChild?.textContent).toBe('Rate limited');
+    expect(within(message).getByTestId('error-code')).toHaveTextContent('E_LLM_UPSTREAM');
+  });
+
+  it('regenerates the last answer: the old one goes and the server answers the stored question again', async () => {
+    details['c-2'] = storedDetail('c-2');
+    const user = userEvent.setup();
+    renderChat({ conversationId: 'c-2', agentId: null });
+    await screen.findByText('Second answer');
+    // Only the last answer offers it.
+    expect(screen.getAllByTestId('regenerate')).toHaveLength(1);
+    await user.click(screen.getByTestId('regenerate'));
+    expect(chatBodies[0]).toEqual({ agentId: 'analyst', conversationId: 'c-2', regenerate: true, stream: true });
+    expect(screen.queryByText('Second answer')).toBeNull();
+    await finish(lives[0], answer('c-2', 'A fresh answer'));
+    await screen.findByText('A fresh answer');
+    expect(screen.getAllByTestId('message-user').map((m) => m.querySelector('.msg-bubble')!.textContent)).toEqual(['First question', 'Second question']);
+  });
+
+  it('edits an earlier message: says the later messages go, sends editMessageId, and truncates the view', async () => {
+    details['c-3'] = storedDetail('c-3');
+    const user = userEvent.setup();
+    renderChat({ conversationId: 'c-3', agentId: null });
+    await screen.findByText('Second answer');
+    await user.click(within(screen.getAllByTestId('message-user')[0]).getByTestId('edit-message'));
+    expect(screen.getByTestId('edit-note')).toHaveTextContent('Editing will remove the messages after this one.');
+    const box = screen.getByRole('textbox', { name: 'Edit your message' });
+    expect(box).toHaveValue('First question');
+    expect(box).toHaveAccessibleDescription('Editing will remove the messages after this one.');
+    await user.clear(box);
+    await user.type(box, 'First question, better{Enter}');
+    await waitFor(() => expect(chatBodies).toHaveLength(1));
+    expect(chatBodies[0]).toEqual({ agentId: 'analyst', conversationId: 'c-3', editMessageId: 'u1', message: 'First question, better', stream: true });
+    expect(screen.queryByText('Second question')).toBeNull();
+    expect(screen.queryByText('First answer')).toBeNull();
+    await finish(lives[0], answer('c-3', 'Answer to the edit'));
+    await screen.findByText('Answer to the edit');
+    expect(screen.getAllByTestId('message-user')).toHaveLength(1);
+  });
+
+  it('editing a message sent in this view finds its stored id first', async () => {
+    const user = userEvent.setup();
+    renderChat();
+    await user.type(screen.getByTestId('composer-input'), 'hello{Enter}');
+    await finish(lives[0], answer('c-4', 'Hi.'));
+    details['c-4'] = { ...storedDetail('c-4'), messages: [{ id: 'stored-u1', role: 'user', content: 'hello', timestamp: 't' }, { id: 'stored-a1', role: 'assistant', content: 'Hi.', timestamp: 't' }] };
+    await user.click(within(screen.getByTestId('message-user')).getByTestId('edit-message'));
+    // The last question with its answer: the answer goes too.
+    expect(screen.getByTestId('edit-note')).toBeInTheDocument();
+    await user.type(screen.getByRole('textbox', { name: 'Edit your message' }), ' again{Enter}');
+    await waitFor(() => expect(chatBodies).toHaveLength(2));
+    expect(chatBodies[1]).toMatchObject({ editMessageId: 'stored-u1', message: 'hello again', conversationId: 'c-4' });
+  });
+
+  it('Escape cancels an edit and keeps the message', async () => {
+    details['c-5'] = storedDetail('c-5');
+    const user = userEvent.setup();
+    renderChat({ conversationId: 'c-5', agentId: null });
+    await screen.findByText('Second answer');
+    await user.click(within(screen.getAllByTestId('message-user')[1]).getByTestId('edit-message'));
+    await user.keyboard('{Escape}');
+    expect(screen.queryByTestId('edit-form')).toBeNull();
+    expect(screen.getByText('Second question')).toBeInTheDocument();
+    expect(chatBodies).toHaveLength(0);
+  });
+});
+
+describe('ChatView: what a reload shows', () => {
+  it.each([
+    ['failed', { status: 'failed', lastTurn: { status: 'failed', error: { code: 'E_LLM_UPSTREAM', message: 'Rate limited by the provider' }, at: 't' } }],
+    ['stopped', { status: 'idle', lastTurn: { status: 'stopped', at: 't' } }],
+    ['interrupted', { status: 'interrupted', lastTurn: { status: 'interrupted', at: 't' } }],
+    ['interrupted (older server)', { status: 'interrupted' }],
+  ])('%s', async (kind, extra) => {
+    details['c-6'] = storedDetail('c-6', extra);
+    renderChat({ conversationId: 'c-6', agentId: null });
+    await screen.findByText('Second answer');
+    if (kind === 'failed') {
+      const error = screen.getByTestId('chat-error');
+      expect(within(error).getByTestId('error-message').firstChild?.textContent).toBe('Rate limited by the provider');
+      expect(within(error).getByTestId('error-code')).toHaveTextContent('E_LLM_UPSTREAM');
+      expect(screen.queryByTestId('interrupted-notice')).toBeNull();
+      await userEvent.setup().click(within(error).getByTestId('retry-button'));
+      expect(chatBodies[0]).toEqual({ agentId: 'analyst', conversationId: 'c-6', regenerate: true, stream: true });
+    } else if (kind === 'stopped') {
+      expect(screen.getByTestId('stopped-notice')).toHaveTextContent('Stopped.');
+      expect(screen.queryByTestId('interrupted-notice')).toBeNull();
+      expect(screen.queryByTestId('chat-error')).toBeNull();
+    } else {
+      expect(screen.getByTestId('interrupted-notice')).toHaveTextContent('the server stopped');
+      expect(screen.queryByTestId('stopped-notice')).toBeNull();
+    }
+  });
+});
+
+describe('ChatView: usage, models, status', () => {
+  it('shows the answer\'s token usage and the model that answered, discreetly', async () => {
+    const user = userEvent.setup();
+    renderChat();
+    await user.type(screen.getByTestId('composer-input'), 'hi{Enter}');
+    await finish(lives[0], answer('c-7', 'Hello.', [{ type: 'data-usage', data: { promptTokens: 1200, completionTokens: 34, model: { profile: 'fast', model: 'gpt-4o-mini' } } }]));
+    expect(await screen.findByTestId('answer-tokens')).toHaveTextContent('1,234 tokens');
+    expect(screen.getByTestId('answer-model')).toHaveTextContent('fast');
+  });
+
+  it('reads usage and model per answer from a stored conversation, summing its model calls', async () => {
+    details['c-8'] = {
+      ...detail,
+      id: 'c-8',
+      messages: [
+        { id: 'u1', role: 'user', content: 'q', timestamp: 't' },
+        { id: 'a1', role: 'assistant', content: '', timestamp: 't', functionCalls: [{ id: 'x', name: 'list_files', arguments: {}, result: { ok: true, entries: [] } }], usage: { promptTokens: 1000, completionTokens: 10 }, model: { profile: 'deep', model: 'o3' } },
+        { id: 'a2', role: 'assistant', content: 'Done.', timestamp: 't', usage: { promptTokens: 1100, completionTokens: 90 }, model: { profile: 'deep', model: 'o3' } },
+      ],
+    };
+    renderChat({ conversationId: 'c-8', agentId: null });
+    expect(await screen.findByTestId('answer-tokens')).toHaveTextContent('2,200 tokens');
+    expect(screen.getByTestId('answer-model')).toHaveTextContent('deep');
+    expect(screen.getAllByTestId('message-assistant')).toHaveLength(1);
+  });
+
+  it('hides the model picker with one profile; with more, the choice goes with each message and the conversation remembers it', async () => {
+    const user = userEvent.setup();
+    const { unmount } = render(<ChatView conversationId={null} agentId="analyst" agents={[agent]} models={[{ name: 'default', model: 'm1' }]} onConversationCreated={jest.fn()} onDetailLoaded={jest.fn()} onOutputsChanged={jest.fn()} onTurnEnd={jest.fn()} onNewConversation={jest.fn()} />);
+    expect(screen.queryByTestId('model-picker')).toBeNull();
+    unmount();
+
+    details['c-9'] = storedDetail('c-9', { model: 'deep' });
+    const models = [
+      { name: 'fast', model: 'gpt-4o-mini', configured: true },
+      { name: 'deep', model: 'o3', configured: true },
+      { name: 'local', model: 'qwen', configured: false },
+    ];
+    renderChat({ conversationId: 'c-9', agentId: null, models });
+    await screen.findByText('Second answer');
+    const select = screen.getByRole('combobox', { name: 'Model' });
+    expect(select).toHaveValue('deep');
+    expect(screen.getByRole('option', { name: /local .*not configured/ })).toBeDisabled();
+    await user.selectOptions(select, 'fast');
+    expect(patches).toEqual([{ url: '/api/conversations/c-9', body: { model: 'fast' } }]);
+    await user.type(screen.getByTestId('composer-input'), 'quick one{Enter}');
+    expect(chatBodies[0]).toMatchObject({ message: 'quick one', model: 'fast' });
+  });
+
+  it('keeps status messages for screen readers: no lasting visible line after the answer', async () => {
+    const user = userEvent.setup();
+    renderChat();
+    await user.type(screen.getByTestId('composer-input'), 'hi{Enter}');
+    await finish(lives[0], answer('c-10', 'Hello.'));
+    const status = screen.getByRole('status');
+    expect(status).toHaveClass('visually-hidden');
+    expect(status).toHaveTextContent('Answer complete.');
+    expect(screen.queryByText('Assistant finished responding.')).toBeNull();
+  });
+
+  it('after the first message the command cards give way to the compact chips', async () => {
+    const user = userEvent.setup();
+    renderChat();
+    expect(screen.getByTestId('command-cards')).toBeInTheDocument();
+    await user.type(screen.getByTestId('composer-input'), 'hi{Enter}');
+    expect(screen.queryByTestId('command-cards')).toBeNull();
+    expect(screen.getAllByTestId('command-chip')).toHaveLength(2);
+  });
+
+  it('opens a written file from its tool card', async () => {
+    const user = userEvent.setup();
+    const onOpenFile = jest.fn();
+    renderChat({ onOpenFile, canOpenFile: (p: string) => p.startsWith('{output_folder}/') });
+    await user.type(screen.getByTestId('composer-input'), 'write{Enter}');
+    await finish(lives[0], [
+      { type: 'start' },
+      { type: 'data-conversation', data: { conversationId: 'c-11' } },
+      { type: 'tool-input-available', toolCallId: 'w', toolName: 'save_output', input: { file_path: '{output_folder}/brief.md' } },
+      { type: 'tool-output-available', toolCallId: 'w', output: { ok: true, path: '{output_folder}/brief.md', bytes_written: 3 } },
+      { type: 'finish' },
+    ]);
+    await user.click(await screen.findByRole('button', { name: 'Open brief.md' }));
+    expect(onOpenFile).toHaveBeenCalledWith('{output_folder}/brief.md');
   });
 });

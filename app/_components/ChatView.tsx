@@ -1,17 +1,20 @@
 'use client';
 
-import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
-import type { AgentSummary, ConversationDetail } from '@/types/api';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import type { AgentSummary } from '@/types/api';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
+import { commandText } from '../_lib/commands';
 import { historyToMessages } from '../_lib/history';
 import { toolStatusText } from '../_lib/toolLabels';
-import type { ChatState, WithProject } from '../_lib/types';
+import type { ChatState, DetailView, ModelProfile } from '../_lib/types';
 import { useChatSession } from '../_lib/useChatSession';
 import { CommandChips } from './CommandChips';
 import { Composer, type ComposerHandle } from './Composer';
-import { MessageList } from './MessageList';
-import { AlertIcon, RefreshIcon, Spinner } from './icons';
+import { ErrorMessage } from './ErrorMessage';
+import { MessageList, type MessageActions } from './MessageList';
+import { ModelPicker } from './ModelPicker';
+import { AlertIcon, RefreshIcon } from './icons';
 
 export interface ChatViewProps {
   /** The conversation to open, or null for a new one with `agentId`. */
@@ -20,18 +23,24 @@ export interface ChatViewProps {
   /** The project the conversation works in; its agents are only found among that project's. */
   projectId?: string | null;
   agents: AgentSummary[];
+  /** The server's model profiles; the picker shows only when there is a choice. */
+  models?: ModelProfile[];
   onConversationCreated: (id: string) => void;
-  onDetailLoaded: (detail: WithProject<ConversationDetail>) => void;
-  onOutputsChanged: () => void;
+  onDetailLoaded: (detail: DetailView) => void;
+  /** A tool wrote a file (its virtual path, when known). */
+  onOutputsChanged: (path?: string) => void;
   onTurnEnd: () => void;
   onNewConversation: () => void;
+  /** Opens a file a tool wrote (virtual path); absent where documents cannot be shown. */
+  onOpenFile?: (path: string) => void;
+  canOpenFile?: (path: string) => boolean;
 }
 
 function statusText(state: ChatState, agentName: string): string {
   if (state.status === 'submitted') return `Sending to ${agentName}…`;
   if (state.status === 'streaming') {
     const tool = runningTool(state);
-    return tool ? toolStatusText(tool.toolName) : 'Assistant is responding';
+    return tool ? toolStatusText(tool.toolName) : `${agentName} is responding…`;
   }
   if (state.error) return 'The answer failed.';
   if (state.stopReason === 'aborted') return 'Stopped.';
@@ -40,36 +49,41 @@ function statusText(state: ChatState, agentName: string): string {
 }
 
 export function ChatView(props: ChatViewProps) {
-  const { conversationId, agents } = props;
-  const [detail, setDetail] = useState<WithProject<ConversationDetail> | null>(null);
+  const { conversationId, agents, models = [] } = props;
+  const [detail, setDetail] = useState<DetailView | null>(null);
   // The conversation knows its project best; the page may learn it a render later.
   const projectId = detail?.projectId ?? props.projectId ?? null;
   const [loadState, setLoadState] = useState<'idle' | 'loading' | 'error'>(conversationId ? 'loading' : 'idle');
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [finishedNote, setFinishedNote] = useState('');
+  const [model, setModel] = useState<string | null>(null);
   // The URL moves from ?agent= to ?c= after the first answer; the view keeps its agent.
   const [initialAgentId] = useState(props.agentId);
   const agentId = initialAgentId ?? detail?.agentId ?? null;
   // Agent ids are unique within a project only, so a bundle's agent must not answer for a project's.
   const agent = agents.find((a) => a.id === agentId && (a.projectId ?? null) === projectId);
   const agentName = agent?.name ?? 'Assistant';
+  const chosenModel = model ?? detail?.model ?? null;
 
   const cbs = useRef(props);
   cbs.current = props;
   const chat = useChatSession({
     agentId,
     projectId,
+    model: chosenModel,
     onConversationId: (id) => cbs.current.onConversationCreated(id),
-    onOutputsChanged: () => cbs.current.onOutputsChanged(),
+    onOutputsChanged: (path) => cbs.current.onOutputsChanged(path),
     onTurnEnd: () => {
-      setFinishedNote('Assistant finished responding.');
+      setFinishedNote('Answer complete.');
       cbs.current.onTurnEnd();
     },
   });
-  const { state, send, stop, retry, load, dismissError } = chat;
+  const { state, send, stop, retry, regenerate, edit, load, dismissError } = chat;
   const busy = state.status !== 'idle';
+  const liveConversationId = state.conversationId ?? conversationId;
 
   const scrollRef = useRef<HTMLDivElement>(null);
+  const contentRef = useRef<HTMLDivElement>(null);
   const stickRef = useRef(true);
   const composerRef = useRef<ComposerHandle>(null);
 
@@ -107,10 +121,23 @@ export function ChatView(props: ChatViewProps) {
     if (loadState === 'idle') composerRef.current?.focus();
   }, [loadState]);
 
-  useLayoutEffect(() => {
+  const toBottom = useCallback(() => {
     const el = scrollRef.current;
     if (el && stickRef.current) el.scrollTop = el.scrollHeight;
-  }, [state.messages, state.error, state.stopReason, loadState]);
+  }, []);
+
+  useLayoutEffect(toBottom, [state.messages, state.error, state.stopReason, loadState, detail, toBottom]);
+
+  // Content that settles later (highlighted code, diagrams, the command chips under the
+  // transcript) changes heights after the render: stay at the bottom while the reader is there.
+  useEffect(() => {
+    const RO = (globalThis as { ResizeObserver?: typeof ResizeObserver }).ResizeObserver;
+    if (!RO || !scrollRef.current || !contentRef.current) return;
+    const ro = new RO(() => toBottom());
+    ro.observe(scrollRef.current);
+    ro.observe(contentRef.current);
+    return () => ro.disconnect();
+  }, [toBottom, loadState]);
 
   const onScroll = () => {
     const el = scrollRef.current;
@@ -127,17 +154,53 @@ export function ChatView(props: ChatViewProps) {
     return true;
   };
 
+  const startTurn = (fn: () => unknown) => {
+    stickRef.current = true;
+    setFinishedNote('');
+    void fn();
+  };
+
+  const canAct = !busy && !!agent && loadState === 'idle';
+  const actions = useMemo<MessageActions>(
+    () => ({
+      canAct: canAct && !!liveConversationId,
+      onRegenerate: () => startTurn(regenerate),
+      onEdit: async (id, text) => {
+        stickRef.current = true;
+        setFinishedNote('');
+        return edit(id, text);
+      },
+      onOpenFile: props.onOpenFile,
+      canOpenFile: props.canOpenFile,
+    }),
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+    [canAct, liveConversationId, regenerate, edit, props.onOpenFile, props.canOpenFile],
+  );
+
+  const changeModel = (name: string) => {
+    setModel(name);
+    // The conversation remembers it; a new one learns it with its first message.
+    if (liveConversationId) void api.setModel(liveConversationId, name).catch(() => undefined);
+  };
+
   const status = statusText(state, agentName) || finishedNote;
   const commands = agent?.commands ?? [];
+  // What the stored conversation says about its last turn, until this view runs one of its own.
+  const fresh = state.lastUserText === null && !busy && !state.error && state.stopReason === null;
+  const restored = fresh && detail ? detail : null;
+  const lastTurn = restored?.lastTurn;
+  const restoredStatus = lastTurn?.status ?? (restored?.status === 'running' ? 'running' : restored?.status === 'interrupted' ? 'interrupted' : restored?.status === 'stopped' || restored?.status === 'failed' ? restored.status : null);
+  const empty = state.messages.length === 0 && loadState === 'idle';
 
   if (loadState === 'error') {
     const notFound = loadError?.status === 404;
     return (
       <section className="chat chat-empty">
+        <h1 className="visually-hidden">Conversation</h1>
         <div className="notice notice-error" role="alert">
           <AlertIcon />
           <div>
-            <p>{notFound ? 'This conversation does not exist (it may have been deleted).' : loadError?.message}</p>
+            {notFound ? <p>This conversation does not exist (it may have been deleted).</p> : <ErrorMessage message={loadError?.message ?? 'Could not load the conversation.'} code={loadError?.code} />}
             <div className="notice-actions">
               {!notFound && conversationId ? (
                 <button type="button" className="button" onClick={() => void fetchDetail(conversationId)}>
@@ -154,29 +217,76 @@ export function ChatView(props: ChatViewProps) {
     );
   }
 
+  const retryLabel = (
+    <>
+      <RefreshIcon /> Retry
+    </>
+  );
+
   return (
     <section className="chat" aria-label={`Conversation with ${agentName}`}>
+      <h1 className="visually-hidden">{detail?.title ? `${detail.title} — ${agentName}` : `Conversation with ${agentName}`}</h1>
       <div className="transcript-scroll" ref={scrollRef} onScroll={onScroll}>
-        <div className="transcript" role="log" aria-label="Conversation" aria-busy={busy || loadState === 'loading'} data-testid="transcript">
-          {loadState === 'loading' ? (
-            <p className="msg-pending">
-              <Spinner /> Loading conversation…
-            </p>
-          ) : null}
+        <div className="transcript" role="log" aria-label="Conversation" aria-busy={busy || loadState === 'loading'} data-testid="transcript" ref={contentRef}>
+          {loadState === 'loading' ? <p className="msg-pending">Loading conversation…</p> : null}
           {!agent && agentId && agents.length > 0 && loadState === 'idle' ? (
             <p className="notice notice-warn">The agent “{agentId}” is no longer available; the history is shown read-only.</p>
           ) : null}
-          <MessageList messages={state.messages} activeMessageId={state.activeMessageId} agentName={agentName} greeting={loadState === 'idle' ? agent?.greeting : undefined} />
-          {!busy && detail?.status === 'running' && state.lastUserText === null ? (
-            <div className="notice notice-info">
+          <MessageList messages={state.messages} activeMessageId={state.activeMessageId} agentName={agentName} greeting={loadState === 'idle' ? agent?.greeting : undefined} actions={actions} />
+          {empty && commands.length > 0 ? (
+            <section className="command-cards" aria-labelledby="command-cards-title" data-testid="command-cards">
+              <h2 id="command-cards-title" className="command-cards-title">
+                What {agentName} can do
+              </h2>
+              <ul>
+                {commands.map((c) => (
+                  <li key={c.cmd}>
+                    <button type="button" className="command-card" data-testid="command-card" disabled={busy || !agent} onClick={() => doSend(commandText(c.cmd))}>
+                      <span className="command-card-name">{commandText(c.cmd)}</span>
+                      <span className="command-card-desc">{c.description}</span>
+                    </button>
+                  </li>
+                ))}
+              </ul>
+            </section>
+          ) : null}
+          {restoredStatus === 'running' ? (
+            <div className="notice notice-info" data-testid="running-notice">
               <p>A reply is still being produced in this conversation.</p>
               <button type="button" className="button" onClick={() => conversationId && void fetchDetail(conversationId)}>
                 <RefreshIcon /> Refresh
               </button>
             </div>
           ) : null}
-          {!busy && detail?.status === 'interrupted' && state.lastUserText === null ? (
-            <p className="notice notice-info">The last turn was interrupted before it finished. Send a message to carry on.</p>
+          {restoredStatus === 'interrupted' ? (
+            <div className="notice notice-info" data-testid="interrupted-notice">
+              <p>The last answer was cut off: the server stopped before it finished.</p>
+              {agent ? (
+                <button type="button" className="button" data-testid="retry-button" onClick={() => startTurn(regenerate)}>
+                  {retryLabel}
+                </button>
+              ) : null}
+            </div>
+          ) : null}
+          {restoredStatus === 'stopped' ? (
+            <p className="turn-note" data-testid="stopped-notice">
+              Stopped.
+            </p>
+          ) : null}
+          {restoredStatus === 'failed' ? (
+            <div className="notice notice-error" data-testid="chat-error">
+              <AlertIcon />
+              <div>
+                <ErrorMessage message={lastTurn?.error?.message ?? 'The last answer failed.'} code={lastTurn?.error?.code} />
+                {agent ? (
+                  <div className="notice-actions">
+                    <button type="button" className="button button-primary" data-testid="retry-button" onClick={() => startTurn(regenerate)}>
+                      {retryLabel}
+                    </button>
+                  </div>
+                ) : null}
+              </div>
+            </div>
           ) : null}
           {!busy && state.stopReason === 'aborted' && !state.error ? (
             <p className="turn-note" data-testid="stopped-notice">
@@ -195,16 +305,16 @@ export function ChatView(props: ChatViewProps) {
             <div className="notice notice-error" role="alert" data-testid="chat-error">
               <AlertIcon />
               <div>
-                <p>
-                  {state.error.kind === 'dropped' || state.error.kind === 'network' ? 'Connection lost: ' : ''}
-                  {state.error.message}
-                  {state.error.code ? <span className="error-code"> ({state.error.code})</span> : null}
-                </p>
+                <ErrorMessage
+                  message={state.error.message}
+                  code={state.error.code}
+                  prefix={state.error.kind === 'dropped' || state.error.kind === 'network' ? 'Connection lost: ' : undefined}
+                />
                 {state.error.code === 'E_CONVERSATION_BUSY' ? <p>Another reply is still running here; wait for it, then retry.</p> : null}
                 <div className="notice-actions">
                   {state.lastUserText ? (
-                    <button type="button" className="button button-primary" data-testid="retry-button" onClick={() => { stickRef.current = true; retry(); }}>
-                      <RefreshIcon /> Retry
+                    <button type="button" className="button button-primary" data-testid="retry-button" onClick={() => startTurn(retry)}>
+                      {retryLabel}
                     </button>
                   ) : null}
                   <button type="button" className="button" onClick={dismissError}>
@@ -217,11 +327,10 @@ export function ChatView(props: ChatViewProps) {
         </div>
       </div>
       <div className="composer-area">
-        <p className="chat-status" role="status" aria-live="polite" data-testid="chat-status">
-          {busy ? <Spinner /> : null}
-          <span>{status}</span>
+        <p className="visually-hidden" role="status" aria-live="polite" data-testid="chat-status">
+          {status}
         </p>
-        <CommandChips commands={commands} disabled={busy || !agent} onPick={(t) => doSend(t)} />
+        {!empty ? <CommandChips commands={commands} disabled={busy || !agent} onPick={(t) => doSend(t)} /> : null}
         <Composer
           ref={composerRef}
           commands={commands}
@@ -230,6 +339,7 @@ export function ChatView(props: ChatViewProps) {
           placeholder={agent ? `Message ${agent.name}…` : undefined}
           onSend={doSend}
           onStop={stop}
+          tools={<ModelPicker models={models} value={chosenModel} disabled={busy} onChange={changeModel} />}
         />
       </div>
     </section>

@@ -82,7 +82,7 @@ describe('Command menu', () => {
     await user.type(input, '/');
     expect(screen.getByRole('listbox', { name: 'Commands' })).toBeInTheDocument();
     expect(screen.getAllByRole('option').map((o) => o.querySelector('.command-name')!.textContent)).toEqual(['*help', '*brainstorm', '*plan', '*exit']);
-    expect(input).toHaveAttribute('aria-expanded', 'true');
+    expect(input).toHaveAttribute('aria-controls', screen.getByTestId('command-menu').id);
     await user.clear(input);
     await user.type(input, '*');
     expect(screen.getByRole('listbox')).toBeInTheDocument();

@@ -1,6 +1,6 @@
 'use client';
 
-import { forwardRef, useId, useImperativeHandle, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { forwardRef, useId, useImperativeHandle, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
 import type { CommandSummary } from '@/types/api';
 import { commandQuery, commandText, filterCommands } from '../_lib/commands';
 import { SendIcon, StopIcon } from './icons';
@@ -14,6 +14,8 @@ export interface ComposerProps {
   onSend: (text: string) => boolean | void | Promise<boolean | void>;
   onStop: () => void;
   maxHeight?: number;
+  /** Controls shown under the box (the model picker). */
+  tools?: ReactNode;
 }
 
 export interface ComposerHandle {
@@ -25,7 +27,7 @@ export interface ComposerHandle {
  * `/` or `*` at the start opens the command menu.
  */
 export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Composer(
-  { commands, busy, disabled, placeholder, onSend, onStop, maxHeight = 240 },
+  { commands, busy, disabled, placeholder, onSend, onStop, maxHeight = 240, tools },
   ref,
 ) {
   const [value, setValue] = useState('');
@@ -154,10 +156,9 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
             setHighlight(0);
           }}
           onKeyDown={onKeyDown}
-          role="combobox"
+          // A textarea may not be a combobox (ARIA 1.2); as a textbox it still owns the menu.
           aria-autocomplete="list"
           aria-haspopup="listbox"
-          aria-expanded={menuOpen}
           aria-controls={menuOpen ? menuId : undefined}
           aria-activedescendant={menuOpen && active >= 0 ? optionId(active) : undefined}
           aria-describedby={`${menuId}-hint`}
@@ -175,6 +176,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
           </button>
         )}
       </div>
+      {tools ? <div className="composer-tools">{tools}</div> : null}
     </form>
   );
 });

@@ -1,6 +1,6 @@
 'use client';
 
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { readFileContent } from '../_lib/api';
 import { Markdown } from './Markdown';
 import { Spinner } from './icons';
@@ -8,11 +8,16 @@ import { Spinner } from './icons';
 type Content = { state: 'loading' } | { state: 'markdown' | 'text'; text: string } | { state: 'binary' | 'error'; message: string };
 
 /** Loads a file's content for display; `reloadKey` changing reads it again (the file was rewritten). */
-export function useFileContent(url: string, path: string, reloadKey: unknown): Content {
+export function useFileContent(url: string, path: string, reloadKey: unknown, opts: { keepWhileLoading?: boolean } = {}): Content {
   const [content, setContent] = useState<Content>({ state: 'loading' });
+  const shown = useRef<string | null>(null);
+  const keep = !!opts.keepWhileLoading;
   useEffect(() => {
     const ctrl = new AbortController();
-    setContent((c) => (c.state === 'loading' ? c : { state: 'loading' }));
+    // Reading the same file again (it was rewritten) keeps the old text up until the new one is in.
+    const same = keep && shown.current === url;
+    shown.current = url;
+    if (!same) setContent((c) => (c.state === 'loading' ? c : { state: 'loading' }));
     readFileContent(url, path, ctrl.signal).then(
       (c) => setContent(c.kind === 'binary' ? { state: 'binary', message: 'This file cannot be shown here; download it instead.' } : { state: c.kind, text: c.text }),
       (e: Error) => {
@@ -20,7 +25,7 @@ export function useFileContent(url: string, path: string, reloadKey: unknown): C
       },
     );
     return () => ctrl.abort();
-  }, [url, path, reloadKey]);
+  }, [url, path, reloadKey, keep]);
   return content;
 }
 

@@ -1,16 +1,27 @@
 'use client';
 
-import { useCallback, useEffect, useRef, useState } from 'react';
-import type { AgentSummary, ConversationSummaryView } from '@/types/api';
-import type { WithProject } from '../_lib/types';
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
+import type { AgentSummary } from '@/types/api';
+import type { SummaryView } from '../_lib/types';
 import { api } from '../_lib/api';
-import { relativeTime } from '../_lib/format';
+import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
+import { Avatar } from './Avatar';
 import { ConfirmDialog } from './ConfirmDialog';
-import { CloseIcon, PencilIcon, PlusIcon, Spinner, TrashIcon } from './icons';
+import { CloseIcon, PencilIcon, PlusIcon, SearchIcon, Spinner, TrashIcon } from './icons';
 
 const PAGE = 30;
+/** A running conversation is asked about again this often, until it is no longer running. */
+const POLL_MS = 1500;
+const POLL_MAX = 80;
+const SEARCH_DELAY_MS = 250;
 
-type Summary = WithProject<ConversationSummaryView>;
+type Summary = SummaryView;
+
+const STATUS_WORDS: Partial<Record<Summary['status'], string>> = {
+  running: 'running',
+  failed: 'failed',
+  interrupted: 'interrupted',
+};
 
 export interface SidebarProps {
   currentId: string | null;
@@ -27,9 +38,11 @@ export interface SidebarProps {
   onNew: () => void;
   onDeleted: (id: string) => void;
   onClose?: () => void;
+  /** How often a running conversation's status is asked for again (tests shorten it). */
+  pollMs?: number;
 }
 
-export function Sidebar({ currentId, projectId = null, projectName, agents, refreshKey, onSelect, onNew, onDeleted, onClose }: SidebarProps) {
+export function Sidebar({ currentId, projectId = null, projectName, agents, refreshKey, onSelect, onNew, onDeleted, onClose, pollMs = POLL_MS }: SidebarProps) {
   const [items, setItems] = useState<Summary[]>([]);
   const [cursor, setCursor] = useState<string | undefined>();
   const [loading, setLoading] = useState(true);
@@ -40,10 +53,14 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
   const [confirmDelete, setConfirmDelete] = useState<Summary | null>(null);
   const [deleting, setDeleting] = useState(false);
   const savingRef = useRef(false);
+  const [query, setQuery] = useState('');
+  const [search, setSearch] = useState('');
+  const [polls, setPolls] = useState(0);
+  const searchId = useId();
 
   const refresh = useCallback(async (signal?: AbortSignal) => {
     try {
-      const data = await api.conversations({ limit: PAGE, projectId }, signal);
+      const data = await api.conversations({ limit: PAGE, projectId, q: search || undefined }, signal);
       setItems(data.items ?? []);
       setCursor(data.nextCursor);
       setError(null);
@@ -51,9 +68,9 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
       if ((e as Error)?.name === 'AbortError') return;
       setError((e as Error).message);
     } finally {
-      setLoading(false);
+      if (!signal?.aborted) setLoading(false);
     }
-  }, [projectId]);
+  }, [projectId, search]);
 
   // Another workspace's list must not linger (or take clicks) while this one loads.
   useEffect(() => {
@@ -63,15 +80,38 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
   }, [projectId]);
 
   useEffect(() => {
+    const t = window.setTimeout(() => setSearch(query.trim()), query.trim() ? SEARCH_DELAY_MS : 0);
+    return () => window.clearTimeout(t);
+  }, [query]);
+
+  useEffect(() => {
     const ctrl = new AbortController();
+    setPolls(0);
     void refresh(ctrl.signal);
     return () => ctrl.abort();
   }, [refresh, refreshKey]);
 
+  // A turn ends in the browser a moment before the server lets go of it (a stopped turn still
+  // saves what it had): keep asking while anything listed says it runs. Each new list sets the
+  // next timer; only unmounting or a new query cancels the request in flight.
+  const anyRunning = items.some((c) => c.status === 'running');
+  const pollCtrl = useRef<AbortController | null>(null);
+  useEffect(() => () => pollCtrl.current?.abort(), [refresh]);
+  useEffect(() => {
+    if (!anyRunning || polls >= POLL_MAX) return;
+    const t = window.setTimeout(() => {
+      pollCtrl.current?.abort();
+      pollCtrl.current = new AbortController();
+      setPolls((n) => n + 1);
+      void refresh(pollCtrl.current.signal);
+    }, pollMs);
+    return () => window.clearTimeout(t);
+  }, [anyRunning, items, polls, pollMs, refresh]);
+
   const loadMore = async () => {
     if (!cursor) return;
     try {
-      const data = await api.conversations({ limit: PAGE, cursor, projectId });
+      const data = await api.conversations({ limit: PAGE, cursor, projectId, q: search || undefined });
       setItems((prev) => {
         const seen = new Set(prev.map((c) => c.id));
         return [...prev, ...(data.items ?? []).filter((c) => !seen.has(c.id))];
@@ -102,9 +142,8 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
     setEditing(null);
     try {
       const updated = await api.rename(id, title);
-      if (updated && typeof updated === 'object' && 'title' in updated) {
-        setItems((prev) => prev.map((c) => (c.id === id ? { ...c, title: updated.title } : c)));
-      }
+      const saved = updated?.title;
+      if (typeof saved === 'string') setItems((prev) => prev.map((c) => (c.id === id ? { ...c, title: saved } : c)));
     } catch (e) {
       setItems((prev) => prev.map((c) => (c.id === id && old ? { ...c, title: old.title } : c)));
       setRenameError(`Rename failed: ${(e as Error).message}`);
@@ -132,6 +171,70 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
 
   // Ids repeat across projects and bundles: only an agent of the conversation's own workspace names it.
   const agentOf = (c: Summary) => agents.find((a) => a.id === c.agentId && (a.projectId ?? null) === (c.projectId ?? projectId ?? null));
+
+  const now = new Date();
+  const byGroup = new Map<string, Summary[]>();
+  for (const c of items) {
+    const g = dateGroup(c.updatedAt, now);
+    byGroup.set(g, [...(byGroup.get(g) ?? []), c]);
+  }
+  const groups = DATE_GROUPS.filter((g) => byGroup.has(g)).map((g) => [g, byGroup.get(g)!] as const);
+
+  const renderItem = (c: Summary) => {
+    const agent = agentOf(c);
+    const project = c.projectId ?? projectId;
+    const current = c.id === currentId;
+    const title = c.title || 'Untitled conversation';
+    const statusWord = STATUS_WORDS[c.status];
+    return (
+      <li key={c.id} className={current ? 'conv is-current' : 'conv'} data-testid="conversation-item" data-conversation-id={c.id} data-status={c.status}>
+        {editing === c.id ? (
+          <input
+            className="conv-rename"
+            aria-label="Conversation title"
+            data-testid="rename-input"
+            value={draft}
+            autoFocus
+            maxLength={200}
+            onChange={(e) => setDraft(e.target.value)}
+            onKeyDown={(e) => {
+              if (e.nativeEvent.isComposing || e.keyCode === 229) return;
+              if (e.key === 'Enter') {
+                e.preventDefault();
+                void saveRename();
+              } else if (e.key === 'Escape') {
+                e.preventDefault();
+                setEditing(null);
+              }
+            }}
+            onBlur={() => void saveRename()}
+          />
+        ) : (
+          <button type="button" className="conv-open" aria-current={current ? 'page' : undefined} title={title} onClick={() => (project ? onSelect(c.id, project) : onSelect(c.id))}>
+            <Avatar icon={agent?.icon} name={agent?.name ?? c.agentId} className="conv-icon" />
+            <span className="conv-text">
+              <span className="conv-title">{title}</span>
+              <span className="conv-meta">
+                {agent?.name ?? c.agentId}
+                {c.projectId && !projectId ? ` · ${c.bundleName}` : ''} · {relativeTime(c.updatedAt)}
+                {statusWord ? <span className={`conv-status conv-status-${c.status}`} data-testid="conversation-status">{` · ${statusWord}`}</span> : null}
+              </span>
+            </span>
+          </button>
+        )}
+        {editing !== c.id ? (
+          <span className="conv-actions">
+            <button type="button" className="icon-button" aria-label={`Rename “${title}”`} data-testid="rename-conversation" onClick={() => startRename(c)}>
+              <PencilIcon />
+            </button>
+            <button type="button" className="icon-button" aria-label={`Delete “${title}”`} data-testid="delete-conversation" onClick={() => setConfirmDelete(c)}>
+              <TrashIcon />
+            </button>
+          </span>
+        ) : null}
+      </li>
+    );
+  };
 
   return (
     <nav className="sidebar-inner" aria-label="Conversations">
@@ -162,70 +265,38 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
           </button>
         </p>
       ) : null}
+      <div className="sidebar-search">
+        <label htmlFor={searchId} className="visually-hidden">
+          Search conversations
+        </label>
+        <SearchIcon />
+        <input
+          id={searchId}
+          type="search"
+          className="sidebar-search-input"
+          placeholder="Search conversations"
+          value={query}
+          onChange={(e) => setQuery(e.target.value)}
+          data-testid="conversation-search"
+        />
+      </div>
       {loading ? (
         <p className="sidebar-empty">
           <Spinner /> Loading…
         </p>
       ) : items.length === 0 && !error ? (
-        <p className="sidebar-empty">No conversations yet.</p>
+        <p className="sidebar-empty" data-testid="sidebar-empty">
+          {search ? `No conversations match “${search}”.` : 'No conversations yet.'}
+        </p>
       ) : null}
-      <ul className="conv-list">
-        {items.map((c) => {
-          const agent = agentOf(c);
-          const project = c.projectId ?? projectId;
-          const current = c.id === currentId;
-          return (
-            <li key={c.id} className={current ? 'conv is-current' : 'conv'} data-testid="conversation-item" data-conversation-id={c.id}>
-              {editing === c.id ? (
-                <input
-                  className="conv-rename"
-                  aria-label="Conversation title"
-                  data-testid="rename-input"
-                  value={draft}
-                  autoFocus
-                  maxLength={200}
-                  onChange={(e) => setDraft(e.target.value)}
-                  onKeyDown={(e) => {
-                    if (e.nativeEvent.isComposing || e.keyCode === 229) return;
-                    if (e.key === 'Enter') {
-                      e.preventDefault();
-                      void saveRename();
-                    } else if (e.key === 'Escape') {
-                      e.preventDefault();
-                      setEditing(null);
-                    }
-                  }}
-                  onBlur={() => void saveRename()}
-                />
-              ) : (
-                <button type="button" className="conv-open" aria-current={current ? 'page' : undefined} onClick={() => (project ? onSelect(c.id, project) : onSelect(c.id))}>
-                  <span className="conv-icon" aria-hidden="true">
-                    {agent?.icon ?? '💬'}
-                  </span>
-                  <span className="conv-text">
-                    <span className="conv-title">{c.title || 'Untitled conversation'}</span>
-                    <span className="conv-meta">
-                      {agent?.name ?? c.agentId}
-                      {c.projectId && !projectId ? ` · ${c.bundleName}` : ''} · {relativeTime(c.updatedAt)}
-                      {c.status === 'running' ? ' · running' : ''}
-                    </span>
-                  </span>
-                </button>
-              )}
-              {editing !== c.id ? (
-                <span className="conv-actions">
-                  <button type="button" className="icon-button" aria-label={`Rename “${c.title || 'Untitled conversation'}”`} data-testid="rename-conversation" onClick={() => startRename(c)}>
-                    <PencilIcon />
-                  </button>
-                  <button type="button" className="icon-button" aria-label={`Delete “${c.title || 'Untitled conversation'}”`} data-testid="delete-conversation" onClick={() => setConfirmDelete(c)}>
-                    <TrashIcon />
-                  </button>
-                </span>
-              ) : null}
-            </li>
-          );
-        })}
-      </ul>
+      {groups.map(([group, list]) => (
+        <section key={group} className="conv-group" aria-labelledby={`${searchId}-${group.replace(/\W+/g, '-')}`} data-testid="conversation-group">
+          <h3 id={`${searchId}-${group.replace(/\W+/g, '-')}`} className="conv-group-title">
+            {group}
+          </h3>
+          <ul className="conv-list">{list.map(renderItem)}</ul>
+        </section>
+      ))}
       {cursor ? (
         <button type="button" className="button sidebar-more" onClick={() => void loadMore()}>
           Load more

@@ -42,8 +42,8 @@ describe('SubagentActivity', () => {
     await user.click(screen.getByText(/Subagent: Research/));
     const items = within(screen.getByRole('list', { name: 'Subagent tool calls' })).getAllByRole('listitem');
     expect(items.map((li) => li.getAttribute('data-state'))).toEqual(['done', 'running']);
-    expect(items[0]).toHaveTextContent('Reading {output_folder}/notes.md');
-    expect(items[1]).toHaveTextContent('Searching {project-root}/docs for “rival”');
+    expect(items[0]).toHaveTextContent('Read notes.md');
+    expect(items[1]).toHaveTextContent('Searching docs for “rival”');
     expect(items[1]).toBeVisible();
   });
 
@@ -74,7 +74,7 @@ describe('SubagentActivity', () => {
     const items = screen.getAllByRole('listitem');
     expect(items).toHaveLength(2);
     expect(items[1]).toHaveAttribute('data-state', 'failed');
-    expect(items[1]).toHaveTextContent('Reading b.md — ENOENT');
+    expect(items[1]).toHaveTextContent('Could not read b.md — ENOENT');
     expect(screen.getByText('Acme, Globex, Initech.')).toBeVisible();
   });
 
@@ -107,8 +107,9 @@ describe('SubagentActivity', () => {
     const card = screen.getByTestId('subagent-activity');
     expect(card).toHaveAttribute('data-state', 'failed');
     expect(card.querySelector('summary')).toHaveTextContent('Subagent: Research the competitors — 2 steps');
-    expect(card).toHaveTextContent('E_SUBAGENT_LIMIT: The subagent used 2 model calls');
-    expect(screen.getByRole('listitem')).toHaveTextContent('Listing {project-root}');
+    expect(card).toHaveTextContent('The subagent used 2 model calls');
+    expect(within(card).getByTestId('error-code')).toHaveTextContent('E_SUBAGENT_LIMIT');
+    expect(screen.getByRole('listitem')).toHaveTextContent('Listed the project');
     expect(card).toHaveTextContent('Acme so far.');
   });
 

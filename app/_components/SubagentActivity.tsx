@@ -3,7 +3,9 @@
 import { memo } from 'react';
 import type { NestedToolCall, ToolPart } from '../_lib/types';
 import { shortJson, toolLabel } from '../_lib/toolLabels';
+import { ErrorMessage } from './ErrorMessage';
 import { AlertIcon, CheckIcon, Spinner } from './icons';
+import { ToolLabelText } from './ToolLabelText';
 
 const STATE_TEXT = { running: 'running', done: 'done', failed: 'failed' } as const;
 const MAX_TITLE = 90;
@@ -72,26 +74,18 @@ export const SubagentActivity = memo(function SubagentActivity({ part }: { part:
         <span className="tool-state">{STATE_TEXT[part.state]}</span>
       </summary>
       <div className="tool-body">
-        {part.state === 'failed' && part.errorText ? <p className="tool-error">{part.errorText}</p> : null}
+        {part.state === 'failed' && part.errorText ? <ErrorMessage className="tool-error" message={part.errorText} code={part.errorCode} /> : null}
         {calls.length ? (
           <ol className="subagent-calls" aria-label="Subagent tool calls">
             {calls.map((c) => {
-              const label = toolLabel(c.toolName, c.input);
+              const label = toolLabel(c.toolName, c.input, c.state);
               return (
                 <li key={c.id} className={`tool-${c.state}`} data-state={c.state}>
                   <span className="tool-icon">
                     <StateIcon state={c.state} />
                   </span>
                   <span className="tool-label">
-                    {label.verb}
-                    {label.target ? (
-                      <>
-                        {' '}
-                        <code>{label.target}</code>
-                      </>
-                    ) : null}
-                    {label.suffix ? ` ${label.suffix}` : null}
-                    {c.state === 'failed' && c.errorText ? <span className="tool-error"> — {c.errorText}</span> : null}
+                    <ToolLabelText label={label} {...(c.state === 'failed' && c.errorText ? { error: c.errorText } : {})} />
                   </span>
                 </li>
               );

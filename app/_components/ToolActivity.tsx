@@ -1,50 +1,65 @@
 'use client';
 
 import { memo } from 'react';
+import { WRITING_TOOLS } from '../_lib/chatReducer';
 import type { ToolPart } from '../_lib/types';
 import { shortJson, toolLabel, toolResultSummary } from '../_lib/toolLabels';
-import { AlertIcon, CheckIcon, Spinner } from './icons';
+import { ErrorMessage } from './ErrorMessage';
+import { AlertIcon, CheckIcon, FilesIcon, Spinner } from './icons';
 import { SubagentActivity } from './SubagentActivity';
+import { ToolLabelText } from './ToolLabelText';
 
-const STATE_TEXT = { running: 'running', done: 'done', failed: 'failed' } as const;
+export interface ToolActivityProps {
+  part: ToolPart;
+  /** Opens a file the call wrote (virtual path); absent where files cannot be opened. */
+  onOpenFile?: (path: string) => void;
+  /** Whether a path can be opened here (a file outside the output folder cannot). */
+  canOpenFile?: (path: string) => boolean;
+}
 
-/** One tool call: a live line while it runs, then done/failed; details show arguments and result. */
-export const ToolActivity = memo(function ToolActivity({ part }: { part: ToolPart }) {
+/** One tool call: a live line while it runs, then what it did; details show arguments and result. */
+export const ToolActivity = memo(function ToolActivity({ part, onOpenFile, canOpenFile }: ToolActivityProps) {
   if (part.toolName === 'spawn_subagent') return <SubagentActivity part={part} />;
-  const label = toolLabel(part.toolName, part.input);
+  const label = toolLabel(part.toolName, part.input, part.state, part.output);
   const summary = part.state === 'done' ? toolResultSummary(part.toolName, part.output) : undefined;
+  const written = part.state === 'done' && WRITING_TOOLS.has(part.toolName) && label.path && onOpenFile && (canOpenFile?.(label.path) ?? true) ? label.path : null;
   return (
-    <details className={`tool tool-${part.state}`} data-testid="tool-activity" data-state={part.state} data-tool={part.toolName}>
-      <summary>
-        <span className="tool-icon">
-          {part.state === 'running' ? <Spinner /> : part.state === 'done' ? <CheckIcon /> : <AlertIcon />}
-        </span>
-        <span className="tool-label">
-          {label.verb}
-          {label.target ? (
+    <div className="tool-row">
+      <details className={`tool tool-${part.state}`} data-testid="tool-activity" data-state={part.state} data-tool={part.toolName}>
+        <summary>
+          <span className="tool-icon">
+            {part.state === 'running' ? <Spinner /> : part.state === 'done' ? <CheckIcon /> : <AlertIcon />}
+          </span>
+          <span className="tool-label" data-testid="tool-label">
+            <ToolLabelText label={label} running={part.state === 'running'} />
+          </span>
+          {part.state === 'failed' ? <span className="tool-state">failed</span> : null}
+        </summary>
+        <div className="tool-body">
+          {part.state === 'failed' && part.errorText ? <ErrorMessage className="tool-error" message={part.errorText} code={part.errorCode} /> : null}
+          {summary ? <p className="tool-summary">{summary}</p> : null}
+          {label.path ? (
+            <p className="tool-path">
+              <span className="tool-heading-inline">Path</span> <code>{label.path}</code>
+            </p>
+          ) : null}
+          <p className="tool-heading">
+            Tool <code>{part.toolName}</code> — arguments
+          </p>
+          <pre className="tool-pre" tabIndex={0}>{part.input === undefined ? '(waiting for arguments)' : shortJson(part.input)}</pre>
+          {part.output !== undefined ? (
             <>
-              {' '}
-              <code>{label.target}</code>
+              <p className="tool-heading">Result</p>
+              <pre className="tool-pre" tabIndex={0}>{shortJson(part.output)}</pre>
             </>
           ) : null}
-          {label.suffix ? ` ${label.suffix}` : null}
-        </span>
-        <span className="tool-state">{STATE_TEXT[part.state]}</span>
-      </summary>
-      <div className="tool-body">
-        {part.state === 'failed' && part.errorText ? <p className="tool-error">{part.errorText}</p> : null}
-        {summary ? <p className="tool-summary">{summary}</p> : null}
-        <p className="tool-heading">
-          Tool <code>{part.toolName}</code> — arguments
-        </p>
-        <pre className="tool-pre">{part.input === undefined ? '(waiting for arguments)' : shortJson(part.input)}</pre>
-        {part.output !== undefined ? (
-          <>
-            <p className="tool-heading">Result</p>
-            <pre className="tool-pre">{shortJson(part.output)}</pre>
-          </>
-        ) : null}
-      </div>
-    </details>
+        </div>
+      </details>
+      {written ? (
+        <button type="button" className="button button-small tool-open" data-testid="tool-open" onClick={() => onOpenFile?.(written)}>
+          <FilesIcon /> Open<span className="visually-hidden"> {label.target}</span>
+        </button>
+      ) : null}
+    </div>
   );
 });

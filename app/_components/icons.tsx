@@ -62,3 +62,9 @@ export const RefreshIcon = (p: P) => (
 export const Spinner = ({ label }: { label?: string }) => (
   <span className="spinner" role={label ? 'img' : undefined} aria-label={label} aria-hidden={label ? undefined : true} />
 );
+export const SearchIcon = (p: P) => (
+  <svg {...base(p)}><circle cx="11" cy="11" r="6" /><path d="M20 20l-4.5-4.5" /></svg>
+);
+export const ExportIcon = (p: P) => (
+  <svg {...base(p)}><path d="M12 15V4M7 9l5-5 5 5M5 14v5a1 1 0 0 0 1 1h12a1 1 0 0 0 1-1v-5" /></svg>
+);

@@ -1,14 +1,12 @@
 import type {
   AgentSummary,
   ChatResponseData,
-  ConversationDetail,
   ConversationListData,
-  ConversationSummaryView,
   HealthData,
   OutputFileEntry,
   ProjectView,
 } from '@/types/api';
-import type { FileVersion, NewProjectInput, ProjectFileEntry, WithProject } from './types';
+import type { DetailView, FileVersion, ModelProfile, NewProjectInput, ProjectFileEntry, SummaryView } from './types';
 
 /** A failed API call, with the server's safe message and code. */
 export class ApiError extends Error {
@@ -84,15 +82,16 @@ async function request<T>(url: string, init?: RequestInit): Promise<T> {
 
 const enc = encodeURIComponent;
 
-export type ConversationPage = Omit<ConversationListData, 'items'> & { items: WithProject<ConversationSummaryView>[] };
+export type ConversationPage = Omit<ConversationListData, 'items'> & { items: SummaryView[] };
 
 export const api = {
   health: (signal?: AbortSignal) => request<HealthData>('/api/health', { signal }),
   /** A project's agents with `projectId`, the bundles' agents without. */
   agents: (projectId?: string | null, signal?: AbortSignal) =>
     request<AgentSummary[]>(projectId ? `/api/agents?projectId=${enc(projectId)}` : '/api/agents', { signal }),
-  conversations: (opts: { agentId?: string; projectId?: string | null; limit?: number; cursor?: string } = {}, signal?: AbortSignal) => {
+  conversations: (opts: { agentId?: string; projectId?: string | null; limit?: number; cursor?: string; q?: string } = {}, signal?: AbortSignal) => {
     const q = new URLSearchParams();
+    if (opts.q) q.set('q', opts.q);
     if (opts.agentId) q.set('agentId', opts.agentId);
     if (opts.projectId) q.set('projectId', opts.projectId);
     if (opts.limit) q.set('limit', String(opts.limit));
@@ -100,9 +99,17 @@ export const api = {
     const qs = q.toString();
     return request<ConversationPage>(`/api/conversations${qs ? `?${qs}` : ''}`, { signal });
   },
-  conversation: (id: string, signal?: AbortSignal) => request<WithProject<ConversationDetail>>(`/api/conversations/${enc(id)}`, { signal }),
+  conversation: (id: string, signal?: AbortSignal) => request<DetailView>(`/api/conversations/${enc(id)}`, { signal }),
+  /** Remembers the model profile a conversation answers with. */
+  setModel: (id: string, model: string) =>
+    request<unknown>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ model }) }),
+  models: async (signal?: AbortSignal): Promise<ModelProfile[]> => {
+    const data = await request<ModelProfile[] | { models?: ModelProfile[] }>('/api/models', { signal });
+    const list = Array.isArray(data) ? data : (data?.models ?? []);
+    return list.filter((m): m is ModelProfile => !!m && typeof m.name === 'string' && m.name !== '');
+  },
   rename: (id: string, title: string) =>
-    request<ConversationSummaryView>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ title }) }),
+    request<{ title?: string }>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ title }) }),
   remove: (id: string) => request<unknown>(`/api/conversations/${enc(id)}`, { method: 'DELETE' }),
   files: async (id: string, signal?: AbortSignal): Promise<OutputFileEntry[]> => {
     // Documented as `{ files }`; tolerate a bare array too.
@@ -132,6 +139,11 @@ export const api = {
 };
 
 const encPath = (path: string) => path.split('/').filter(Boolean).map(enc).join('/');
+
+/** A conversation as a downloadable Markdown or JSON file. */
+export function exportUrl(conversationId: string, format: 'md' | 'json'): string {
+  return `/api/conversations/${enc(conversationId)}/export?format=${format}`;
+}
 
 export function fileUrl(conversationId: string, path: string, download = false): string {
   return `/api/conversations/${enc(conversationId)}/files/${encPath(path)}${download ? '?download=1' : ''}`;

@@ -7,6 +7,7 @@ import type {
   StreamChunk,
   TokenUsage,
   ToolPart,
+  AnsweredBy,
   UIMessage,
 } from './types';
 
@@ -18,13 +19,18 @@ export const initialChatState: ChatState = {
   stopReason: null,
   error: null,
   lastUserText: null,
+  turnAccepted: false,
   usage: null,
   sawFinish: false,
 };
 
 export type ChatAction =
   | { type: 'load'; conversationId: string | null; messages: UIMessage[] }
-  | { type: 'submit'; text: string; userMessageId: string; assistantMessageId: string; createdAt?: string }
+  | { type: 'submit'; text: string; userMessageId: string; assistantMessageId: string; createdAt?: string; model?: string }
+  /** Answers the last user message again: everything after it goes (Retry, Regenerate). */
+  | { type: 'regenerate'; assistantMessageId: string; createdAt?: string; model?: string }
+  /** Replaces a user message with new text; the messages after it go, as on the server. */
+  | { type: 'edit'; messageId: string; text: string; userMessageId: string; assistantMessageId: string; createdAt?: string; model?: string }
   | { type: 'chunk'; chunk: StreamChunk }
   | { type: 'request-failed'; error: ChatError }
   /** The reader stopped: the body ended, the person stopped it, or the network failed. */
@@ -38,18 +44,32 @@ export const WRITING_TOOLS = new Set(['save_output', 'edit_file', 'apply_patch']
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 
+export interface ErrorText {
+  message: string;
+  code?: string;
+}
+
+/**
+ * An error text as the person reads it: the message, with the code apart. Older servers put the
+ * code in front ("E_LLM_UPSTREAM: Rate limited"); that prefix is split off so every error reads the same.
+ */
+export function splitErrorText(text: string, code?: string): ErrorText {
+  const m = /^([A-Z][A-Z0-9_]{2,}):\s+([\s\S]+)$/.exec(text);
+  if (m) return { message: m[2], code: code ?? m[1] };
+  return code ? { message: text, code } : { message: text };
+}
+
 /** A tool result in our API may report failure inside a successful output (`ok: false`). */
-export function toolFailureText(output: unknown): string | undefined {
+export function toolFailure(output: unknown): ErrorText | undefined {
   if (!output || typeof output !== 'object') return undefined;
   const o = output as { ok?: unknown; error?: unknown };
   if (o.ok !== false) return undefined;
   const err = o.error;
   if (err && typeof err === 'object') {
     const e = err as { code?: unknown; message?: unknown };
-    const msg = str(e.message) ?? 'Tool failed';
-    return str(e.code) ? `${e.code}: ${msg}` : msg;
+    return splitErrorText(str(e.message) ?? 'Tool failed', str(e.code));
   }
-  return str(err) ?? 'Tool failed';
+  return splitErrorText(str(err) ?? 'Tool failed');
 }
 
 function updateActive(state: ChatState, fn: (m: UIMessage) => UIMessage): ChatState {
@@ -154,19 +174,34 @@ function isStopReason(v: unknown): v is StopReason {
   return v === 'stop' || v === 'max_iterations' || v === 'aborted';
 }
 
-function readUsage(v: unknown): TokenUsage | null {
+export function readUsage(v: unknown): TokenUsage | null {
   if (!v || typeof v !== 'object') return null;
   const o = v as Record<string, unknown>;
   const p = o.promptTokens ?? o.inputTokens;
   const c = o.completionTokens ?? o.outputTokens;
   if (typeof p !== 'number' && typeof c !== 'number') return null;
-  return { promptTokens: typeof p === 'number' ? p : 0, completionTokens: typeof c === 'number' ? c : 0 };
+  const usage: TokenUsage = { promptTokens: typeof p === 'number' ? p : 0, completionTokens: typeof c === 'number' ? c : 0 };
+  const cached = o.cachedTokens;
+  if (typeof cached === 'number') usage.cachedTokens = cached;
+  return usage;
+}
+
+/** `model` as the server may send it: a profile name, or `{ profile, model }`. */
+export function readAnsweredBy(v: unknown): AnsweredBy | undefined {
+  if (typeof v === 'string' && v) return { profile: v };
+  if (!v || typeof v !== 'object') return undefined;
+  const o = v as Record<string, unknown>;
+  const out: AnsweredBy = {};
+  if (typeof o.profile === 'string' && o.profile) out.profile = o.profile;
+  if (typeof o.model === 'string' && o.model) out.model = o.model;
+  return out.profile || out.model ? out : undefined;
 }
 
 export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
   // Chunks that arrive after the turn was settled (e.g. after Stop) must not reopen it.
   if (!state.activeMessageId) return state;
-  const s: ChatState = state.status === 'submitted' ? { ...state, status: 'streaming' } : state;
+  // Any chunk means the server took the turn, and with it stored the user message.
+  const s: ChatState = state.status === 'submitted' || !state.turnAccepted ? { ...state, status: 'streaming', turnAccepted: true } : state;
   const data = chunk.data as Record<string, unknown> | undefined;
 
   switch (chunk.type) {
@@ -209,22 +244,23 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
       const id = str(chunk.toolCallId);
       if (!id) return s;
       return updateActive(s, (m) =>
-        upsertTool(m, id, { toolName: str(chunk.toolName), input: chunk.input, state: 'failed', errorText: str(chunk.errorText) ?? 'Invalid tool input' }),
+        upsertTool(m, id, { toolName: str(chunk.toolName), input: chunk.input, state: 'failed', ...errorFields(splitErrorText(str(chunk.errorText) ?? 'Invalid tool input', str(chunk.code))) }),
       );
     }
     case 'tool-output-available': {
       const id = str(chunk.toolCallId);
       if (!id) return s;
       if (chunk.preliminary === true) return updateActive(s, (m) => upsertTool(m, id, { output: chunk.output }));
-      const failure = toolFailureText(chunk.output);
+      const failure = toolFailure(chunk.output);
       return updateActive(s, (m) =>
-        upsertTool(m, id, { output: chunk.output, state: failure ? 'failed' : 'done', errorText: failure }),
+        upsertTool(m, id, { output: chunk.output, state: failure ? 'failed' : 'done', errorText: failure?.message, errorCode: failure?.code }),
       );
     }
     case 'tool-output-error': {
       const id = str(chunk.toolCallId);
       if (!id) return s;
-      return updateActive(s, (m) => upsertTool(m, id, { state: 'failed', errorText: str(chunk.errorText) ?? 'Tool failed' }));
+      const e = splitErrorText(str(chunk.errorText) ?? 'Tool failed', str(chunk.code));
+      return updateActive(s, (m) => upsertTool(m, id, { state: 'failed', errorText: e.message, errorCode: e.code }));
     }
     case 'data-subagent': {
       const parent = str(data?.parentToolCallId);
@@ -242,7 +278,15 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
     }
     case 'data-usage': {
       const usage = readUsage(data);
-      return usage ? { ...s, usage } : s;
+      if (!usage) return s;
+      const by = readAnsweredBy(data?.model);
+      const cost = typeof data?.cost === 'number' ? data.cost : undefined;
+      return updateActive({ ...s, usage }, (m) => ({
+        ...m,
+        usage,
+        ...(by ? { model: { ...m.model, ...by } } : {}),
+        ...(cost !== undefined ? { cost } : {}),
+      }));
     }
     case 'data-stop': {
       const reason = data?.stopReason;
@@ -250,8 +294,10 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
     }
     case 'abort':
       return { ...s, stopReason: 'aborted' };
-    case 'error':
-      return { ...s, error: { kind: 'stream', message: str(chunk.errorText) ?? 'The server reported an error.' } };
+    case 'error': {
+      const e = splitErrorText(str(chunk.errorText) ?? 'The server reported an error.', str(chunk.code) ?? str(data?.code));
+      return { ...s, error: { kind: 'stream', ...e } };
+    }
     case 'finish': {
       const settled = updateActive(s, (m) => settle(m, 'No result was reported.'));
       return { ...settled, sawFinish: true, status: 'idle', activeMessageId: null };
@@ -261,6 +307,31 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
       return s;
   }
 }
+
+function errorFields(e: ErrorText): Pick<ToolPart, 'errorText' | 'errorCode'> {
+  return e.code ? { errorText: e.message, errorCode: e.code } : { errorText: e.message };
+}
+
+function userMessage(id: string, text: string, createdAt?: string): UIMessage {
+  return { id, role: 'user', parts: [{ type: 'text', id: `${id}-t`, text, state: 'done' }], createdAt };
+}
+
+function pendingAnswer(id: string, createdAt?: string, model?: string): UIMessage {
+  return { id, role: 'assistant', parts: [], createdAt, ...(model ? { model: { profile: model } } : {}) };
+}
+
+/** The text of a user message. */
+export function messageText(m: UIMessage): string {
+  return m.parts.map((p) => (p.type === 'text' ? p.text : '')).join('');
+}
+
+const starting = {
+  status: 'submitted' as const,
+  stopReason: null,
+  error: null,
+  sawFinish: false,
+  turnAccepted: false,
+};
 
 function dropEmptyActive(state: ChatState): UIMessage[] {
   return state.messages.filter((m) => !(m.id === state.activeMessageId && m.parts.length === 0));
@@ -273,18 +344,35 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     case 'submit':
       return {
         ...state,
-        status: 'submitted',
+        ...starting,
         activeMessageId: action.assistantMessageId,
-        stopReason: null,
-        error: null,
-        sawFinish: false,
         lastUserText: action.text,
-        messages: [
-          ...state.messages,
-          { id: action.userMessageId, role: 'user', parts: [{ type: 'text', id: `${action.userMessageId}-t`, text: action.text, state: 'done' }], createdAt: action.createdAt },
-          { id: action.assistantMessageId, role: 'assistant', parts: [], createdAt: action.createdAt },
-        ],
+        messages: [...state.messages, userMessage(action.userMessageId, action.text, action.createdAt), pendingAnswer(action.assistantMessageId, action.createdAt, action.model)],
       };
+    case 'regenerate': {
+      let i = state.messages.length - 1;
+      while (i >= 0 && state.messages[i].role !== 'user') i--;
+      if (i < 0) return state;
+      const kept = state.messages.slice(0, i + 1);
+      return {
+        ...state,
+        ...starting,
+        activeMessageId: action.assistantMessageId,
+        lastUserText: messageText(kept[i]),
+        messages: [...kept, pendingAnswer(action.assistantMessageId, action.createdAt, action.model)],
+      };
+    }
+    case 'edit': {
+      const i = state.messages.findIndex((m) => m.id === action.messageId && m.role === 'user');
+      if (i < 0) return state;
+      return {
+        ...state,
+        ...starting,
+        activeMessageId: action.assistantMessageId,
+        lastUserText: action.text,
+        messages: [...state.messages.slice(0, i), userMessage(action.userMessageId, action.text, action.createdAt), pendingAnswer(action.assistantMessageId, action.createdAt, action.model)],
+      };
+    }
     case 'chunk':
       return applyChunk(state, action.chunk);
     case 'request-failed':
@@ -321,7 +409,7 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
       let messages = msgs;
       if (last && last.role === 'user') messages = msgs.slice(0, -1);
       else if (last && last.role === 'assistant' && last.parts.length === 0 && msgs[msgs.length - 2]?.role === 'user') messages = msgs.slice(0, -2);
-      return { ...state, messages, error: null };
+      return { ...state, messages, error: null, turnAccepted: false };
     }
     case 'dismiss-error':
       return { ...state, error: null };

@@ -1,3 +1,8 @@
+/** "1 file", "2 files"; `many` for irregular plurals. */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+}
+
 export function relativeTime(iso: string, now = Date.now()): string {
   const t = Date.parse(iso);
   if (Number.isNaN(t)) return '';
@@ -19,4 +24,25 @@ export function formatSize(n?: number): string {
 export function dateTime(iso: string): string {
   const t = Date.parse(iso);
   return Number.isNaN(t) ? '' : new Date(t).toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export type DateGroup = 'Today' | 'Yesterday' | 'Previous 7 days' | 'Previous 30 days' | 'Older';
+export const DATE_GROUPS: DateGroup[] = ['Today', 'Yesterday', 'Previous 7 days', 'Previous 30 days', 'Older'];
+
+/** Which heading a conversation falls under, by calendar day in the reader's time zone. */
+export function dateGroup(iso: string, now = new Date()): DateGroup {
+  const t = new Date(iso);
+  if (Number.isNaN(t.getTime())) return 'Older';
+  const day = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  const days = Math.round((day(now) - day(t)) / 86_400_000);
+  if (days <= 0) return 'Today';
+  if (days === 1) return 'Yesterday';
+  if (days <= 7) return 'Previous 7 days';
+  if (days <= 30) return 'Previous 30 days';
+  return 'Older';
+}
+
+/** "1,234 tokens": a turn's prompt and completion together. */
+export function formatTokens(usage: { promptTokens: number; completionTokens: number }): string {
+  return plural(usage.promptTokens + usage.completionTokens, 'token');
 }

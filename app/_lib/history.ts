@@ -1,6 +1,6 @@
 import type { ChatMessageView, ChatResponseData, FunctionCallView } from '@/types/api';
-import { toolFailureText } from './chatReducer';
-import type { MessagePart, ToolPart, UIMessage } from './types';
+import { readAnsweredBy, readUsage, toolFailure } from './chatReducer';
+import type { MessagePart, MessageUsage, ToolPart, UIMessage } from './types';
 
 function parseArgs(args: unknown): unknown {
   // Stored arguments are the model's raw JSON text; show them as data when they parse.
@@ -13,7 +13,7 @@ function parseArgs(args: unknown): unknown {
 }
 
 export function toolPartFromCall(call: FunctionCallView): ToolPart {
-  const failure = toolFailureText(call.result);
+  const failure = toolFailure(call.result);
   const missing = call.result === undefined || call.result === null;
   return {
     type: 'tool',
@@ -22,7 +22,8 @@ export function toolPartFromCall(call: FunctionCallView): ToolPart {
     input: parseArgs(call.arguments),
     output: call.result ?? undefined,
     state: failure || missing ? 'failed' : 'done',
-    errorText: failure ?? (missing ? 'No result (the turn was interrupted).' : undefined),
+    errorText: failure?.message ?? (missing ? 'No result (the turn was interrupted).' : undefined),
+    ...(failure?.code ? { errorCode: failure.code } : {}),
   };
 }
 
@@ -46,23 +47,48 @@ function partsOf(m: ChatMessageView): MessagePart[] {
   return parts;
 }
 
-/** Stored history → UI messages; consecutive assistant messages merge into one answer. */
+function addUsage(a: MessageUsage | undefined, b: MessageUsage | null): MessageUsage | undefined {
+  if (!b) return a;
+  if (!a) return b;
+  const sum: MessageUsage = { promptTokens: a.promptTokens + b.promptTokens, completionTokens: a.completionTokens + b.completionTokens };
+  if (a.cachedTokens !== undefined || b.cachedTokens !== undefined) sum.cachedTokens = (a.cachedTokens ?? 0) + (b.cachedTokens ?? 0);
+  return sum;
+}
+
+/** What the server may add to a stored message (model profile, usage, cost); absent on older servers. */
+type StoredExtras = { usage?: unknown; model?: unknown; cost?: unknown };
+
+/** Stored history → UI messages; consecutive assistant messages (one answer's model calls) merge into one. */
 export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
   const out: UIMessage[] = [];
   for (const m of history) {
     if (m.role !== 'user' && m.role !== 'assistant') continue;
     const parts = partsOf(m);
+    const extras = m as ChatMessageView & StoredExtras;
+    const usage = m.role === 'assistant' ? readUsage(extras.usage) : null;
+    const model = m.role === 'assistant' ? readAnsweredBy(extras.model) : undefined;
+    const cost = m.role === 'assistant' && typeof extras.cost === 'number' ? extras.cost : undefined;
     const prev = out[out.length - 1];
     if (m.role === 'assistant' && prev?.role === 'assistant') {
       prev.parts = [...prev.parts, ...parts];
+      prev.usage = addUsage(prev.usage, usage);
+      if (model) prev.model = model;
+      if (cost !== undefined) prev.cost = (prev.cost ?? 0) + cost;
       continue;
     }
-    out.push({ id: m.id, role: m.role, parts, createdAt: m.timestamp });
+    const msg: UIMessage = { id: m.id, role: m.role, parts, createdAt: m.timestamp };
+    if (usage) msg.usage = usage;
+    if (model) msg.model = model;
+    if (cost !== undefined) msg.cost = cost;
+    out.push(msg);
   }
   return out.filter((m) => m.role === 'user' || m.parts.length > 0);
 }
 
 /** A JSON (non-streamed) chat answer as one assistant message. */
 export function jsonResponseToMessage(data: ChatResponseData): UIMessage {
-  return { id: data.message.id, role: 'assistant', parts: partsOf(data.message), createdAt: data.message.timestamp };
+  const msg: UIMessage = { id: data.message.id, role: 'assistant', parts: partsOf(data.message), createdAt: data.message.timestamp };
+  const usage = readUsage(data.usage);
+  if (usage) msg.usage = usage;
+  return msg;
 }

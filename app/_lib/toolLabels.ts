@@ -1,10 +1,13 @@
 /** Human wording for tool calls: what the agent is doing, in the person's terms. */
+import { plural } from './format';
 
 export interface ToolLabel {
-  /** Verb phrase, e.g. "Reading". */
+  /** Verb phrase for the call's state, e.g. "Reading", "Read", "Could not read". */
   verb: string;
-  /** The file or folder the call is about, shown as code. */
+  /** What the call is about, in the person's terms: a file name, a folder, a workflow's name. */
   target?: string;
+  /** The full virtual path behind `target`, kept for the details. */
+  path?: string;
   /** Extra words after the target, e.g. `for "goal"`. */
   suffix?: string;
 }
@@ -17,29 +20,78 @@ function s(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
-export function toolLabel(toolName: string, input: unknown): ToolLabel {
+const ROOT_NAMES: Record<string, string> = {
+  '{bundle-root}': 'the bundle',
+  '{core-root}': 'BMAD core',
+  '{project-root}': 'the project',
+  '{output_folder}': 'the outputs',
+  '.': 'the outputs',
+};
+
+/**
+ * A virtual path as a person reads it: the file's name, or the folder's; `{bundle-root}/...`
+ * and the like are for the details, not the headline.
+ */
+export function friendlyPath(path: string): string {
+  const trimmed = path.replace(/\/+$/, '');
+  if (ROOT_NAMES[trimmed]) return ROOT_NAMES[trimmed];
+  const parts = trimmed.split('/').filter(Boolean);
+  const last = parts[parts.length - 1] ?? trimmed;
+  return ROOT_NAMES[last] ?? last;
+}
+
+/** A workflow's name: the folder of a `workflow.yaml` / `workflow*.md`, else the file's name without extension. */
+export function workflowName(path: string): string {
+  const parts = path.split('/').filter(Boolean);
+  const file = parts[parts.length - 1] ?? path;
+  if (/^workflow[\w.-]*\.(ya?ml|md|xml)$/i.test(file) && parts.length > 1) return parts[parts.length - 2];
+  return file.replace(/\.(ya?ml|md|xml)$/i, '');
+}
+
+const VERBS: Record<string, [running: string, done: string, failed: string]> = {
+  read_file: ['Reading', 'Read', 'Could not read'],
+  list_files: ['Listing', 'Listed', 'Could not list'],
+  search_files: ['Searching', 'Searched', 'Could not search'],
+  save_output: ['Writing', 'Wrote', 'Could not write'],
+  edit_file: ['Editing', 'Edited', 'Could not edit'],
+  apply_patch: ['Updating the front matter of', 'Updated the front matter of', 'Could not update'],
+  execute_workflow: ['Running workflow', 'Ran workflow', 'Could not run workflow'],
+};
+
+export type ToolCallState = 'running' | 'done' | 'failed';
+
+/** The headline of a tool call, in the tense of its state: "Reading brief.md", "Ran workflow plan". */
+export function toolLabel(toolName: string, input: unknown, state: ToolCallState = 'running', output?: unknown): ToolLabel {
   const a = obj(input);
+  const verbs = VERBS[toolName];
+  const verb = verbs ? verbs[state === 'running' ? 0 : state === 'done' ? 1 : 2] : state === 'running' ? 'Calling' : state === 'done' ? 'Called' : 'Could not call';
+  const withPath = (path: string | undefined, suffix?: string): ToolLabel => ({
+    verb,
+    ...(path ? { target: friendlyPath(path), path } : {}),
+    ...(suffix ? { suffix } : {}),
+  });
   switch (toolName) {
     case 'read_file': {
       const range = a.start_line !== undefined || a.end_line !== undefined
         ? `lines ${a.start_line ?? 1}–${a.end_line ?? 'end'}`
         : undefined;
-      return { verb: 'Reading', target: s(a.file_path) ?? s(a.path), suffix: range ? `(${range})` : undefined };
+      return withPath(s(a.file_path) ?? s(a.path), range ? `(${range})` : undefined);
     }
     case 'list_files':
-      return { verb: 'Listing', target: s(a.path) ?? '.', suffix: a.recursive ? '(recursive)' : undefined };
+      return withPath(s(a.path) ?? '.', a.recursive ? '(with subfolders)' : undefined);
     case 'search_files':
-      return { verb: 'Searching', target: s(a.path) ?? '.', suffix: s(a.pattern) ? `for “${a.pattern}”` : undefined };
+      return withPath(s(a.path) ?? '.', s(a.pattern) ? `for “${a.pattern}”` : undefined);
     case 'save_output':
-      return { verb: 'Writing', target: s(a.file_path) };
     case 'edit_file':
-      return { verb: 'Editing', target: s(a.file_path) };
     case 'apply_patch':
-      return { verb: 'Updating front matter of', target: s(a.file_path) };
-    case 'execute_workflow':
-      return { verb: 'Running workflow', target: s(a.workflow_path) };
+      return withPath(s(obj(output).path) ?? s(a.file_path) ?? s(a.path));
+    case 'execute_workflow': {
+      const path = s(a.workflow_path);
+      const name = s(obj(obj(output).workflow).name) ?? (path ? workflowName(path) : undefined);
+      return { verb, ...(name ? { target: name } : {}), ...(path ? { path } : {}) };
+    }
     default:
-      return { verb: 'Calling', target: toolName };
+      return { verb, target: toolName };
   }
 }
 
@@ -67,9 +119,6 @@ export function toolStatusText(toolName: string): string {
   }
 }
 
-function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
 
 function bytes(n: number): string {
   if (n < 1024) return plural(n, 'byte');
@@ -95,14 +144,9 @@ export function toolResultSummary(toolName: string, output: unknown): string | u
     case 'save_output':
       if (typeof o.bytes_written === 'number') return `${bytes(o.bytes_written)} written`;
       break;
-    case 'edit_file':
-      return s(o.path) ? `Edited ${o.path}` : undefined;
-    case 'apply_patch':
-      return s(o.path) ? `Updated ${o.path}` : undefined;
     case 'execute_workflow': {
-      const wf = obj(o.workflow);
-      const unresolved = Array.isArray(o.unresolved) && o.unresolved.length > 0 ? ` — unresolved: ${o.unresolved.join(', ')}` : '';
-      return `${s(wf.name) ?? 'Workflow'} loaded${unresolved}`;
+      const unresolved = Array.isArray(o.unresolved) && o.unresolved.length > 0 ? `Unresolved: ${o.unresolved.join(', ')}` : undefined;
+      return unresolved;
     }
   }
   return undefined;

@@ -1,4 +1,5 @@
 /** UI-only types: the browser's view of a conversation while it streams. */
+import type { ConversationDetail, ConversationSummaryView } from '@/types/api';
 
 export type StopReason = 'stop' | 'max_iterations' | 'aborted';
 
@@ -26,6 +27,8 @@ export interface ToolPart {
   state: ToolState;
   output?: unknown;
   errorText?: string;
+  /** The error's code (E_...), shown discreetly after its message. */
+  errorCode?: string;
   /** Calls of the subagent this call started (spawn_subagent), as they stream in. */
   nested?: NestedToolCall[];
 }
@@ -49,6 +52,22 @@ export interface UIMessage {
   role: 'user' | 'assistant';
   parts: MessagePart[];
   createdAt?: string;
+  /** The answer's token usage (summed over its model calls), when the server reports it. */
+  usage?: MessageUsage;
+  /** Which model profile answered. */
+  model?: AnsweredBy;
+  cost?: number;
+}
+
+export interface MessageUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens?: number;
+}
+
+export interface AnsweredBy {
+  profile?: string;
+  model?: string;
 }
 
 export interface ChatError {
@@ -58,10 +77,7 @@ export interface ChatError {
   status?: number;
 }
 
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-}
+export type TokenUsage = MessageUsage;
 
 export interface ChatState {
   conversationId: string | null;
@@ -74,6 +90,11 @@ export interface ChatState {
   error: ChatError | null;
   /** What the person last sent, so Retry can send it again. */
   lastUserText: string | null;
+  /**
+   * The server answered the current (or failed) turn's request with a stream, so it stored the
+   * user message: a retry then regenerates instead of sending the message a second time.
+   */
+  turnAccepted: boolean;
   usage: TokenUsage | null;
   sawFinish: boolean;
 }
@@ -89,8 +110,37 @@ export interface StreamChunk {
  * can follow the documented contract before the shared types catch up.
  */
 
+/** Where a conversation stands; `stopped` and `failed` come with the server's `lastTurn`. */
+export type ConversationStatus = 'idle' | 'running' | 'interrupted' | 'stopped' | 'failed';
+
+/** How the last turn ended when it did not finish normally (GET /api/conversations/:id). */
+export interface LastTurn {
+  status: 'stopped' | 'failed' | 'interrupted';
+  error?: { code?: string; message?: string };
+  at?: string;
+}
+
+/** A model profile the server offers (GET /api/models). */
+export interface ModelProfile {
+  name: string;
+  model: string;
+  contextWindow?: number;
+  configured?: boolean;
+}
+
 /** A conversation summary or detail; the server names the project of a project conversation. */
 export type WithProject<T> = T & { projectId?: string };
+
+/** A summary as the list gives it, with the statuses the server may report. */
+export type SummaryView = Omit<WithProject<ConversationSummaryView>, 'status'> & { status: ConversationStatus };
+
+/** GET /api/conversations/:id with the fields newer servers add (all optional here). */
+export type DetailView = Omit<WithProject<ConversationDetail>, 'status'> & {
+  status: ConversationStatus;
+  lastTurn?: LastTurn;
+  /** The model profile the conversation uses. */
+  model?: string;
+};
 
 export interface NewProjectInput {
   name: string;

@@ -2,8 +2,8 @@
 
 import { useCallback, useEffect, useReducer, useRef } from 'react';
 import type { ChatResponseData } from '@/types/api';
-import { readApiError } from './api';
-import { WRITING_TOOLS, chatReducer, initialChatState } from './chatReducer';
+import { api, readApiError } from './api';
+import { WRITING_TOOLS, chatReducer, initialChatState, type ChatAction } from './chatReducer';
 import { jsonResponseToMessage } from './history';
 import { consumeUiMessageStream, readBodyText } from './sse';
 import type { ChatState, UIMessage } from './types';
@@ -12,10 +12,12 @@ export interface ChatSessionOptions {
   agentId: string | null;
   /** The project the agent belongs to; read at send time, so a project learned late still counts. */
   projectId?: string | null;
+  /** The model profile to answer with; read at send time. Absent: the server's default. */
+  model?: string | null;
   /** The server named the conversation this turn belongs to (first turn of a new one). */
   onConversationId?: (id: string) => void;
-  /** A tool changed the output files. */
-  onOutputsChanged?: () => void;
+  /** A tool changed a file; `path` is the virtual path it wrote, when known. */
+  onOutputsChanged?: (path?: string) => void;
   /** The turn ended, however it ended. */
   onTurnEnd?: () => void;
 }
@@ -25,10 +27,15 @@ export function newId(prefix: string): string {
   return `${prefix}-${c?.randomUUID ? c.randomUUID() : Math.random().toString(36).slice(2) + Date.now().toString(36)}`;
 }
 
+/** Ids the browser made up for messages it has not seen stored yet. */
+export const isLocalId = (id: string) => /^(user|assistant)-/.test(id);
+
+type TurnBody = { message: string } | { regenerate: true } | { editMessageId: string; message: string };
+
 /**
- * One conversation's client state: sends a message to POST /api/chat, reads the UI message
- * stream and folds every chunk through the pure `chatReducer`. The server keeps the history, so
- * only the new message travels.
+ * One conversation's client state: sends a turn to POST /api/chat, reads the UI message stream
+ * and folds every chunk through the pure `chatReducer`. The server keeps the history, so only the
+ * new message travels; Retry and Regenerate ask the server to answer its stored message again.
  */
 export function useChatSession(options: ChatSessionOptions) {
   const [state, dispatch] = useReducer(chatReducer, initialChatState);
@@ -46,22 +53,28 @@ export function useChatSession(options: ChatSessionOptions) {
     dispatch({ type: 'load', conversationId, messages });
   }, []);
 
-  const send = useCallback(async (text: string) => {
-    const message = text.trim();
-    const { agentId, projectId } = optsRef.current;
-    if (!message || !agentId || abortRef.current) return false;
+  const run = useCallback(async (turn: TurnBody, start: ChatAction) => {
+    const { agentId, projectId, model } = optsRef.current;
+    if (!agentId || abortRef.current) return false;
     const controller = new AbortController();
     abortRef.current = controller;
     const conversationId = stateRef.current.conversationId;
-    dispatch({ type: 'submit', text: message, userMessageId: newId('user'), assistantMessageId: newId('assistant'), createdAt: new Date().toISOString() });
+    dispatch(start);
 
-    const toolNames = new Map<string, string>();
+    const toolInputs = new Map<string, { name?: string; input?: unknown }>();
     let announcedId = conversationId;
     try {
       const res = await fetch('/api/chat', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
-        body: JSON.stringify({ ...(projectId ? { projectId } : {}), agentId, message, ...(conversationId ? { conversationId } : {}), stream: true }),
+        body: JSON.stringify({
+          ...(projectId ? { projectId } : {}),
+          agentId,
+          ...(conversationId ? { conversationId } : {}),
+          ...turn,
+          ...(model ? { model } : {}),
+          stream: true,
+        }),
         signal: controller.signal,
       });
       if (!res.ok) {
@@ -97,13 +110,17 @@ export function useChatSession(options: ChatSessionOptions) {
             optsRef.current.onConversationId?.(id);
           }
         } else if (chunk.type === 'tool-input-available' || chunk.type === 'tool-input-start') {
-          if (typeof chunk.toolCallId === 'string' && typeof chunk.toolName === 'string') toolNames.set(chunk.toolCallId, chunk.toolName);
-        } else if (chunk.type === 'tool-output-available' && typeof chunk.toolCallId === 'string') {
-          if (WRITING_TOOLS.has(toolNames.get(chunk.toolCallId) ?? '')) optsRef.current.onOutputsChanged?.();
+          if (typeof chunk.toolCallId === 'string') {
+            const prev = toolInputs.get(chunk.toolCallId) ?? {};
+            toolInputs.set(chunk.toolCallId, { name: typeof chunk.toolName === 'string' ? chunk.toolName : prev.name, input: chunk.input ?? prev.input });
+          }
+        } else if (chunk.type === 'tool-output-available' && typeof chunk.toolCallId === 'string' && chunk.preliminary !== true) {
+          const call = toolInputs.get(chunk.toolCallId);
+          if (WRITING_TOOLS.has(call?.name ?? '')) optsRef.current.onOutputsChanged?.(writtenPath(call?.input, chunk.output));
         } else if (chunk.type === 'data-subagent') {
           // A subagent writes into the same output folder.
-          const d = chunk.data as { toolName?: unknown; state?: unknown } | undefined;
-          if (d?.state === 'done' && WRITING_TOOLS.has(String(d.toolName))) optsRef.current.onOutputsChanged?.();
+          const d = chunk.data as { toolName?: unknown; state?: unknown; input?: unknown } | undefined;
+          if (d?.state === 'done' && WRITING_TOOLS.has(String(d.toolName))) optsRef.current.onOutputsChanged?.(writtenPath(d.input, undefined));
         }
       });
       dispatch({ type: 'end', reason: 'complete' });
@@ -117,19 +134,95 @@ export function useChatSession(options: ChatSessionOptions) {
     return true;
   }, []);
 
+  const stamp = () => new Date().toISOString();
+
+  const send = useCallback(
+    async (text: string) => {
+      const message = text.trim();
+      if (!message) return false;
+      return run({ message }, { type: 'submit', text: message, userMessageId: newId('user'), assistantMessageId: newId('assistant'), createdAt: stamp(), model: optsRef.current.model ?? undefined });
+    },
+    [run],
+  );
+
+  /** Answers the stored last user message again (Regenerate, and Retry once the server has it). */
+  const regenerate = useCallback(
+    () => run({ regenerate: true }, { type: 'regenerate', assistantMessageId: newId('assistant'), createdAt: stamp(), model: optsRef.current.model ?? undefined }),
+    [run],
+  );
+
+  /**
+   * Replaces a user message and answers it; the server drops what came after it. A message sent in
+   * this view has no stored id yet, so the stored one at the same position is looked up first.
+   */
+  const edit = useCallback(
+    async (messageId: string, text: string) => {
+      const message = text.trim();
+      const { conversationId, messages } = stateRef.current;
+      if (!message || !conversationId || abortRef.current) return false;
+      let storedId = messageId;
+      if (isLocalId(messageId)) {
+        const position = messages.filter((m) => m.role === 'user').findIndex((m) => m.id === messageId);
+        try {
+          const detail = await api.conversation(conversationId);
+          storedId = detail.messages.filter((m) => m.role === 'user')[position]?.id ?? '';
+        } catch {
+          storedId = '';
+        }
+        if (!storedId) return false;
+      }
+      return run(
+        { editMessageId: storedId, message },
+        { type: 'edit', messageId, text: message, userMessageId: newId('user'), assistantMessageId: newId('assistant'), createdAt: stamp(), model: optsRef.current.model ?? undefined },
+      );
+    },
+    [run],
+  );
+
   /** Aborting the fetch is the whole protocol: the server cancels the turn when the client goes. */
   const stop = useCallback(() => {
     abortRef.current?.abort();
   }, []);
 
-  const retry = useCallback(() => {
-    const text = stateRef.current.lastUserText;
-    if (!text || abortRef.current) return;
+  /**
+   * After a failure: a turn the server accepted has the user message stored, so it is answered
+   * again (never stored twice); a request it refused is sent again as it was. When the connection
+   * failed before anything came back, the stored conversation says which of the two happened.
+   */
+  const retry = useCallback(async () => {
+    const { lastUserText, turnAccepted, conversationId, error } = stateRef.current;
+    if (abortRef.current) return;
+    if ((turnAccepted || !lastUserText) && conversationId) {
+      void regenerate();
+      return;
+    }
+    if (!lastUserText) return;
+    if (conversationId && error && error.kind !== 'http') {
+      try {
+        const stored = (await api.conversation(conversationId)).messages ?? [];
+        const last = stored[stored.length - 1];
+        if (last?.role === 'user' && last.content === lastUserText) {
+          void regenerate();
+          return;
+        }
+      } catch {
+        /* unknown: sending it again is the lesser harm than losing it */
+      }
+    }
     dispatch({ type: 'discard-failed-turn' });
-    void send(text);
-  }, [send]);
+    void send(lastUserText);
+  }, [send, regenerate]);
 
   const dismissError = useCallback(() => dispatch({ type: 'dismiss-error' }), []);
 
-  return { state, send, stop, retry, load, dismissError };
+  return { state, send, stop, retry, regenerate, edit, load, dismissError };
+}
+
+/** The virtual path a writing tool wrote: its result's `path`, else the argument it was given. */
+function writtenPath(input: unknown, output: unknown): string | undefined {
+  const o = output && typeof output === 'object' ? (output as { path?: unknown; ok?: unknown }) : {};
+  if (o.ok === false) return undefined;
+  if (typeof o.path === 'string') return o.path;
+  const i = input && typeof input === 'object' ? (input as { file_path?: unknown; path?: unknown }) : {};
+  return typeof i.file_path === 'string' ? i.file_path : typeof i.path === 'string' ? i.path : undefined;
 }
