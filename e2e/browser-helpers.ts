@@ -126,3 +126,25 @@ export async function smallTapTargets(page: Page, min = 44): Promise<string[]> {
     return out;
   }, min);
 }
+
+/** From the home page, opens a new chat with the agent and waits for its greeting. */
+export async function pickAgent(page: Page, agentId: string) {
+  await page.goto('/');
+  const card = page.locator(`[data-testid="agent-card"][data-agent-id="${agentId}"]`);
+  await card.waitFor({ state: 'visible' });
+  await card.click();
+  await page.waitForURL((u) => u.searchParams.get('agent') === agentId);
+  await page.getByTestId('message-greeting').waitFor({ state: 'visible' });
+}
+
+export async function sendMessage(page: Page, text: string) {
+  const input = page.getByTestId('composer-input');
+  await until(() => input.isEnabled(), 'composer enabled');
+  await input.fill(text);
+  await input.press('Enter');
+}
+
+export async function waitIdle(page: Page, timeoutMs = 20_000) {
+  await page.getByTestId('send-button').waitFor({ state: 'visible', timeout: timeoutMs });
+  await until(async () => (await page.locator('[data-testid="message-assistant"][data-streaming="true"]').count()) === 0, 'stream to end', timeoutMs);
+}

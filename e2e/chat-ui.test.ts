@@ -10,7 +10,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { axeViolations, launchBrowser, openTab, screenshot, sleep, smallTapTargets, until, waitForText, type Tab } from './browser-helpers';
+import { axeViolations, launchBrowser, openTab, pickAgent, screenshot, sendMessage, sleep, smallTapTargets, until, waitForText, waitIdle, type Tab } from './browser-helpers';
 
 jest.setTimeout(90_000);
 
@@ -73,27 +73,6 @@ const RICH = [
   '',
   'That is all for now.',
 ].join('\n');
-
-async function pickAgent(page: Page, agentId: string) {
-  await page.goto('/');
-  const card = page.locator(`[data-testid="agent-card"][data-agent-id="${agentId}"]`);
-  await card.waitFor({ state: 'visible' });
-  await card.click();
-  await page.waitForURL((u) => u.searchParams.get('agent') === agentId);
-  await page.getByTestId('message-greeting').waitFor({ state: 'visible' });
-}
-
-async function sendMessage(page: Page, text: string) {
-  const input = page.getByTestId('composer-input');
-  await until(() => input.isEnabled(), 'composer enabled');
-  await input.fill(text);
-  await input.press('Enter');
-}
-
-async function waitIdle(page: Page, timeoutMs = 20_000) {
-  await page.getByTestId('send-button').waitFor({ state: 'visible', timeout: timeoutMs });
-  await until(async () => (await page.locator('[data-testid="message-assistant"][data-streaming="true"]').count()) === 0, 'stream to end', timeoutMs);
-}
 
 const conversationIdOf = (page: Page) => new URL(page.url()).searchParams.get('c');
 

@@ -482,13 +482,15 @@ describe('ChatView: usage, models, status', () => {
       id: 'c-8',
       messages: [
         { id: 'u1', role: 'user', content: 'q', timestamp: 't' },
-        { id: 'a1', role: 'assistant', content: '', timestamp: 't', functionCalls: [{ id: 'x', name: 'list_files', arguments: {}, result: { ok: true, entries: [] } }], usage: { promptTokens: 1000, completionTokens: 10 }, model: { profile: 'deep', model: 'o3' } },
-        { id: 'a2', role: 'assistant', content: 'Done.', timestamp: 't', usage: { promptTokens: 1100, completionTokens: 90 }, model: { profile: 'deep', model: 'o3' } },
+        { id: 'a1', role: 'assistant', content: '', timestamp: 't', functionCalls: [{ id: 'x', name: 'list_files', arguments: {}, result: { ok: true, entries: [] } }], usage: { promptTokens: 1000, completionTokens: 10 }, profile: 'deep', model: 'o3', cost: 0.01 },
+        { id: 'a2', role: 'assistant', content: 'Done.', timestamp: 't', usage: { promptTokens: 1100, completionTokens: 90 }, profile: 'deep', model: 'o3', cost: 0.012 },
       ],
     };
     renderChat({ conversationId: 'c-8', agentId: null });
     expect(await screen.findByTestId('answer-tokens')).toHaveTextContent('2,200 tokens');
     expect(screen.getByTestId('answer-model')).toHaveTextContent('deep');
+    expect(screen.getByTestId('answer-cost')).toHaveTextContent('cost 0.02');
+    expect(screen.getAllByTestId('answer-meta')[0]).toHaveAttribute('title', expect.stringContaining('o3'));
     expect(screen.getAllByTestId('message-assistant')).toHaveLength(1);
   });
 
@@ -513,6 +515,13 @@ describe('ChatView: usage, models, status', () => {
     expect(patches).toEqual([{ url: '/api/conversations/c-9', body: { model: 'fast' } }]);
     await user.type(screen.getByTestId('composer-input'), 'quick one{Enter}');
     expect(chatBodies[0]).toMatchObject({ message: 'quick one', model: 'fast' });
+    await finish(lives[0], answer('c-9', 'Quick.'));
+    // Automatic gives the choice back to the server's routes: the conversation forgets its model.
+    await user.selectOptions(select, '');
+    expect(patches.at(-1)).toEqual({ url: '/api/conversations/c-9', body: { model: null } });
+    await user.type(screen.getByTestId('composer-input'), 'and now{Enter}');
+    expect(chatBodies[1]).toMatchObject({ message: 'and now' });
+    expect(chatBodies[1]).not.toHaveProperty('model');
   });
 
   it('keeps status messages for screen readers: no lasting visible line after the answer', async () => {

@@ -56,14 +56,15 @@ export function ChatView(props: ChatViewProps) {
   const [loadState, setLoadState] = useState<'idle' | 'loading' | 'error'>(conversationId ? 'loading' : 'idle');
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [finishedNote, setFinishedNote] = useState('');
-  const [model, setModel] = useState<string | null>(null);
+  // undefined: untouched here, the stored conversation's choice holds; null: Automatic.
+  const [model, setModel] = useState<string | null | undefined>(undefined);
   // The URL moves from ?agent= to ?c= after the first answer; the view keeps its agent.
   const [initialAgentId] = useState(props.agentId);
   const agentId = initialAgentId ?? detail?.agentId ?? null;
   // Agent ids are unique within a project only, so a bundle's agent must not answer for a project's.
   const agent = agents.find((a) => a.id === agentId && (a.projectId ?? null) === projectId);
   const agentName = agent?.name ?? 'Assistant';
-  const chosenModel = model ?? detail?.model ?? null;
+  const chosenModel = model !== undefined ? model : (detail?.model ?? null);
 
   const cbs = useRef(props);
   cbs.current = props;
@@ -177,7 +178,7 @@ export function ChatView(props: ChatViewProps) {
     [canAct, liveConversationId, regenerate, edit, props.onOpenFile, props.canOpenFile],
   );
 
-  const changeModel = (name: string) => {
+  const changeModel = (name: string | null) => {
     setModel(name);
     // The conversation remembers it; a new one learns it with its first message.
     if (liveConversationId) void api.setModel(liveConversationId, name).catch(() => undefined);

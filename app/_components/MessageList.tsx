@@ -3,7 +3,7 @@
 import { memo, useId, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { WRITING_TOOLS, messageText } from '../_lib/chatReducer';
 import { copyText } from '../_lib/clipboard';
-import { formatTokens, plural } from '../_lib/format';
+import { formatCost, formatTokens, plural } from '../_lib/format';
 import { toolLabel } from '../_lib/toolLabels';
 import type { MessagePart, ToolPart, UIMessage } from '../_lib/types';
 import { Markdown } from './Markdown';
@@ -199,6 +199,7 @@ function AnswerMeta({ message }: { message: UIMessage }) {
       {model ? <span data-testid="answer-model">{model}</span> : null}
       {model && message.usage ? ' · ' : null}
       {message.usage ? <span data-testid="answer-tokens">{formatTokens(message.usage)}</span> : null}
+      {message.cost !== undefined ? <span data-testid="answer-cost"> · cost {formatCost(message.cost)}</span> : null}
     </span>
   );
 }

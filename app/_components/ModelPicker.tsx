@@ -5,16 +5,17 @@ import type { ModelProfile } from '../_lib/types';
 
 /**
  * Which model profile answers. Hidden while the server offers only one: there is nothing to choose.
- * `value` null means the conversation uses the server's default (the first profile).
+ * `value` null is Automatic: the server's routes (command, agent, default) choose per turn.
  */
-export function ModelPicker({ models, value, disabled, onChange }: { models: ModelProfile[]; value: string | null; disabled?: boolean; onChange: (name: string) => void }) {
+export function ModelPicker({ models, value, disabled, onChange }: { models: ModelProfile[]; value: string | null; disabled?: boolean; onChange: (name: string | null) => void }) {
   const id = useId();
   if (models.length < 2) return null;
   const known = value && models.some((m) => m.name === value);
   return (
     <div className="model-picker" data-testid="model-picker">
       <label htmlFor={id}>Model</label>
-      <select id={id} value={known ? value : value ?? models[0].name} disabled={disabled} onChange={(e) => onChange(e.target.value)} data-testid="model-select">
+      <select id={id} value={value ?? ''} disabled={disabled} onChange={(e) => onChange(e.target.value || null)} data-testid="model-select">
+        <option value="">Automatic</option>
         {value && !known ? <option value={value}>{value} (no longer offered)</option> : null}
         {models.map((m) => (
           <option key={m.name} value={m.name} disabled={m.configured === false}>

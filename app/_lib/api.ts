@@ -101,11 +101,11 @@ export const api = {
   },
   conversation: (id: string, signal?: AbortSignal) => request<DetailView>(`/api/conversations/${enc(id)}`, { signal }),
   /** Remembers the model profile a conversation answers with. */
-  setModel: (id: string, model: string) =>
+  setModel: (id: string, model: string | null) =>
     request<unknown>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ model }) }),
   models: async (signal?: AbortSignal): Promise<ModelProfile[]> => {
-    const data = await request<ModelProfile[] | { models?: ModelProfile[] }>('/api/models', { signal });
-    const list = Array.isArray(data) ? data : (data?.models ?? []);
+    const data = await request<ModelProfile[] | { profiles?: ModelProfile[]; models?: ModelProfile[] }>('/api/models', { signal });
+    const list = Array.isArray(data) ? data : (data?.profiles ?? data?.models ?? []);
     return list.filter((m): m is ModelProfile => !!m && typeof m.name === 'string' && m.name !== '');
   },
   rename: (id: string, title: string) =>

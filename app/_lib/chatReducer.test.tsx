@@ -175,4 +175,20 @@ describe('history', () => {
     expect((parts[0] as ToolPart).input).toEqual({ file_path: 'x.md' });
     expect(parts[1]).toMatchObject({ errorText: 'no', errorCode: 'E_READ_ONLY' });
   });
+
+  it('names the profile and the model that answered, with the cost of the turn, from stored fields', () => {
+    const stored = { id: 'a', role: 'assistant', content: 'Done.', timestamp: 't', profile: 'strong', model: 'gpt-4.1', usage: { promptTokens: 10, completionTokens: 2 }, cost: 0.002 };
+    const [m] = historyToMessages([stored as never]);
+    expect(m).toMatchObject({ model: { profile: 'strong', model: 'gpt-4.1' }, cost: 0.002, usage: { promptTokens: 10, completionTokens: 2 } });
+  });
+});
+
+describe('the answering profile in the stream', () => {
+  it('is known from data-conversation, before the first word, and the cost from data-usage', () => {
+    let s = submitted();
+    s = chatReducer(s, { type: 'chunk', chunk: { type: 'data-conversation', data: { conversationId: 'c1', profile: 'fast', model: 'qwen2.5:7b' } } as StreamChunk });
+    expect(s.messages.find((m) => m.id === 'a1')?.model).toEqual({ profile: 'fast', model: 'qwen2.5:7b' });
+    s = chatReducer(s, { type: 'chunk', chunk: { type: 'data-usage', data: { promptTokens: 5, completionTokens: 1, cachedTokens: 0, cost: 0.0001 } } as StreamChunk });
+    expect(s.messages.find((m) => m.id === 'a1')).toMatchObject({ model: { profile: 'fast' }, cost: 0.0001 });
+  });
 });

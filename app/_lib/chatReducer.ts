@@ -207,7 +207,10 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
   switch (chunk.type) {
     case 'data-conversation': {
       const id = str(data?.conversationId) ?? str(chunk.conversationId);
-      return id ? { ...s, conversationId: id } : s;
+      const next = id ? { ...s, conversationId: id } : s;
+      // The profile that answers this turn, known before its first word.
+      const by = readAnsweredBy({ profile: data?.profile, model: data?.model });
+      return by ? updateActive(next, (m) => ({ ...m, model: { ...m.model, ...by } })) : next;
     }
     case 'text-start':
       return updateActive(s, (m) => {

@@ -1,4 +1,4 @@
-import { dateGroup, formatTokens, plural } from './format';
+import { dateGroup, formatCost, formatTokens, plural } from './format';
 
 describe('plural', () => {
   it('says 1 file and 2 files, with thousands separated', () => {
@@ -31,5 +31,17 @@ describe('dateGroup', () => {
     ['not a date', 'Older'],
   ])('%s → %s', (iso, group) => {
     expect(dateGroup(iso, now)).toBe(group);
+  });
+});
+
+describe('formatCost', () => {
+  it.each([
+    [0, '0'],
+    [0.00012345, '0.00012'],
+    [0.004, '0.004'],
+    [0.0123, '0.01'],
+    [1.5, '1.50'],
+  ])('%s → %s', (cost, text) => {
+    expect(formatCost(cost)).toBe(text);
   });
 });

@@ -46,3 +46,10 @@ export function dateGroup(iso: string, now = new Date()): DateGroup {
 export function formatTokens(usage: { promptTokens: number; completionTokens: number }): string {
   return plural(usage.promptTokens + usage.completionTokens, 'token');
 }
+
+/** A turn's cost at its profile's prices (their currency is the operator's, so none is named). */
+export function formatCost(cost: number): string {
+  if (cost === 0) return '0';
+  if (cost < 0.01) return cost.toPrecision(2).replace(/0+$/, '');
+  return cost.toFixed(2);
+}

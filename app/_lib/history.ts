@@ -1,6 +1,6 @@
 import type { ChatMessageView, ChatResponseData, FunctionCallView } from '@/types/api';
 import { readAnsweredBy, readUsage, toolFailure } from './chatReducer';
-import type { MessagePart, MessageUsage, ToolPart, UIMessage } from './types';
+import type { AnsweredBy, MessagePart, MessageUsage, ToolPart, UIMessage } from './types';
 
 function parseArgs(args: unknown): unknown {
   // Stored arguments are the model's raw JSON text; show them as data when they parse.
@@ -56,7 +56,12 @@ function addUsage(a: MessageUsage | undefined, b: MessageUsage | null): MessageU
 }
 
 /** What the server may add to a stored message (model profile, usage, cost); absent on older servers. */
-type StoredExtras = { usage?: unknown; model?: unknown; cost?: unknown };
+type StoredExtras = { usage?: unknown; profile?: unknown; model?: unknown; cost?: unknown };
+
+/** The profile and model that answered: separate fields of a stored message, or one `model` value. */
+function answeredBy(x: { profile?: unknown; model?: unknown }): AnsweredBy | undefined {
+  return typeof x.profile === 'string' ? readAnsweredBy({ profile: x.profile, model: x.model }) : readAnsweredBy(x.model);
+}
 
 /** Stored history → UI messages; consecutive assistant messages (one answer's model calls) merge into one. */
 export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
@@ -66,7 +71,7 @@ export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
     const parts = partsOf(m);
     const extras = m as ChatMessageView & StoredExtras;
     const usage = m.role === 'assistant' ? readUsage(extras.usage) : null;
-    const model = m.role === 'assistant' ? readAnsweredBy(extras.model) : undefined;
+    const model = m.role === 'assistant' ? answeredBy(extras) : undefined;
     const cost = m.role === 'assistant' && typeof extras.cost === 'number' ? extras.cost : undefined;
     const prev = out[out.length - 1];
     if (m.role === 'assistant' && prev?.role === 'assistant') {
@@ -90,5 +95,9 @@ export function jsonResponseToMessage(data: ChatResponseData): UIMessage {
   const msg: UIMessage = { id: data.message.id, role: 'assistant', parts: partsOf(data.message), createdAt: data.message.timestamp };
   const usage = readUsage(data.usage);
   if (usage) msg.usage = usage;
+  const model = answeredBy(data.message);
+  if (model) msg.model = model;
+  const cost = (data.usage as { cost?: unknown } | undefined)?.cost;
+  if (typeof cost === 'number') msg.cost = cost;
   return msg;
 }
