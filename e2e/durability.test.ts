@@ -52,7 +52,8 @@ async function folders(): Promise<Folders> {
 }
 
 async function boot(f: Folders): Promise<AppServer> {
-  const app = await startApp(f, { OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'scripted-e2e' });
+  // A window no test here fills: these tests check that the whole history survives, not its compaction.
+  const app = await startApp(f, { OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'scripted-e2e', OPENAI_CONTEXT_WINDOW: '1000000' });
   running.push(app);
   return app;
 }
