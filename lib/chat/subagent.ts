@@ -1,5 +1,6 @@
 import type OpenAI from 'openai';
 import { log } from '../log';
+import { costOf, type ModelPrice } from '../models';
 import type { ToolDefinition } from '../llm/types';
 import { runTurn, type LoopTools, type SubagentToolEvent, type TurnBudget, type TurnEvent } from '../loop';
 import { buildSubagentPrompt } from '../prompt';
@@ -25,6 +26,8 @@ export interface SubagentHostOptions {
   definitions: ToolDefinition[];
   client: OpenAI;
   model: string;
+  /** The turn's profile prices: a subagent's calls cost the conversation like the turn's own. */
+  price?: ModelPrice;
   /** The turn's budget; each subagent draws a child of it. */
   budget: TurnBudget;
   project?: { writable: string[] };
@@ -152,7 +155,7 @@ export function subagentHost(opts: SubagentHostOptions): SubagentHost {
           if (event.content) texts.push(event.content);
           if (event.toolCalls.length === 0) answer = event.content;
           if (event.usage.promptTokens || event.usage.completionTokens) {
-            await opts.deps.store.addUsage(opts.ctx.conversationId, event.usage);
+            await opts.deps.store.addUsage(opts.ctx.conversationId, event.usage, costOf(opts.price, event.usage));
             log.info('model.call', { conversationId: opts.ctx.conversationId, agent: opts.ctx.agentId, model: opts.model, subagent: true, toolCalls: event.toolCalls.length, promptTokens: event.usage.promptTokens, completionTokens: event.usage.completionTokens });
           }
           break;

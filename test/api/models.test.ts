@@ -160,6 +160,21 @@ describe('routing, checked at the model servers', () => {
     expect((await conversation(unpriced.body.data.conversationId)).usage).not.toHaveProperty('cost');
   });
 
+  it("a subagent runs on the turn's profile and its calls cost the conversation what the turn says", async () => {
+    const u = (prompt_tokens: number, completion_tokens: number) => ({ usage: { prompt_tokens, completion_tokens } });
+    strong.setScript([
+      reply.toolCalls([{ id: 'spawn_1', name: 'spawn_subagent', arguments: { instructions: 'Say a name.' } }], u(1000, 10)),
+      reply.text('Ada', u(300, 2)),
+      reply.text('The subagent said Ada.', u(1200, 8)),
+    ]);
+    const res = await send({ agentId: 'story-writer', message: 'delegate' });
+    expect(res.status).toBe(200);
+    expect(models_(strong).slice(-3)).toEqual(['strong-model', 'strong-model', 'strong-model']);
+    const cost = (2500 * 2 + 20 * 8) / 1e6;
+    expect(res.body.data.usage).toEqual({ promptTokens: 2500, completionTokens: 20, cachedTokens: 0, cost });
+    expect((await conversation(res.body.data.conversationId)).usage).toEqual({ promptTokens: 2500, completionTokens: 20, cachedTokens: 0, cost });
+  });
+
   it('names the profile and model in the stream, and gives usage its cached tokens and cost', async () => {
     strong.setScript([reply.text('streamed', { usage: { prompt_tokens: 100, completion_tokens: 10, cached_tokens: 50 } })]);
     const res = await chat(jsonRequest('/api/chat', { agentId: 'story-writer', message: 'hi', stream: true }));
