@@ -3,7 +3,9 @@ import { log } from '../log';
 import { costOf, type ModelPrice } from '../models';
 import type { ToolDefinition } from '../llm/types';
 import { runTurn, type LoopTools, type SubagentToolEvent, type TurnBudget, type TurnEvent } from '../loop';
-import { buildSubagentPrompt } from '../prompt';
+import { buildSubagentPrompt, toModelMessages } from '../prompt';
+import { contextGuard, type ContextBudget, type Tokenizer } from '../context';
+import type { StoredMessage } from '../conversations/types';
 import { fail, type ToolResult } from '../results';
 import { runToolCall, spawnSubagentTool, type SubagentRequest, type SubagentRunner, type ToolContext } from '../tools';
 import { DEFAULT_SUBAGENT_STEPS } from '../tools/spawn-subagent';
@@ -28,6 +30,8 @@ export interface SubagentHostOptions {
   model: string;
   /** The turn's profile prices: a subagent's calls cost the conversation like the turn's own. */
   price?: ModelPrice;
+  /** The turn's context budget: a subagent's requests are counted and compacted like the turn's. */
+  context?: { budget: ContextBudget; tokenizer: Tokenizer };
   /** The turn's budget; each subagent draws a child of it. */
   budget: TurnBudget;
   project?: { writable: string[] };
@@ -126,10 +130,27 @@ export function subagentHost(opts: SubagentHostOptions): SubagentHost {
     if (budget.remaining <= 0) {
       return fail('E_SUBAGENT_LIMIT', 'This turn has no model calls left for a subagent. Answer with what you have; the user can ask you to go on.', { details: soFar() });
     }
-    const messages = [
-      { role: 'system' as const, content: buildSubagentPrompt({ instructions: request.instructions, toolNames: definitions.map((d) => d.function.name), maxSteps: budget.remaining, ...(opts.project ? { project: opts.project } : {}) }) },
-      { role: 'user' as const, content: userMessage(request) },
-    ];
+    const systemPrompt = buildSubagentPrompt({ instructions: request.instructions, toolNames: definitions.map((d) => d.function.name), maxSteps: budget.remaining, ...(opts.project ? { project: opts.project } : {}) });
+    // The subagent's own history, kept in memory as the turn's is in the store, so the same
+    // context budget can compact it before a call rather than let the provider refuse it.
+    const stamp = () => new Date().toISOString();
+    const history: StoredMessage[] = [{ id: 'sub-0', role: 'user', content: userMessage(request), timestamp: stamp() }];
+    const messages = toModelMessages(systemPrompt, history);
+    const prepare = opts.context
+      ? contextGuard({
+          budget: opts.context.budget,
+          tokenizer: opts.context.tokenizer,
+          tools: definitions,
+          render: (h) => toModelMessages(systemPrompt, h),
+          load: async () => history,
+          save: async (marks) => {
+            for (const mark of marks) {
+              const m = history.find((x) => x.id === mark.messageId);
+              if (m) m.compacted = mark.compacted;
+            }
+          },
+        })
+      : undefined;
     let step = 0;
     let seq = 0;
     // Results come in the order their calls were announced, so a server that reuses ids is no trouble.
@@ -146,12 +167,14 @@ export function subagentHost(opts: SubagentHostOptions): SubagentHost {
       // The parent's signal carries its stop and its deadline.
       signal: signal ?? new AbortController().signal,
       timeoutMs: 0,
+      ...(prepare ? { prepare } : {}),
     })) {
       switch (event.type) {
         case 'step-start':
           step = event.iteration;
           break;
         case 'assistant-message':
+          history.push({ id: `sub-${history.length}`, role: 'assistant', content: event.content, ...(event.toolCalls.length ? { toolCalls: event.toolCalls } : {}), timestamp: stamp() });
           if (event.content) texts.push(event.content);
           if (event.toolCalls.length === 0) answer = event.content;
           if (event.usage.promptTokens || event.usage.completionTokens) {
@@ -166,12 +189,16 @@ export function subagentHost(opts: SubagentHostOptions): SubagentHost {
           break;
         }
         case 'tool-result': {
+          history.push({ id: `sub-${history.length}`, role: 'tool', toolCallId: event.call.id, name: event.call.name, result: event.result, timestamp: stamp() });
           const announced = open.shift();
           if (!announced) break;
           records.push({ name: event.call.name, ok: event.result.ok, ...(event.result.ok ? {} : { error: event.result.error.code }), args: announced.input });
           activity.push({ ...announced, result: event.result });
           break;
         }
+        case 'compaction':
+          log.info('context.compacted', { conversationId: opts.ctx.conversationId, subagent: true, ...event.report });
+          break;
         case 'finish':
         case 'error':
           ending = event;

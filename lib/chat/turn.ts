@@ -302,7 +302,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     // Subagents draw on the turn's budget and run on its profile; their activity joins its events.
     const steps = new TurnBudget(deps.config.maxIterations);
     const client = deps.llm(profile.name);
-    const subagents = subagentHost({ deps, ctx, definitions, client, model: profile.model, ...(profile.price ? { price: profile.price } : {}), budget: steps, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
+    const subagents = subagentHost({ deps, ctx, definitions, client, model: profile.model, ...(profile.price ? { price: profile.price } : {}), context: { budget: turn.budget, tokenizer: turn.tokenizer }, budget: steps, ...(ws.writable ? { project: { writable: ws.writable } } : {}) });
 
     for await (let event of subagents.merge(runTurn({
       client,

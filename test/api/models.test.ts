@@ -309,6 +309,26 @@ describe('context budget', () => {
     expect(reads.every((c: { result: { content?: string } }) => (c.result.content ?? '').startsWith('# Notes'))).toBe(true);
   });
 
+  it("compacts a subagent's requests on the turn's profile too", async () => {
+    const save = (n: number) => reply.toolCalls([{ name: 'save_output', arguments: { file_path: `sub-${n}.md`, content: DOC(n) } }]);
+    const read = (n: number) => reply.toolCalls([{ name: 'read_file', arguments: { file_path: `{output_folder}/sub-${n}.md` } }]);
+    fast.setScript([
+      reply.toolCalls([{ name: 'spawn_subagent', arguments: { instructions: 'Write the notes and read each back.' } }]),
+      save(1), read(1), save(2), read(2), save(3), read(3),
+      reply.text('Three notes written and read.'),
+      reply.text('The subagent wrote three notes.'),
+    ]);
+    const res = await send({ agentId: 'product-lead', message: 'Delegate the notes.', model: 'small' });
+    expect(res.status).toBe(200);
+    expect(res.body.data.message.functionCalls[0].result).toMatchObject({ ok: true, result: 'Three notes written and read.', steps: 7 });
+    const counts = fast.chatRequests().map(count);
+    expect(counts).toHaveLength(9);
+    expect(Math.max(...counts)).toBeLessThanOrEqual(8192 - 1024);
+    // Without compaction the subagent's last request would not fit.
+    const last = fast.chatRequests()[7].body!.messages!;
+    expect(last.some((m) => m.role === 'tool' && String(m.content).includes('"compacted":true'))).toBe(true);
+  });
+
   it('announces a compaction in the stream as data-compaction', async () => {
     fast.setScript(writer);
     let id: string | undefined;
