@@ -148,3 +148,28 @@ export async function waitIdle(page: Page, timeoutMs = 20_000) {
   await page.getByTestId('send-button').waitFor({ state: 'visible', timeout: timeoutMs });
   await until(async () => (await page.locator('[data-testid="message-assistant"][data-streaming="true"]').count()) === 0, 'stream to end', timeoutMs);
 }
+
+/**
+ * Per-test tabs, each with a final screenshot (`<prefix>-<test name>.png`), and a check that the
+ * page never threw: uncaught page errors fail the test that produced them.
+ */
+export function useTabs(getBrowser: () => Browser, getUrl: () => string, prefix: string) {
+  const holder: { tabs: Tab[] } = { tabs: [] };
+  afterEach(async () => {
+    const tabs = holder.tabs;
+    holder.tabs = [];
+    const name = (expect.getState().currentTestName ?? 'test').replace(/[^a-z0-9]+/gi, '-').toLowerCase().slice(0, 80);
+    const errors: string[] = [];
+    for (const [i, tab] of tabs.entries()) {
+      await screenshot(tab.page, `${prefix}-${name}${i ? `-${i}` : ''}.png`).catch(() => undefined);
+      errors.push(...tab.pageErrors);
+      await tab.close();
+    }
+    expect(errors).toEqual([]);
+  });
+  return async (viewport?: { width: number; height: number }) => {
+    const tab = await openTab(getBrowser(), getUrl(), viewport);
+    holder.tabs.push(tab);
+    return tab;
+  };
+}

@@ -9,7 +9,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { launchBrowser, openTab, screenshot, sleep, until, waitForText, type Tab } from './browser-helpers';
+import { launchBrowser, pickAgent, screenshot, sendMessage, sleep, until, useTabs, waitForText, waitIdle } from './browser-helpers';
 
 jest.setTimeout(60_000);
 
@@ -23,49 +23,6 @@ afterAll(async () => {
   await browser?.close();
 });
 
-/** Per-test tab with a final screenshot and a check that the page never threw. */
-function useTab(getUrl: () => string) {
-  const holder: { tab: Tab | null } = { tab: null };
-  afterEach(async () => {
-    const tab = holder.tab;
-    holder.tab = null;
-    if (!tab) return;
-    const name = (expect.getState().currentTestName ?? 'test').replace(/[^a-z0-9]+/gi, '-').toLowerCase();
-    await screenshot(tab.page, `last-${name}.png`).catch(() => undefined);
-    const errors = [...tab.pageErrors];
-    await tab.close();
-    // Uncaught page errors fail the test that produced them.
-    expect(errors).toEqual([]);
-  });
-  return async (viewport?: { width: number; height: number }) => {
-    holder.tab = await openTab(browser, getUrl(), viewport);
-    return holder.tab;
-  };
-}
-
-async function pickAgent(page: Page, agentId: string) {
-  await page.goto('/');
-  const card = page.locator(`[data-testid="agent-card"][data-agent-id="${agentId}"]`);
-  await card.waitFor({ state: 'visible' });
-  await card.click();
-  await page.waitForURL((u) => u.searchParams.get('agent') === agentId);
-  await page.getByTestId('message-greeting').waitFor({ state: 'visible' });
-}
-
-/** Types into the composer and presses Enter. */
-async function sendMessage(page: Page, text: string) {
-  const input = page.getByTestId('composer-input');
-  await until(() => input.isEnabled(), 'composer enabled');
-  await input.fill(text);
-  await input.press('Enter');
-}
-
-/** Waits until no turn is running (the send button is back). */
-async function waitIdle(page: Page, timeoutMs = 15_000) {
-  await page.getByTestId('send-button').waitFor({ state: 'visible', timeout: timeoutMs });
-  await until(async () => (await page.locator('[data-testid="message-assistant"][data-streaming="true"]').count()) === 0, 'stream to end', timeoutMs);
-}
-
 function conversationIdOf(page: Page): string | null {
   return new URL(page.url()).searchParams.get('c');
 }
@@ -74,7 +31,7 @@ describe('with a scripted model', () => {
   let folders: Folders;
   let app: AppServer;
   let model: ScriptedModel;
-  const newTab = useTab(() => app.url);
+  const newTab = useTabs(() => browser, () => app.url, 'last');
 
   beforeAll(async () => {
     model = await startScriptedModel({ script: [] });
@@ -330,13 +287,13 @@ describe('with a scripted model', () => {
   });
 
   // A second tab for the phone viewport, closed like the first.
-  const newPhoneTab = useTab(() => app.url).bind(null, { width: 375, height: 740 });
+  const newPhoneTab = useTabs(() => browser, () => app.url, 'last').bind(null, { width: 375, height: 740 });
 });
 
 describe('without a model configured', () => {
   let folders: Folders;
   let app: AppServer;
-  const newTab = useTab(() => app.url);
+  const newTab = useTabs(() => browser, () => app.url, 'last');
 
   beforeAll(async () => {
     folders = await makeFolders();

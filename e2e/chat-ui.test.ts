@@ -10,7 +10,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { axeViolations, launchBrowser, openTab, pickAgent, screenshot, sendMessage, sleep, smallTapTargets, until, waitForText, waitIdle, type Tab } from './browser-helpers';
+import { axeViolations, launchBrowser, pickAgent, screenshot, sendMessage, sleep, smallTapTargets, until, useTabs, waitForText, waitIdle } from './browser-helpers';
 
 jest.setTimeout(90_000);
 
@@ -23,27 +23,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
-
-function useTab(getUrl: () => string) {
-  const holder: { tabs: Tab[] } = { tabs: [] };
-  afterEach(async () => {
-    const tabs = holder.tabs;
-    holder.tabs = [];
-    const name = (expect.getState().currentTestName ?? 'test').replace(/[^a-z0-9]+/gi, '-').toLowerCase().slice(0, 80);
-    const errors: string[] = [];
-    for (const [i, tab] of tabs.entries()) {
-      await screenshot(tab.page, `chat-ui-${name}${i ? `-${i}` : ''}.png`).catch(() => undefined);
-      errors.push(...tab.pageErrors);
-      await tab.close();
-    }
-    expect(errors).toEqual([]);
-  });
-  return async (viewport?: { width: number; height: number }) => {
-    const tab = await openTab(browser, getUrl(), viewport);
-    holder.tabs.push(tab);
-    return tab;
-  };
-}
 
 const PHONE = { width: 375, height: 800 };
 
@@ -104,7 +83,7 @@ describe('chat UI with a scripted model', () => {
   let folders: Folders;
   let app: AppServer;
   let model: ScriptedModel;
-  const newTab = useTab(() => app.url);
+  const newTab = useTabs(() => browser, () => app.url, 'chat-ui');
 
   beforeAll(async () => {
     model = await startScriptedModel({ script: [] });

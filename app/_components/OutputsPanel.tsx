@@ -1,10 +1,11 @@
 'use client';
 
-import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import type { AgentSummary, OutputFileEntry } from '@/types/api';
 import { api, fileUrl } from '../_lib/api';
 import { trapTab } from '../_lib/focus';
 import { formatSize } from '../_lib/format';
+import { useFileList } from '../_lib/useFileList';
 import { FileContentView, useFileContent } from './FileContent';
 import { ProjectDocuments } from './ProjectDocuments';
 import { CloseIcon, DownloadIcon, FilesIcon, FolderIcon, RefreshIcon, Spinner } from './icons';
@@ -117,46 +118,16 @@ export function OutputsPanel(props: OutputsPanelProps) {
 }
 
 function ConversationOutputs({ conversationId, version, onClose, onCount }: OutputsPanelProps) {
-  const [files, setFiles] = useState<OutputFileEntry[]>([]);
-  const [loading, setLoading] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
-  const onCountRef = useRef(onCount);
-  onCountRef.current = onCount;
-
-  const refresh = useCallback(
-    async (signal?: AbortSignal) => {
-      if (!conversationId) {
-        setFiles([]);
-        onCountRef.current?.(0);
-        return;
-      }
-      setLoading(true);
-      try {
-        const list = await api.files(conversationId, signal);
-        setFiles(list);
-        setError(null);
-        onCountRef.current?.(countFiles(list));
-      } catch (e) {
-        if ((e as Error)?.name === 'AbortError') return;
-        // A conversation with no output folder yet is simply empty.
-        if ((e as { status?: number }).status === 404) {
-          setFiles([]);
-          setError(null);
-          onCountRef.current?.(0);
-        } else setError((e as Error).message);
-      } finally {
-        setLoading(false);
-      }
-    },
-    [conversationId],
-  );
-
-  useEffect(() => {
-    const ctrl = new AbortController();
-    void refresh(ctrl.signal);
-    return () => ctrl.abort();
-  }, [refresh, version]);
+  const load = useMemo(() => (conversationId ? (signal?: AbortSignal) => api.files(conversationId, signal) : null), [conversationId]);
+  const { files, loading, error, refresh } = useFileList({
+    load,
+    count: countFiles,
+    // A conversation with no output folder yet is simply empty.
+    meansEmpty: (e) => (e as { status?: number }).status === 404,
+    onCount,
+    reloadKey: version,
+  });
 
   useEffect(() => setOpen(null), [conversationId]);
 

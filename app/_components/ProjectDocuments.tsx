@@ -6,6 +6,7 @@ import { api, projectFileUrl } from '../_lib/api';
 import { trapTab } from '../_lib/focus';
 import { dateTime, formatSize, relativeTime } from '../_lib/format';
 import { routeHref } from '../_lib/route';
+import { useFileList } from '../_lib/useFileList';
 import type { FileVersion, ProjectFileEntry } from '../_lib/types';
 import { ConfirmDialog } from './ConfirmDialog';
 import { FileContentView, useFileContent } from './FileContent';
@@ -436,42 +437,17 @@ export interface ProjectDocumentsProps {
 
 /** The documents of a project, shared by all its agents, each with who wrote it last and its history. */
 export function ProjectDocuments({ projectId, conversationId, agents, version, onClose, onCount, onOpenConversation }: ProjectDocumentsProps) {
-  const [files, setFiles] = useState<ProjectFileEntry[]>([]);
-  const [loading, setLoading] = useState(false);
-  const [error, setError] = useState<string | null>(null);
   const [open, setOpen] = useState<string | null>(null);
   const [changes, setChanges] = useState(0);
-  const onCountRef = useRef(onCount);
-  onCountRef.current = onCount;
-
-  const refresh = useCallback(
-    async (signal?: AbortSignal) => {
-      setLoading(true);
-      try {
-        const list = await api.projectFiles(projectId, signal);
-        setFiles(list);
-        setError(null);
-        onCountRef.current?.(list.length);
-      } catch (e) {
-        if ((e as Error)?.name === 'AbortError') return;
-        // A project whose output folder does not exist yet simply has no documents.
-        if ((e as { status?: number }).status === 404 && (e as { code?: string }).code !== 'E_PROJECT_NOT_FOUND') {
-          setFiles([]);
-          setError(null);
-          onCountRef.current?.(0);
-        } else setError((e as Error).message);
-      } finally {
-        setLoading(false);
-      }
-    },
-    [projectId],
-  );
-
-  useEffect(() => {
-    const ctrl = new AbortController();
-    void refresh(ctrl.signal);
-    return () => ctrl.abort();
-  }, [refresh, version, changes]);
+  const load = useCallback((signal?: AbortSignal) => api.projectFiles(projectId, signal), [projectId]);
+  const { files, loading, error, refresh } = useFileList({
+    load,
+    count: (list) => list.length,
+    // A project whose output folder does not exist yet simply has no documents.
+    meansEmpty: (e) => (e as { status?: number }).status === 404 && (e as { code?: string }).code !== 'E_PROJECT_NOT_FOUND',
+    onCount,
+    reloadKey: `${version}:${changes}`,
+  });
 
   useEffect(() => setOpen(null), [projectId]);
 

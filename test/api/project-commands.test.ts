@@ -5,8 +5,9 @@ import { POST as chat } from '@/app/api/chat/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
 import { isWorkflowCommand } from '@/lib/agents';
 import type { AgentSummary } from '@/types/api';
-import { currentTurn, lastUserText, reply } from '../scripted-model';
+import { reply } from '../scripted-model';
 import { bmadProject, COMPILED_RELEASES } from '../bmad-installs';
+import { journeyModel } from './journey';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
 
 /**
@@ -88,15 +89,7 @@ describe('a BMAD journey across agents (6.0.4)', () => {
     let previousText: string | null = null;
     for (const step of steps) {
       h.model.reset();
-      h.model.setScript(({ body }) => {
-        // Tool results so far in this turn: the server's execute_workflow first, then the model's own calls.
-        const done = currentTurn(body).filter((m) => m.role === 'tool').length;
-        const plan = [
-          ...(step.reads ? [reply.toolCalls([{ name: 'read_file', arguments: { file_path: step.reads } }])] : []),
-          reply.toolCalls([{ name: 'save_output', arguments: { file_path: step.writes, content: step.text } }]),
-        ];
-        return plan[done - 1] ?? reply.text(`Done with ${lastUserText(body)}.`);
-      });
+      h.model.setScript(journeyModel(step));
       const { status, body } = await send({ projectId, agentId: step.agentId, message: step.cmd });
       expect(status).toBe(200);
       const calls = body.data.message.functionCalls as { name: string; result: { ok: boolean; content?: string } }[];
