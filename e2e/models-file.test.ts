@@ -50,7 +50,7 @@ it('next start serves with a good models file, listing its profiles without endp
   const app = await startApp(folders, { MODELS_FILE: file });
   try {
     const models = await (await fetch(`${app.url}/api/models`)).json();
-    expect(models.data.profiles).toEqual([{ name: 'local', model: 'scripted', contextWindow: 8192, maxOutputTokens: 1024, configured: true, default: true }]);
+    expect(models.data).toEqual([{ name: 'local', model: 'scripted', contextWindow: 8192, maxOutputTokens: 1024, configured: true, default: true }]);
     expect(JSON.stringify(models)).not.toContain(model.url);
     const res = await postChat(app.url, { agentId: 'product-lead', message: 'hi' });
     expect((await res.json()).data.message).toMatchObject({ profile: 'local', model: 'scripted' });

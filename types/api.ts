@@ -81,19 +81,15 @@ export interface ModelProfileView {
   parallelToolCalls?: boolean;
   /** Per million tokens. */
   price?: { input: number; cachedInput: number; output: number };
+  /** Agent ids MODELS_FILE routes to this profile. */
+  agents?: string[];
+  /** Commands or workflow names (no leading *, lower case) MODELS_FILE routes to this profile. */
+  commands?: string[];
 }
 
-export interface ModelsData {
-  /** Name of the default profile. */
-  default: string;
-  /** `file`: MODELS_FILE; `environment`: the OPENAI_* variables define the one profile. */
-  source: 'file' | 'environment';
-  profiles: ModelProfileView[];
-  /** Agent id → profile name. */
-  agents: Record<string, string>;
-  /** Command or workflow name (no leading *, lower case) → profile name. */
-  commands: Record<string, string>;
-}
+/** GET /api/models: every profile, in the file's order; the default one has `default: true`. */
+export type ModelsData = ModelProfileView[];
+
 
 /** Tokens (and cost, at the profile's prices when it has them) of model calls. */
 export interface UsageView {

@@ -137,7 +137,7 @@ describe('App: chat screen', () => {
         return ok({ files });
       }
       if (url === '/api/conversations/c-0/files/brief.md') return { ok: true, status: 200, headers: { get: () => 'text/markdown' }, text: async () => '# Brief\n\nFirst draft.' };
-      if (url === '/api/models') return ok({ default: 'fast', source: 'file', profiles: [{ name: 'fast', model: 'a', contextWindow: 8192, maxOutputTokens: 1024, configured: true, default: true }, { name: 'deep', model: 'b', contextWindow: 8192, maxOutputTokens: 1024, configured: true, default: false }], agents: {}, commands: {} });
+      if (url === '/api/models') return ok([{ name: 'fast', model: 'a', contextWindow: 8192, maxOutputTokens: 1024, configured: true, default: true }, { name: 'deep', model: 'b', contextWindow: 8192, maxOutputTokens: 1024, configured: true, default: false }]);
       return base(url, init);
     });
   });

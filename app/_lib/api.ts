@@ -104,8 +104,8 @@ export const api = {
   setModel: (id: string, model: string | null) =>
     request<unknown>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ model }) }),
   models: async (signal?: AbortSignal): Promise<ModelProfile[]> => {
-    const data = await request<ModelProfile[] | { profiles?: ModelProfile[]; models?: ModelProfile[] }>('/api/models', { signal });
-    const list = Array.isArray(data) ? data : (data?.profiles ?? data?.models ?? []);
+    const data = await request<ModelProfile[]>('/api/models', { signal });
+    const list = Array.isArray(data) ? data : [];
     return list.filter((m): m is ModelProfile => !!m && typeof m.name === 'string' && m.name !== '');
   },
   rename: (id: string, title: string) =>

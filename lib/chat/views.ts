@@ -105,10 +105,13 @@ export function toDetailView(c: Conversation, history: StoredMessage[]): Convers
   };
 }
 
-/** The model profiles for a picker: names, models and sizes; never a key, never an endpoint address. */
+/** The model profiles for a picker: names, models and sizes, and what routes to each; never a key, never an endpoint address. */
 export function modelsView(setup: ModelSetup): ModelsData {
-  const profiles = [...setup.profiles.values()].map(
-    (p): ModelProfileView => ({
+  const routedTo = (routes: Record<string, string>, name: string) => Object.keys(routes).filter((k) => routes[k] === name);
+  return [...setup.profiles.values()].map((p): ModelProfileView => {
+    const agents = routedTo(setup.agents, p.name);
+    const commands = routedTo(setup.commands, p.name);
+    return {
       name: p.name,
       model: p.model,
       contextWindow: p.contextWindow,
@@ -118,7 +121,8 @@ export function modelsView(setup: ModelSetup): ModelsData {
       ...(p.problem ? { problem: p.problem } : {}),
       ...(p.parallelToolCalls !== undefined ? { parallelToolCalls: p.parallelToolCalls } : {}),
       ...(p.price ? { price: { ...p.price } } : {}),
-    }),
-  );
-  return { default: setup.defaultProfile, source: setup.file ? 'file' : 'environment', profiles, agents: { ...setup.agents }, commands: { ...setup.commands } };
+      ...(agents.length ? { agents } : {}),
+      ...(commands.length ? { commands } : {}),
+    };
+  });
 }

@@ -79,11 +79,10 @@ describe('GET /api/models', () => {
     const res = await models(get('/api/models'));
     expect(res.status).toBe(200);
     const { data } = await res.json();
-    expect(data).toMatchObject({ default: 'fast', source: 'file', agents: { 'story-writer': 'strong' }, commands: { stories: 'strong' } });
-    expect(data.profiles.map((p: { name: string }) => p.name)).toEqual(['fast', 'strong', 'small', 'keyless']);
-    expect(data.profiles[0]).toEqual({ name: 'fast', model: 'fast-model', contextWindow: 32768, maxOutputTokens: 2048, configured: true, default: true });
-    expect(data.profiles[1]).toMatchObject({ name: 'strong', configured: true, default: false, parallelToolCalls: false, price: { input: 2, cachedInput: 0.5, output: 8 } });
-    expect(data.profiles[3]).toMatchObject({ name: 'keyless', configured: false, problem: 'MODELS_TEST_UNSET_KEY is not set' });
+    expect(data.map((p: { name: string }) => p.name)).toEqual(['fast', 'strong', 'small', 'keyless']);
+    expect(data[0]).toEqual({ name: 'fast', model: 'fast-model', contextWindow: 32768, maxOutputTokens: 2048, configured: true, default: true });
+    expect(data[1]).toMatchObject({ name: 'strong', configured: true, default: false, parallelToolCalls: false, price: { input: 2, cachedInput: 0.5, output: 8 }, agents: ['story-writer'], commands: ['stories'] });
+    expect(data[3]).toMatchObject({ name: 'keyless', configured: false, problem: 'MODELS_TEST_UNSET_KEY is not set' });
     const text = JSON.stringify(data);
     expect(text).not.toMatch(/baseURL|127\.0\.0\.1|http:/);
   });
