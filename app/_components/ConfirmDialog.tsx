@@ -1,7 +1,7 @@
 'use client';
 
 import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
-import { trapTab } from '../_lib/focus';
+import { modalKeys } from '../_lib/focus';
 
 export interface ConfirmDialogProps {
   title: string;
@@ -25,14 +25,7 @@ export function ConfirmDialog({ title, children, confirmLabel, danger, busy, onC
     return () => previous?.focus?.();
   }, []);
 
-  const onKeyDown = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.stopPropagation();
-      onCancel();
-      return;
-    }
-    trapTab(e, boxRef.current);
-  };
+  const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onCancel);
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onCancel()}>

@@ -1,7 +1,7 @@
 'use client';
 
 import { useEffect, useId, useRef, type KeyboardEvent } from 'react';
-import { trapTab } from '../_lib/focus';
+import { modalKeys } from '../_lib/focus';
 import { FileContentView, useFileContent } from './FileContent';
 import { CloseIcon, DownloadIcon } from './icons';
 
@@ -62,14 +62,7 @@ export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose
       </aside>
     );
   }
-  const onKeyDown = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.stopPropagation();
-      onClose();
-      return;
-    }
-    trapTab(e, boxRef.current);
-  };
+  const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onClose);
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
       <div ref={boxRef} className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="document-panel" data-path={path}>

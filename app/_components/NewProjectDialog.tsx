@@ -3,7 +3,7 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import type { ProjectView } from '@/types/api';
 import { ApiError, api } from '../_lib/api';
-import { trapTab } from '../_lib/focus';
+import { modalKeys } from '../_lib/focus';
 import type { NewProjectInput } from '../_lib/types';
 import { Spinner } from './icons';
 
@@ -84,14 +84,10 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
     }
   };
 
-  const onKeyDown = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.stopPropagation();
+  const onKeyDown = (e: KeyboardEvent) =>
+    modalKeys(e, boxRef.current, () => {
       if (!busy) onCancel();
-      return;
-    }
-    trapTab(e, boxRef.current);
-  };
+    });
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && !busy && onCancel()}>

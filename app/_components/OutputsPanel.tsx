@@ -3,7 +3,7 @@
 import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import type { AgentSummary, OutputFileEntry } from '@/types/api';
 import { api, fileUrl } from '../_lib/api';
-import { trapTab } from '../_lib/focus';
+import { modalKeys } from '../_lib/focus';
 import { formatSize } from '../_lib/format';
 import { useFileList } from '../_lib/useFileList';
 import { FileContentView, useFileContent } from './FileContent';
@@ -26,14 +26,7 @@ function FileViewer({ conversationId, path, version, onClose }: { conversationId
     return () => previous?.focus?.();
   }, []);
 
-  const onKeyDown = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.stopPropagation();
-      onClose();
-      return;
-    }
-    trapTab(e, boxRef.current);
-  };
+  const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onClose);
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>

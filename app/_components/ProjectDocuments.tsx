@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import type { AgentSummary } from '@/types/api';
 import { api, projectFileUrl } from '../_lib/api';
-import { trapTab } from '../_lib/focus';
+import { modalKeys } from '../_lib/focus';
 import { dateTime, formatSize, relativeTime } from '../_lib/format';
 import { routeHref } from '../_lib/route';
 import { useFileList } from '../_lib/useFileList';
@@ -345,14 +345,7 @@ function DocumentViewer({ path, ctx, version, onClose, onChanged }: { path: stri
     if (restored > 0) tabRefs.current.history?.focus();
   }, [restored]);
 
-  const onKeyDown = (e: KeyboardEvent) => {
-    if (e.key === 'Escape') {
-      e.stopPropagation();
-      onClose();
-      return;
-    }
-    trapTab(e, boxRef.current);
-  };
+  const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onClose);
 
   const onTabKey = (e: KeyboardEvent) => {
     const order: Tab[] = ['document', 'history'];

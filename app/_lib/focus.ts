@@ -18,3 +18,13 @@ export function trapTab(e: KeyboardEvent, box: HTMLElement | null): void {
     first.focus();
   }
 }
+
+/** A modal's keys: Escape closes it (and goes no further), Tab stays inside it. */
+export function modalKeys(e: KeyboardEvent, box: HTMLElement | null, onEscape: () => void): void {
+  if (e.key === 'Escape') {
+    e.stopPropagation();
+    onEscape();
+    return;
+  }
+  trapTab(e, box);
+}
