@@ -197,6 +197,12 @@ export function readAnsweredBy(v: unknown): AnsweredBy | undefined {
   return out.profile || out.model ? out : undefined;
 }
 
+/** The profile and model that answered: separate `profile` and `model` fields, or one `model` value. */
+export function answeredBy(x: { profile?: unknown; model?: unknown } | undefined): AnsweredBy | undefined {
+  if (!x) return undefined;
+  return typeof x.profile === 'string' ? readAnsweredBy({ profile: x.profile, model: x.model }) : readAnsweredBy(x.model);
+}
+
 export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
   // Chunks that arrive after the turn was settled (e.g. after Stop) must not reopen it.
   if (!state.activeMessageId) return state;
@@ -209,7 +215,7 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
       const id = str(data?.conversationId) ?? str(chunk.conversationId);
       const next = id ? { ...s, conversationId: id } : s;
       // The profile that answers this turn, known before its first word.
-      const by = readAnsweredBy({ profile: data?.profile, model: data?.model });
+      const by = answeredBy(data);
       return by ? updateActive(next, (m) => ({ ...m, model: { ...m.model, ...by } })) : next;
     }
     case 'text-start':
@@ -282,7 +288,7 @@ export function applyChunk(state: ChatState, chunk: StreamChunk): ChatState {
     case 'data-usage': {
       const usage = readUsage(data);
       if (!usage) return s;
-      const by = readAnsweredBy(data?.model);
+      const by = answeredBy(data);
       const cost = typeof data?.cost === 'number' ? data.cost : undefined;
       return updateActive({ ...s, usage }, (m) => ({
         ...m,

@@ -1,6 +1,6 @@
 import type { ChatMessageView, ChatResponseData, FunctionCallView } from '@/types/api';
-import { readAnsweredBy, readUsage, toolFailure } from './chatReducer';
-import type { AnsweredBy, MessagePart, MessageUsage, ToolPart, UIMessage } from './types';
+import { answeredBy, readUsage, toolFailure } from './chatReducer';
+import type { MessagePart, MessageUsage, ToolPart, UIMessage } from './types';
 
 function parseArgs(args: unknown): unknown {
   // Stored arguments are the model's raw JSON text; show them as data when they parse.
@@ -57,11 +57,6 @@ function addUsage(a: MessageUsage | undefined, b: MessageUsage | null): MessageU
 
 /** What the server may add to a stored message (model profile, usage, cost); absent on older servers. */
 type StoredExtras = { usage?: unknown; profile?: unknown; model?: unknown; cost?: unknown };
-
-/** The profile and model that answered: separate fields of a stored message, or one `model` value. */
-function answeredBy(x: { profile?: unknown; model?: unknown }): AnsweredBy | undefined {
-  return typeof x.profile === 'string' ? readAnsweredBy({ profile: x.profile, model: x.model }) : readAnsweredBy(x.model);
-}
 
 /** Stored history → UI messages; consecutive assistant messages (one answer's model calls) merge into one. */
 export function historyToMessages(history: ChatMessageView[]): UIMessage[] {

@@ -142,11 +142,12 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   }
 
   const known = conversationId;
+  let command = resolveCommand(resolved.agent, planned);
   const { profile } = await chooseModel(setup, {
     requested: req.model,
     remembered,
     agent: resolved.agent,
-    command: resolveCommand(resolved.agent, planned),
+    command,
     ...(isNew ? {} : { history: () => deps.store.messages(known) }),
   });
   const tokenizer = await loadTokenizer(tokenizerFor(profile.model, profile.tokenizer));
@@ -218,7 +219,8 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     if (removed) log.warn('outputs.swept', { conversationId, tempFiles: removed });
   }
 
-  const command = resolveCommand(resolved.agent, text);
+  // Another turn may have changed the message being answered again while this one waited for the lock.
+  if (text !== planned) command = resolveCommand(resolved.agent, text);
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
   const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent, profile, tokenizer, budget });
