@@ -1,6 +1,11 @@
 /** Error codes of the REST API (`{ success: false, error, code }`). */
 export type ApiErrorCode =
   | 'E_VALIDATION'
+  | 'E_UNAUTHENTICATED'
+  | 'E_FORBIDDEN'
+  | 'E_RATE_LIMITED'
+  | 'E_CONFLICT'
+  | 'E_NOT_HEADLESS'
   | 'E_NOT_FOUND'
   | 'E_AGENT_NOT_FOUND'
   | 'E_PROJECT_NOT_FOUND'
@@ -21,6 +26,11 @@ export type ApiErrorCode =
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
+  E_UNAUTHENTICATED: 401,
+  E_FORBIDDEN: 403,
+  E_RATE_LIMITED: 429,
+  E_CONFLICT: 409,
+  E_NOT_HEADLESS: 422,
   E_SANDBOX_VIOLATION: 400,
   E_NOT_FOUND: 404,
   E_AGENT_NOT_FOUND: 404,

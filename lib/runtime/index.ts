@@ -9,6 +9,7 @@ import { AppError } from '../errors';
 import type { ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
+import { openAccess, type AccessPolicy } from '../access';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -18,6 +19,8 @@ export interface Runtime extends ChatDeps {
   projects: ProjectCatalog;
   /** Projects' diagnoses, kept a few seconds (GET /api/projects/:id). */
   doctor: DoctorCache;
+  /** Who may see and change which project and conversation. */
+  access: AccessPolicy;
 }
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
@@ -28,6 +31,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000 }),
+    access: openAccess,
     auditDir: path.join(config.dataDir, 'audit'),
     llm: (name = config.models.defaultProfile) => {
       const profile = config.models.profiles.get(name);

@@ -1,15 +1,21 @@
 import { getRuntime } from '@/lib/runtime';
 import { isValidConversationId } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
+import type { Caller, Need } from '@/lib/access';
 import { outputRootOf } from '@/lib/outputs';
 
 export function notFound(id: string): AppError {
   return new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${id.slice(0, 80)}".`);
 }
 
-export async function conversationOr404(id: string) {
-  const conversation = isValidConversationId(id) ? await getRuntime().store.get(id) : null;
-  if (!conversation) throw notFound(id);
+/**
+ * The conversation of a route's `[id]` as the caller may use it: 404 when it does not exist or
+ * the caller may not do `need` with it (never a 403: a private conversation does not leak).
+ */
+export async function conversationOr404(id: string, caller: Caller, need: Need = 'read') {
+  const rt = getRuntime();
+  const conversation = isValidConversationId(id) ? await rt.store.get(id) : null;
+  if (!conversation || !(await rt.access.conversation(caller, conversation, need))) throw notFound(id);
   return conversation;
 }
 

@@ -7,6 +7,9 @@ import { isValidConversationId } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
 import { trackTurn } from '@/lib/runtime/shutdown';
 import { handle, ok, readJson } from '../_lib/http';
+import { callerOf } from '../_lib/caller';
+import { projectOr404 } from '../_lib/projects';
+import { conversationOr404 } from '../_lib/conversations';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -43,11 +46,15 @@ const ChatBody = z
 
 export async function POST(request: Request) {
   return handle('POST /api/chat', request, async () => {
+    const caller = await callerOf(request);
     const body = await readJson(request, ChatBody);
     const rt = getRuntime();
     if (body.conversationId && !isValidConversationId(body.conversationId)) {
       throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${String(body.conversationId).slice(0, 80)}".`);
     }
+    // A turn writes: the caller must be allowed to chat in the project and on the conversation.
+    if (body.projectId) await projectOr404(body.projectId, caller, 'write');
+    if (body.conversationId) await conversationOr404(body.conversationId, caller, 'write');
     const wantsStream = body.stream ?? (request.headers.get('accept') ?? '').includes('text/event-stream');
 
     // One controller for the whole turn: the client going away or the stream being cancelled stops it.

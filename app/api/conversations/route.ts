@@ -3,6 +3,7 @@ import { getRuntime } from '@/lib/runtime';
 import { toSummaryView } from '@/lib/chat/views';
 import { handle, ok, parseWith } from '../_lib/http';
 import { projectOr404 } from '../_lib/projects';
+import { callerOf } from '../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -17,9 +18,10 @@ const Query = z.object({
 
 export async function GET(request: Request) {
   return handle('GET /api/conversations', request, async () => {
+    const caller = await callerOf(request);
     const params = Object.fromEntries(new URL(request.url).searchParams);
     const query = parseWith(Query, params);
-    if (query.projectId !== undefined) await projectOr404(query.projectId);
+    if (query.projectId !== undefined) await projectOr404(query.projectId, caller);
     // An empty search box lists everything, as no q does.
     const q = query.q?.trim() || undefined;
     const page = await getRuntime().store.list({

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { createProject } from '@/lib/projects';
 import { handle, ok, readJson } from '../_lib/http';
+import { callerOf } from '../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -22,14 +23,18 @@ const NewProjectBody = z.object({
  */
 export async function GET(request: Request) {
   return handle('GET /api/projects', request, async () => {
-    const { projects } = getRuntime();
+    const caller = await callerOf(request);
+    const { projects, access } = getRuntime();
     const list = await projects.list();
-    return ok(await Promise.all(list.map((p) => projects.view(p))));
+    // Only the projects the caller may see: the others do not exist for them.
+    const roles = await Promise.all(list.map((p) => access.projectRole(caller, p.id)));
+    return ok(await Promise.all(list.filter((_, i) => roles[i] !== null).map((p) => projects.view(p))));
   });
 }
 
 export async function POST(request: Request) {
   return handle('POST /api/projects', request, async () => {
+    await callerOf(request);
     const body = await readJson(request, NewProjectBody);
     const { projects } = getRuntime();
     const project = await createProject(projects, body);

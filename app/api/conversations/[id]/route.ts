@@ -8,6 +8,7 @@ import { AppError } from '@/lib/errors';
 import { checkProfile } from '@/lib/chat/model-choice';
 import { handle, ok, readJson } from '../../_lib/http';
 import { conversationOr404, notFound } from '../../_lib/conversations';
+import { callerOf } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -16,8 +17,9 @@ type Params = { params: Promise<{ id: string }> };
 
 export async function GET(request: Request, { params }: Params) {
   return handle('GET /api/conversations/:id', request, async () => {
+    const caller = await callerOf(request);
     const { id } = await params;
-    const conversation = await conversationOr404(id);
+    const conversation = await conversationOr404(id, caller);
     return ok(toDetailView(conversation, await getRuntime().store.messages(id)));
   });
 }
@@ -32,8 +34,9 @@ const Patch = z
 
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/conversations/:id', request, async () => {
+    const caller = await callerOf(request);
     const { id } = await params;
-    await conversationOr404(id);
+    await conversationOr404(id, caller, 'write');
     const patch = await readJson(request, Patch);
     const rt = getRuntime();
     if (patch.model) checkProfile(rt.config.models, patch.model);
@@ -46,8 +49,9 @@ export async function PATCH(request: Request, { params }: Params) {
 
 export async function DELETE(request: Request, { params }: Params) {
   return handle('DELETE /api/conversations/:id', request, async () => {
+    const caller = await callerOf(request);
     const { id } = await params;
-    await conversationOr404(id);
+    await conversationOr404(id, caller, 'own');
     const rt = getRuntime();
     if ((await rt.store.get(id))?.status === 'running') {
       throw new AppError('E_CONVERSATION_BUSY', 'A turn is running on this conversation; stop it before deleting.');

@@ -4,6 +4,7 @@ import { problemLine } from '@/lib/results';
 import type { ProjectDetail } from '@/types/api';
 import { handle, ok } from '../../_lib/http';
 import { projectOr404 } from '../../_lib/projects';
+import { callerOf } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -17,8 +18,9 @@ export const runtime = 'nodejs';
  */
 export async function GET(request: Request, ctx: { params: Promise<{ id: string }> }) {
   return handle('GET /api/projects/:id', request, async () => {
+    const caller = await callerOf(request);
     const { id } = await ctx.params;
-    const project = await projectOr404(id);
+    const project = await projectOr404(id, caller);
     const rt = getRuntime();
     const [view, diagnosis, agents] = await Promise.all([rt.projects.view(project), rt.doctor.project(project), rt.projects.agents(project).then((list) => withResolvedGreetings(rt, list))]);
     const detail: ProjectDetail = {

@@ -4,6 +4,7 @@ import { toDetailView } from '@/lib/chat/views';
 import { conversationMarkdown, exportFileName } from '@/lib/chat/export';
 import { handle, parseWith } from '../../../_lib/http';
 import { conversationOr404 } from '../../../_lib/conversations';
+import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -13,9 +14,10 @@ const Query = z.object({ format: z.enum(['md', 'json'], { error: 'format must be
 /** The conversation as a file to keep: markdown to read, or the detail view as JSON. */
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return handle('GET /api/conversations/:id/export', request, async () => {
+    const caller = await callerOf(request);
     const { id } = await params;
     const { format = 'md' } = parseWith(Query, Object.fromEntries(new URL(request.url).searchParams));
-    const conversation = await conversationOr404(id);
+    const conversation = await conversationOr404(id, caller);
     const history = await getRuntime().store.messages(id);
     const body = format === 'md' ? conversationMarkdown(conversation, history) : `${JSON.stringify(toDetailView(conversation, history), null, 2)}\n`;
     const name = exportFileName(conversation, format);

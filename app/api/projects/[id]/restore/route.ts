@@ -3,6 +3,7 @@ import { getRuntime } from '@/lib/runtime';
 import { projectDocuments } from '@/lib/projects';
 import { handle, ok, readJson } from '../../../_lib/http';
 import { projectOr404 } from '../../../_lib/projects';
+import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -14,7 +15,8 @@ const RestoreBody = z.object({
 
 export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return handle('POST /api/projects/:id/restore', request, async () => {
-    const project = await projectOr404((await params).id);
+    const caller = await callerOf(request);
+    const project = await projectOr404((await params).id, caller, 'write');
     const body = await readJson(request, RestoreBody);
     return ok(await projectDocuments(getRuntime().config.dataDir, project).restore(body.path, body.version));
   });
