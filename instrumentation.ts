@@ -13,5 +13,8 @@ export async function register() {
       process.exit(1);
     }
     warmTokenizers(checked.config);
+    // Headless runs a previous process left are settled now, and the queued ones start.
+    const { getRuntime } = await import('./lib/runtime');
+    getRuntime();
   }
 }

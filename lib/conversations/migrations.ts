@@ -141,6 +141,48 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE messages ADD COLUMN model TEXT;
   ALTER TABLE messages ADD COLUMN compacted TEXT;
   `,
+  `
+  -- Headless runs: a durable queue of skill runs. A run is taken by one holder at a time: the
+  -- claim is one conditional UPDATE, and lease_owner / lease_token / lease_until say who holds
+  -- it and until when (a holder renews lease_until while it works), so a dead holder's run is
+  -- found and ended interrupted. webhook holds the URL and its signing secret (never shown).
+  CREATE TABLE runs (
+    id                 TEXT PRIMARY KEY NOT NULL,
+    project_id         TEXT NOT NULL,
+    owner_id           TEXT NOT NULL,
+    skill              TEXT NOT NULL,
+    agent_id           TEXT NOT NULL,
+    intent             TEXT,
+    message            TEXT NOT NULL,
+    model              TEXT,
+    contract           TEXT NOT NULL,
+    status             TEXT NOT NULL CHECK (status IN ('queued', 'running', 'complete', 'partial', 'blocked', 'failed', 'cancelled', 'interrupted')),
+    result             TEXT,
+    error              TEXT,
+    artifacts          TEXT NOT NULL DEFAULT '[]',
+    conversation_id    TEXT,
+    prompt_tokens      INTEGER NOT NULL DEFAULT 0,
+    completion_tokens  INTEGER NOT NULL DEFAULT 0,
+    cached_tokens      INTEGER NOT NULL DEFAULT 0,
+    cost               REAL,
+    answers            INTEGER NOT NULL DEFAULT 0,
+    webhook            TEXT,
+    webhook_outcome    TEXT,
+    cancel_requested   INTEGER NOT NULL DEFAULT 0,
+    lease_owner        TEXT,
+    lease_token        TEXT,
+    lease_until        TEXT,
+    heartbeat_at       TEXT,
+    created_at         TEXT NOT NULL,
+    updated_at         TEXT NOT NULL,
+    started_at         TEXT,
+    ended_at           TEXT
+  );
+  -- The queue in order of arrival, and the few running rows a recovery visits.
+  CREATE INDEX runs_queued ON runs (created_at, id) WHERE status = 'queued';
+  CREATE INDEX runs_running ON runs (id) WHERE status = 'running';
+  CREATE INDEX runs_by_project ON runs (project_id, created_at, id);
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

@@ -10,6 +10,8 @@ import type { ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
+import { openRunStore, RunService, runSettings } from '../runs';
+import { trackTurn } from './shutdown';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -21,11 +23,13 @@ export interface Runtime extends ChatDeps {
   doctor: DoctorCache;
   /** Who may see and change which project and conversation. */
   access: AccessPolicy;
+  /** Headless runs: their queue, driven through the chat service. */
+  runs: RunService;
 }
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
   const clients = new Map<string, OpenAI>();
-  return {
+  const runtime: Omit<Runtime, 'runs'> = {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
@@ -44,13 +48,20 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       return client;
     },
   };
+  // Started by getRuntime (the server's runtime) or by the first run submitted.
+  const runs = new RunService({ chat: runtime, store: () => openRunStore({ store: config.store, dataDir: config.dataDir }), settings: runSettings(), trackTurn });
+  return { ...runtime, runs };
 }
 
 // Kept on globalThis so dev-mode module reloads do not open a second database handle.
 const holder = globalThis as unknown as { __bmadRuntime?: Runtime };
 
 export function getRuntime(): Runtime {
-  holder.__bmadRuntime ??= createRuntime();
+  if (!holder.__bmadRuntime) {
+    holder.__bmadRuntime = createRuntime();
+    // Runs a previous process left are settled as soon as the server is back.
+    holder.__bmadRuntime.runs.start();
+  }
   return holder.__bmadRuntime;
 }
 
@@ -59,5 +70,8 @@ export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
   const previous = holder.__bmadRuntime;
   // Swapped before the close, so no caller picks up a store that is closing.
   holder.__bmadRuntime = runtime;
-  if (previous && previous !== runtime) await previous.store.close();
+  if (previous && previous !== runtime) {
+    await previous.runs.close();
+    await previous.store.close();
+  }
 }

@@ -1,0 +1,373 @@
+import crypto from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
+import { isHolderAlive, registerHolder, type LeaseHolder } from '../conversations/lease';
+import { AppError } from '../errors';
+import { log } from '../log';
+import { projectVersions } from '../projects';
+import { readAnswer } from './result';
+import { firstMessage, resolveTarget, type RunInputs } from './target';
+import { isTerminal, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
+import { deliverWebhook, newWebhookSecret, type WebhookSettings } from './webhook';
+
+type TurnEvent = TurnHandle['events'] extends AsyncGenerator<infer E> ? E : never;
+
+export interface RunSettings {
+  /** Runs one process drives at once (RUNS_CONCURRENCY, default 2). */
+  concurrency: number;
+  /** Questions the server answers with the contract's rule before the run ends blocked (RUNS_MAX_ANSWERS, default 3). */
+  maxAnswers: number;
+  /** How long a taken run stays this process's without a heartbeat. */
+  leaseMs: number;
+  heartbeatMs: number;
+  /** How often the queue is looked at for runs other instances queued. */
+  pollMs: number;
+  webhook: WebhookSettings;
+}
+
+function positive(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined || value.trim() === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a whole number of at least 1 (got "${value}").`);
+  return n;
+}
+
+export function runSettings(env: Record<string, string | undefined> = process.env): RunSettings {
+  return {
+    concurrency: positive(env.RUNS_CONCURRENCY, 2, 'RUNS_CONCURRENCY'),
+    maxAnswers: positive(env.RUNS_MAX_ANSWERS, 3, 'RUNS_MAX_ANSWERS'),
+    leaseMs: 60_000,
+    heartbeatMs: 10_000,
+    pollMs: 2_000,
+    webhook: { attempts: positive(env.RUNS_WEBHOOK_ATTEMPTS, 5, 'RUNS_WEBHOOK_ATTEMPTS'), backoffMs: positive(env.RUNS_WEBHOOK_BACKOFF_MS, 1000, 'RUNS_WEBHOOK_BACKOFF_MS'), timeoutMs: 10_000 },
+  };
+}
+
+/**
+ * What the server answers a headless run's question with: the rule every headless contract
+ * states (decide, record the assumption, do not ask), and the JSON the run still owes.
+ */
+export const ANSWER_RULE = [
+  'Headless run: nobody is here to answer questions.',
+  "As the skill's headless contract says: do not ask. Decide yourself with the most reasonable choice, record it in `assumptions[]` (or in `open_questions[]` when it needs a human decision), and carry on.",
+  'End with the JSON status object the contract defines.',
+].join(' ');
+
+/** Progress of a run, as GET /api/runs/:id/events streams it. */
+export type RunEvent =
+  | { type: 'run'; run: RunView }
+  | { type: 'turn'; turn: number }
+  | { type: 'tool'; name: string; ok?: boolean }
+  | { type: 'answered'; question: string; answers: number };
+
+export interface SubmitInput {
+  projectId: string;
+  ownerId: string;
+  skill: string;
+  agentId?: string;
+  intent?: string;
+  inputs: RunInputs;
+  model?: string;
+  webhook?: { url: string; secret?: string };
+}
+
+const CANCELLED = Symbol('run cancelled');
+const LEASE_LOST = Symbol('run lease lost');
+
+/**
+ * The runs of one process: a queue in the store, driven `concurrency` at a time through the same
+ * chat service as POST /api/chat, each run a conversation of its own with no person in it.
+ */
+export class RunService {
+  private readonly chat: ChatDeps;
+  private readonly openStore: () => RunStore;
+  private opened: RunStore | null = null;
+  private readonly settings: RunSettings;
+  private readonly trackTurn: (c: AbortController) => () => void;
+  private holder: LeaseHolder | null = null;
+  private started = false;
+  private closed = false;
+  private active = 0;
+  private pumping = false;
+  private pumpAgain = false;
+  private poll: NodeJS.Timeout | null = null;
+  private readonly controllers = new Map<string, AbortController>();
+  private readonly settled = new Set<Promise<void>>();
+  private readonly deliveries = new AbortController();
+  private readonly bus = new EventEmitter();
+
+  /** `store`: the store, or how to open it on first use (a runtime that never runs opens nothing). */
+  constructor(deps: { chat: ChatDeps; store: RunStore | (() => RunStore); settings?: RunSettings; trackTurn?: (c: AbortController) => () => void }) {
+    this.chat = deps.chat;
+    const store = deps.store;
+    this.openStore = typeof store === 'function' ? store : () => store;
+    this.settings = deps.settings ?? runSettings();
+    this.trackTurn = deps.trackTurn ?? (() => () => undefined);
+    this.bus.setMaxListeners(0);
+  }
+
+  get store(): RunStore {
+    this.opened ??= this.openStore();
+    return this.opened;
+  }
+
+  /**
+   * Starts the queue (idempotent): runs a dead process left running end interrupted (and say so
+   * to their webhooks), then queued runs are taken.
+   */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    this.holder = registerHolder();
+    const recovered = this.store.recover(new Date().toISOString(), (h) => !isHolderAlive(h)).then((runs) => {
+      for (const run of runs) {
+        log.warn('run.interrupted', { runId: run.id, projectId: run.projectId });
+        this.emit(run);
+        this.notify(run);
+      }
+    });
+    void recovered.catch((e) => log.error('run.recover_failed', { error: (e as Error)?.message?.slice(0, 200) })).finally(() => this.pump());
+    this.poll = setInterval(() => this.pump(), this.settings.pollMs);
+    this.poll.unref?.();
+  }
+
+  async submit(input: SubmitInput): Promise<{ run: Run; webhookSecret?: string }> {
+    const project = await this.chat.projects.get(input.projectId);
+    if (!project) throw new AppError('E_PROJECT_NOT_FOUND', `No project with id "${input.projectId}". GET /api/projects lists the projects.`);
+    if (input.model !== undefined && !this.chat.config.models.profiles.has(input.model)) {
+      throw new AppError('E_VALIDATION', `Unknown model profile "${input.model}". GET /api/models lists them.`, { field: 'model' });
+    }
+    const target = await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
+    const agent = await this.chat.projects.getAgent(project.id, target.agentId);
+    if (!agent) throw new AppError('E_NOT_FOUND', `Project "${project.id}" has no agent "${target.agentId}".`);
+    const ws = agent.workspace;
+    const message = await firstMessage(target, input.inputs, input.intent, {
+      bundleRoot: ws.bundleRoot,
+      coreRoot: ws.coreRoot,
+      projectRoot: ws.projectRoot,
+      outputRoot: ws.outputRoot('run'),
+      variables: {},
+      project: { writable: ws.writable ?? [] },
+    });
+    const generated = input.webhook && !input.webhook.secret ? newWebhookSecret() : undefined;
+    const run = await this.store.create({
+      id: `run_${crypto.randomUUID().replace(/-/g, '').slice(0, 24)}`,
+      projectId: project.id,
+      ownerId: input.ownerId,
+      skill: target.skill,
+      agentId: target.agentId,
+      ...(input.intent ? { intent: input.intent } : {}),
+      message,
+      ...(input.model ? { model: input.model } : {}),
+      contract: target.contract,
+      ...(input.webhook ? { webhook: { url: input.webhook.url, secret: input.webhook.secret ?? generated! } } : {}),
+    });
+    log.info('run.queued', { runId: run.id, projectId: run.projectId, skill: run.skill, agent: run.agentId });
+    this.start();
+    this.pump();
+    return { run, ...(generated ? { webhookSecret: generated } : {}) };
+  }
+
+  /** Cancels a queued or running run; null for an unknown id. */
+  async cancel(id: string): Promise<Run | null> {
+    const run = await this.store.cancel(id);
+    if (!run) return null;
+    if (run.status === 'cancelled' && !this.controllers.has(id)) {
+      this.emit(run);
+      this.notify(run);
+    }
+    this.controllers.get(id)?.abort(CANCELLED);
+    return run;
+  }
+
+  /** Listens to one run's progress; returns the unsubscribe. */
+  subscribe(runId: string, listener: (event: RunEvent) => void): () => void {
+    this.bus.on(runId, listener);
+    return () => this.bus.off(runId, listener);
+  }
+
+  /** Stops taking runs, ends the running ones as interrupted, stops webhook retries. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.poll) clearInterval(this.poll);
+    for (const c of this.controllers.values()) c.abort(SERVER_SHUTDOWN);
+    this.deliveries.abort();
+    await Promise.allSettled([...this.settled]);
+    this.holder?.release();
+    await this.opened?.close();
+  }
+
+  private emit(run: Run): void {
+    this.bus.emit(run.id, { type: 'run', run: runView(run) } satisfies RunEvent);
+  }
+
+  private leaseUntil(): string {
+    return new Date(Date.now() + this.settings.leaseMs).toISOString();
+  }
+
+  private pump(): void {
+    if (this.closed || !this.started || !this.holder) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    void (async () => {
+      try {
+        do {
+          this.pumpAgain = false;
+          while (!this.closed && this.active < this.settings.concurrency) {
+            const taken = await this.store.claim(this.holder!.tag, this.leaseUntil());
+            if (!taken) break;
+            this.active++;
+            const done = this.execute(taken.run, taken.lease).finally(() => {
+              this.active--;
+              this.settled.delete(done);
+              this.pump();
+            });
+            this.settled.add(done);
+          }
+        } while (this.pumpAgain && !this.closed);
+      } catch (e) {
+        log.error('run.queue_failed', { error: (e as Error)?.message?.slice(0, 200) });
+      } finally {
+        this.pumping = false;
+      }
+    })();
+  }
+
+  private async execute(run: Run, lease: RunLease): Promise<void> {
+    const controller = new AbortController();
+    this.controllers.set(run.id, controller);
+    const untrack = this.trackTurn(controller);
+    log.info('run.start', { runId: run.id, skill: run.skill, agent: run.agentId });
+    this.emit(run);
+    // The lease is renewed while the run works; a cancel asked of another instance reaches it here.
+    const beat = setInterval(() => {
+      void (async () => {
+        if (!(await this.store.heartbeat(lease, this.leaseUntil()))) return controller.abort(LEASE_LOST);
+        if ((await this.store.get(run.id))?.cancelRequested) controller.abort(CANCELLED);
+      })().catch(() => undefined);
+    }, this.settings.heartbeatMs);
+    beat.unref?.();
+    if (run.cancelRequested) controller.abort(CANCELLED);
+
+    let end: RunEnd;
+    let conversationId: string | undefined;
+    try {
+      const driven = await this.drive(run, lease, controller.signal, (id) => (conversationId = id));
+      end = driven;
+    } catch (e) {
+      const error = e instanceof AppError ? { code: e.code, message: e.message } : { code: 'E_INTERNAL', message: 'The run failed unexpectedly.' };
+      if (!(e instanceof AppError)) log.error('run.crash', { runId: run.id, error: (e as Error)?.message?.slice(0, 200) });
+      end = { status: 'failed', result: null, error, artifacts: [] };
+    } finally {
+      clearInterval(beat);
+      untrack();
+      this.controllers.delete(run.id);
+    }
+    if (controller.signal.aborted) {
+      const reason = controller.signal.reason;
+      if (reason === LEASE_LOST) return;
+      end =
+        reason === SERVER_SHUTDOWN
+          ? { status: 'interrupted', result: null, error: { code: 'E_INTERRUPTED', message: 'The server stopped while the run was running; start it again.' }, artifacts: end.artifacts }
+          : { status: 'cancelled', result: null, error: { code: 'E_CANCELLED', message: 'The run was cancelled.' }, artifacts: end.artifacts };
+    }
+    if (conversationId) {
+      end.artifacts = await this.artifacts(run.projectId, conversationId).catch(() => end.artifacts);
+      const conversation = await this.chat.store.get(conversationId).catch(() => null);
+      if (conversation) {
+        end.usage = { ...conversation.usage };
+        if (conversation.cost !== undefined) end.cost = conversation.cost;
+      }
+    }
+    if (!(await this.store.finish(lease, end))) return;
+    log.info('run.end', { runId: run.id, status: end.status, ...(end.error ? { code: end.error.code } : {}) });
+    const stored = await this.store.get(run.id);
+    if (stored) {
+      this.emit(stored);
+      this.notify(stored);
+    }
+  }
+
+  /** Turns until the skill's JSON result, a question nobody answers, or a failure. */
+  private async drive(run: Run, lease: RunLease, signal: AbortSignal, onConversation: (id: string) => void): Promise<RunEnd> {
+    let conversationId: string | undefined;
+    let message = run.message;
+    let answers = run.answers;
+    for (let turn = 1; ; turn++) {
+      this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
+      const handle = await startTurn(
+        this.chat,
+        { agentId: run.agentId, projectId: run.projectId, message, ...(conversationId ? { conversationId } : {}), ...(run.model && !conversationId ? { model: run.model } : {}) },
+        signal,
+      );
+      if (!conversationId) {
+        conversationId = handle.conversationId;
+        onConversation(conversationId);
+        await this.store.setConversation(lease, conversationId);
+        const now = await this.store.get(run.id);
+        if (now) this.emit(now);
+      }
+      let answer = '';
+      let failure: { code: string; message: string } | null = null;
+      let stopReason: string | null = null;
+      for await (const event of handle.events as AsyncIterable<TurnEvent>) {
+        if (event.type === 'assistant-message' && !event.byServer && !event.toolCalls.length) answer = event.content;
+        else if (event.type === 'tool-call') this.bus.emit(run.id, { type: 'tool', name: event.call.name } satisfies RunEvent);
+        else if (event.type === 'tool-result') this.bus.emit(run.id, { type: 'tool', name: event.call.name, ok: event.result.ok } satisfies RunEvent);
+        else if (event.type === 'error') failure = { code: event.error.code, message: event.error.message };
+        else if (event.type === 'finish') stopReason = event.stopReason;
+      }
+      if (signal.aborted) return { status: 'cancelled', result: null, artifacts: [] };
+      if (failure) return { status: 'failed', result: null, error: failure, artifacts: [] };
+      const reading = readAnswer(answer, run.contract);
+      if (reading.kind === 'result') {
+        const status = reading.result.status as 'complete' | 'partial' | 'blocked';
+        return { status, result: reading.result, artifacts: [] };
+      }
+      if (reading.kind === 'question') {
+        if (answers >= this.settings.maxAnswers) {
+          return { status: 'blocked', result: { status: 'blocked', ...(run.intent ? { intent: run.intent } : {}), reason: reading.question }, artifacts: [] };
+        }
+        answers++;
+        await this.store.addAnswer(lease);
+        this.bus.emit(run.id, { type: 'answered', question: reading.question, answers } satisfies RunEvent);
+        message = ANSWER_RULE;
+        continue;
+      }
+      const required = `status${run.contract.intentRequired ? ' and intent' : ''}`;
+      const why =
+        reading.kind === 'invalid'
+          ? `The final answer's JSON is not a valid result of ${run.skill}'s headless contract: ${reading.problems.join('; ')}.`
+          : answer.trim()
+            ? `The final answer holds no JSON result (${required} required by ${run.skill}'s headless contract).`
+            : `The model ended without a final answer${stopReason && stopReason !== 'stop' ? ` (${stopReason})` : ''}, so there is no JSON result.`;
+      return { status: 'failed', result: null, error: { code: reading.kind === 'invalid' ? 'E_INVALID_RESULT' : 'E_NO_RESULT', message: why }, artifacts: [] };
+    }
+  }
+
+  /** The files the run's conversation wrote, each with the version it left in the project's version store. */
+  private async artifacts(projectId: string, conversationId: string): Promise<Run['artifacts']> {
+    const project = await this.chat.projects.get(projectId);
+    if (!project) return [];
+    const versions = await projectVersions(this.chat.config.dataDir, { id: project.id, root: project.root });
+    return (await versions.files()).filter((f) => f.conversationId === conversationId).map((f) => ({ path: f.path, version: f.version }));
+  }
+
+  /** POSTs the ended run to its webhook, in the background: the queue never waits for it. */
+  private notify(run: Run): void {
+    if (!run.webhook || !isTerminal(run.status) || this.closed) return;
+    const body = JSON.stringify(runView(run));
+    const delivery = deliverWebhook(run.webhook, run.id, body, this.settings.webhook, this.deliveries.signal)
+      .then(async (outcome) => {
+        log.info('run.webhook', { runId: run.id, delivered: outcome.delivered, attempts: outcome.attempts, ...(outcome.status ? { status: outcome.status } : {}) });
+        await this.store.setWebhookOutcome(run.id, outcome);
+      })
+      .catch(() => undefined)
+      .finally(() => this.settled.delete(delivery));
+    this.settled.add(delivery);
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * A headless run: one BMAD skill started with its headless contract, driven with no person to a
+ * JSON result. The shapes here are the store's and the API's.
+ */
+
+export type RunStatus = 'queued' | 'running' | 'complete' | 'partial' | 'blocked' | 'failed' | 'cancelled' | 'interrupted';
+
+export const TERMINAL: ReadonlySet<RunStatus> = new Set(['complete', 'partial', 'blocked', 'failed', 'cancelled', 'interrupted']);
+
+export function isTerminal(status: RunStatus): boolean {
+  return TERMINAL.has(status);
+}
+
+/** What a skill's headless contract asks of a run (see contract.ts). */
+export interface HeadlessContract {
+  skill: string;
+  /** How the skill is told it runs headless, as its contract words it: `headless: true` or `--headless`. */
+  flag: string;
+  /** Whether the skill's JSON schema has an `intent` field (spec's and prfaq's have none). */
+  intentRequired: boolean;
+  /** The contract's files, relative to the project. */
+  files: string[];
+}
+
+export interface RunArtifact {
+  /** Relative to the project, posix. */
+  path: string;
+  /** The version id in the project's version store. */
+  version: string;
+}
+
+export interface RunError {
+  code: string;
+  message: string;
+}
+
+export interface RunUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+}
+
+export interface WebhookOutcome {
+  delivered: boolean;
+  attempts: number;
+  /** The last HTTP status received, when there was one. */
+  status?: number;
+  /** Why the last attempt failed. */
+  error?: string;
+  at: string;
+}
+
+export interface Run {
+  id: string;
+  projectId: string;
+  /** The caller who created it. */
+  ownerId: string;
+  skill: string;
+  /** The project agent the skill runs under. */
+  agentId: string;
+  intent?: string;
+  /** The conversation's first user message, exactly as sent. */
+  message: string;
+  /** A model profile by name. */
+  model?: string;
+  contract: HeadlessContract;
+  status: RunStatus;
+  /** The skill's JSON result (validated), or the server's blocked result for a question nobody answered. */
+  result: Record<string, unknown> | null;
+  error?: RunError;
+  artifacts: RunArtifact[];
+  conversationId?: string;
+  usage: RunUsage;
+  cost?: number;
+  /** How many questions the server answered with the contract's rule. */
+  answers: number;
+  webhook?: { url: string; secret: string };
+  webhookOutcome?: WebhookOutcome;
+  cancelRequested: boolean;
+  createdAt: string;
+  updatedAt: string;
+  startedAt?: string;
+  endedAt?: string;
+}
+
+export interface NewRun {
+  id: string;
+  projectId: string;
+  ownerId: string;
+  skill: string;
+  agentId: string;
+  intent?: string;
+  message: string;
+  model?: string;
+  contract: HeadlessContract;
+  webhook?: { url: string; secret: string };
+}
+
+/** A run this holder took: release it exactly once, with `finish`. */
+export interface RunLease {
+  runId: string;
+  token: string;
+}
+
+/** How a run ended, as the runner writes it. */
+export interface RunEnd {
+  status: Exclude<RunStatus, 'queued' | 'running'>;
+  result: Record<string, unknown> | null;
+  error?: RunError;
+  artifacts: RunArtifact[];
+  usage?: RunUsage;
+  cost?: number;
+}
+
+/** The API's view of a run: never the webhook secret, never the lease. */
+export interface RunView {
+  id: string;
+  projectId: string;
+  skill: string;
+  agentId: string;
+  intent: string | null;
+  model: string | null;
+  status: RunStatus;
+  result: Record<string, unknown> | null;
+  error: RunError | null;
+  artifacts: RunArtifact[];
+  conversationId: string | null;
+  usage: RunUsage;
+  cost: number | null;
+  answers: number;
+  webhook: { url: string; outcome: WebhookOutcome | null } | null;
+  createdAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+}
+
+export function runView(run: Run): RunView {
+  return {
+    id: run.id,
+    projectId: run.projectId,
+    skill: run.skill,
+    agentId: run.agentId,
+    intent: run.intent ?? null,
+    model: run.model ?? null,
+    status: run.status,
+    result: run.result,
+    error: run.error ?? null,
+    artifacts: run.artifacts,
+    conversationId: run.conversationId ?? null,
+    usage: run.usage,
+    cost: run.cost ?? null,
+    answers: run.answers,
+    webhook: run.webhook ? { url: run.webhook.url, outcome: run.webhookOutcome ?? null } : null,
+    createdAt: run.createdAt,
+    startedAt: run.startedAt ?? null,
+    endedAt: run.endedAt ?? null,
+  };
+}
+
+/**
+ * Storage of runs. Every method returns a Promise, so a network store (Postgres) can implement
+ * it; `claim`, `finish`, `recover` and `cancel` must each be one atomic step there too (a
+ * conditional UPDATE), so that of many instances exactly one takes, ends or cancels a run.
+ */
+export interface RunStore {
+  create(run: NewRun): Promise<Run>;
+  get(id: string): Promise<Run | null>;
+  /** Newest first. */
+  list(options: { projectId: string; limit?: number }): Promise<Run[]>;
+  /** Takes the oldest queued run for `holder` (its encoded identity) until `leaseUntil`; null when none waits. */
+  claim(holder: string, leaseUntil: string): Promise<{ run: Run; lease: RunLease } | null>;
+  /** Extends a held lease; false when the lease is no longer held (the run was ended elsewhere). */
+  heartbeat(lease: RunLease, leaseUntil: string): Promise<boolean>;
+  /** Records the run's conversation, once known. */
+  setConversation(lease: RunLease, conversationId: string): Promise<void>;
+  /** Counts one question the server answered. */
+  addAnswer(lease: RunLease): Promise<void>;
+  /** Ends a held run; false when the lease was lost (nothing written). */
+  finish(lease: RunLease, end: RunEnd): Promise<boolean>;
+  /**
+   * Ends `running` runs whose holder is gone (`isGone(holder)`, or its lease expired before
+   * `now`) as interrupted; returns them.
+   */
+  recover(now: string, isGone: (holder: string | null) => boolean): Promise<Run[]>;
+  /**
+   * Cancels a run: a queued one ends `cancelled` at once; a running one is marked so its holder
+   * stops it. Null for an unknown id.
+   */
+  cancel(id: string): Promise<Run | null>;
+  setWebhookOutcome(id: string, outcome: WebhookOutcome): Promise<void>;
+  close(): Promise<void>;
+}
