@@ -112,6 +112,45 @@ const LOREM =
 export const NOTE_PATH = 'scripted-note.md';
 export const NOTE_CONTENT = '# Scripted note\n\nWritten by the scripted model.\n\n- one\n- two\n';
 
+export const PRD_PATH = '{output_folder}/planning-artifacts/prd.md';
+export const PRD_CONTENT = '---\ntitle: Scripted PRD\nstatus: draft\n---\n\n# PRD\n\n## Goals\n\n- Parents find every school form in one place.\n';
+export const HEADLESS_QUESTION = 'Who is the primary user of this product?';
+
+/** The parsed result of the current turn's save_output call, or null when there was none. */
+function savedPath(body: ChatRequestBody): string | null {
+  const turn = currentTurn(body);
+  const ids = new Set(turn.flatMap((m) => (m.tool_calls ?? []).filter((c) => c.function?.name === 'save_output').map((c) => c.id)));
+  for (const m of turn) {
+    if (m.role !== 'tool' || !ids.has(m.tool_call_id)) continue;
+    try {
+      const r = JSON.parse(textOf(m.content)) as { ok?: boolean; path?: string };
+      if (r.ok && typeof r.path === 'string') return r.path;
+    } catch {
+      // not a result this scenario wrote
+    }
+  }
+  return null;
+}
+
+/** A headless run of bmad-prd: save the PRD, then end with the contract's JSON status. */
+function headlessPrd(status: 'complete' | 'partial'): ScriptFn {
+  return ({ body }) => {
+    const saved = savedPath(body);
+    if (!saved) {
+      if (!toolNames(body).includes('save_output')) return reply.text('The save_output tool is not available.');
+      return reply.toolCalls([{ name: 'save_output', arguments: { file_path: PRD_PATH, content: PRD_CONTENT } }]);
+    }
+    const result = {
+      status,
+      intent: 'create',
+      prd: saved,
+      assumptions: ['The product targets parents of school-age children.'],
+      open_questions: status === 'partial' ? ['Which pricing tier ships first?'] : [],
+    };
+    return reply.text(`The PRD is written. {doc_workspace} is bound to the planning artifacts.\n\n\`\`\`json\n${JSON.stringify(result, null, 2)}\n\`\`\``);
+  };
+}
+
 /**
  * Named behaviours, selectable with the model name `scripted:<name>`, the `x-scripted-scenario`
  * header, or the server's `scenario` option. `error-<status>` works for any status.
@@ -177,6 +216,14 @@ export const SCENARIOS: Record<string, ScriptFn> = {
   slow: (_req, ctx) => reply.text(LOREM.repeat(3), { chunkSize: 0, tokenDelayMs: ctx.tokenDelayMs || 40 }),
   /** Never answers. */
   hang: () => reply.hang(),
+  /** A headless run that saves the PRD with save_output and ends with a valid `complete` JSON status. */
+  'headless-complete': headlessPrd('complete'),
+  /** The same, ending `partial` with an open question. */
+  'headless-partial': headlessPrd('partial'),
+  /** A model that asks a question every time, whatever it is told. */
+  'headless-question': () => reply.text(`Before I draft anything I need one answer.\n\n**${HEADLESS_QUESTION}**`),
+  /** A final answer without any JSON. */
+  'headless-no-json': () => reply.text('I drafted the PRD and saved it in the planning artifacts.'),
 };
 
 /** Resolves a scenario name, including the `error-<status>` family. */

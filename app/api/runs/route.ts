@@ -1,0 +1,83 @@
+import { z } from 'zod';
+import { getRuntime } from '@/lib/runtime';
+import { NotHeadlessError, runView } from '@/lib/runs';
+import { handle, ok, parseWith, readJson, toResponse } from '../_lib/http';
+import { callerOf } from '../_lib/caller';
+import { projectOr404 } from '../_lib/projects';
+import { mayUseRun } from './_lib';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+const Webhook = z.object({
+  url: z
+    .string()
+    .max(2000)
+    .refine((u) => {
+      try {
+        return ['http:', 'https:'].includes(new URL(u).protocol);
+      } catch {
+        return false;
+      }
+    }, 'webhook.url must be an http(s) URL'),
+  /** Signs the POST (X-Signature); absent: the server makes one and returns it once, as webhookSecret. */
+  secret: z.string().min(16, 'webhook.secret must be at least 16 characters').max(200).optional(),
+});
+
+const Body = z.object({
+  projectId: z.string().trim().min(1, 'projectId is required').max(200),
+  /** A skill's name (bmad-prd) or an agent's menu code (PRD). */
+  skill: z.string().trim().min(1, 'skill is required').max(200),
+  /** The agent whose menu code `skill` is, when codes repeat between agents. */
+  agentId: z.string().trim().min(1).max(200).optional(),
+  intent: z.string().trim().min(1, 'intent must not be empty').max(100).optional(),
+  /** Text, or an object (sent as JSON); an object's `files` are project paths whose content is attached. */
+  inputs: z.union([z.string().max(100_000, 'inputs must be at most 100,000 characters'), z.record(z.string(), z.unknown())], { error: 'inputs must be text or an object' }),
+  model: z.string().trim().min(1, 'model must not be empty').max(64).optional(),
+  webhook: Webhook.optional(),
+});
+
+export async function POST(request: Request) {
+  return handle('POST /api/runs', request, async () => {
+    const caller = await callerOf(request);
+    const body = await readJson(request, Body);
+    const project = await projectOr404(body.projectId, caller, 'write');
+    try {
+      const { run, webhookSecret } = await getRuntime().runs.submit({
+        projectId: project.id,
+        ownerId: caller.id,
+        skill: body.skill,
+        ...(body.agentId ? { agentId: body.agentId } : {}),
+        ...(body.intent ? { intent: body.intent } : {}),
+        inputs: body.inputs,
+        ...(body.model ? { model: body.model } : {}),
+        ...(body.webhook ? { webhook: body.webhook } : {}),
+      });
+      return ok({ runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) }, { status: 202 });
+    } catch (e) {
+      // The skills that can run headless come with the refusal, as data.
+      if (e instanceof NotHeadlessError) {
+        const res = toResponse(e, 'POST /api/runs');
+        return Response.json({ ...(await res.json()), skills: e.skills }, { status: e.status });
+      }
+      throw e;
+    }
+  });
+}
+
+const Query = z.object({
+  projectId: z.string().min(1, 'projectId is required').max(200),
+  limit: z.coerce.number().int().min(1).max(100).optional(),
+});
+
+export async function GET(request: Request) {
+  return handle('GET /api/runs', request, async () => {
+    const caller = await callerOf(request);
+    const query = parseWith(Query, Object.fromEntries(new URL(request.url).searchParams));
+    const project = await projectOr404(query.projectId, caller);
+    const runs = await getRuntime().runs.store.list({ projectId: project.id, limit: query.limit ?? 50 });
+    const visible = [];
+    for (const run of runs) if (await mayUseRun(run, caller)) visible.push(runView(run));
+    return ok({ items: visible });
+  });
+}
