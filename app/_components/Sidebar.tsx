@@ -7,6 +7,7 @@ import { api } from '../_lib/api';
 import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
 import { Avatar } from './Avatar';
 import { ConfirmDialog } from './ConfirmDialog';
+import { RunsList } from './RunsList';
 import { CloseIcon, PencilIcon, PlusIcon, SearchIcon, Spinner, TrashIcon } from './icons';
 
 const PAGE = 30;
@@ -297,6 +298,7 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
           <ul className="conv-list">{list.map(renderItem)}</ul>
         </section>
       ))}
+      {projectId ? <RunsList projectId={projectId} /> : null}
       {cursor ? (
         <button type="button" className="button sidebar-more" onClick={() => void loadMore()}>
           Load more
