@@ -123,6 +123,29 @@ describe('headless runs', () => {
     expect(secret.status).toBe(400);
   }, 60_000);
 
+  it('starts a skill no menu names under the first agent, a prompt item by its code, and refuses a code that means two skills', async () => {
+    h.model.setScript('headless-complete');
+    const spec = await submit({ skill: 'bmad-spec', intent: undefined, inputs: 'Kernel: a school-forms inbox.' });
+    expect(spec.status).toBe(202);
+    const r = await waitFor(spec.json.data.runId, ['complete', 'partial', 'blocked', 'failed']);
+    expect(r.status).toBe('complete');
+    expect(r.skill).toBe('bmad-spec');
+    const first = (await conversation(r.conversationId)).messages.find((m: any) => m.role === 'user').content as string;
+    expect(first).toBe('headless: true\nRun the skill bmad-spec headless (execute_workflow with workflow_path "skill:bmad-spec"), with these inputs.\n\nKernel: a school-forms inbox.');
+
+    // MR is the analyst's prompt item that forwards to bmad-deep-recon.
+    h.model.setScript('hang');
+    const mr = await submit({ skill: 'MR', intent: undefined, inputs: 'Topic: school-forms apps.' });
+    expect(mr.status).toBe(202);
+    expect(mr.json.data).toMatchObject({ skill: 'bmad-deep-recon', agentId: 'bmad-agent-analyst' });
+    expect((await cancelRun(jsonRequest(`/api/runs/${mr.json.data.runId}/cancel`, {}), params({ id: mr.json.data.runId }))).status).toBe(202);
+    await waitFor(mr.json.data.runId, ['cancelled']);
+
+    const cr = await submit({ skill: 'CR' });
+    expect(cr.status).toBe(400);
+    expect(cr.json.error).toContain('bmad-agent-dev');
+  }, 60_000);
+
   it('answers a question with the contract rule a bounded number of times, then ends blocked with the question', async () => {
     h.model.setScript('headless-question');
     const created = await submit({});
