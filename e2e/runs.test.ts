@@ -35,9 +35,10 @@ afterAll(async () => {
 
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
+    const { BMAD_TOKEN: _none, ...base } = process.env;
     const child = spawn(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), path.join(REPO, 'scripts/bmad.ts'), ...args], {
       cwd: REPO,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' } as NodeJS.ProcessEnv,
+      env: base,
     });
     let stdout = '';
     let stderr = '';
