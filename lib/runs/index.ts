@@ -10,7 +10,7 @@ export { RunService, runSettings, ANSWER_RULE, type RunSettings, type RunEvent, 
 export { NotHeadlessError, resolveTarget, firstMessage, type RunTarget, type RunInputs } from './target';
 export { headlessContract, headlessContracts } from './contract';
 export { readAnswer, lastJsonObject, trailingQuestion, type Reading } from './result';
-export { signature, deliverWebhook, type WebhookSettings } from './webhook';
+export { signature, deliverWebhook, webhookProblem, type WebhookSettings } from './webhook';
 export { MemoryRunStore } from './memory-store';
 export { SqliteRunStore } from './sqlite-store';
 

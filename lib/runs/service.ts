@@ -8,7 +8,7 @@ import { projectVersions } from '../projects';
 import { readAnswer } from './result';
 import { firstMessage, resolveTarget, type RunInputs } from './target';
 import { isTerminal, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
-import { deliverWebhook, newWebhookSecret, type WebhookSettings } from './webhook';
+import { deliverWebhook, newWebhookSecret, webhookProblem, type WebhookSettings } from './webhook';
 
 type TurnEvent = TurnHandle['events'] extends AsyncGenerator<infer E> ? E : never;
 
@@ -39,7 +39,12 @@ export function runSettings(env: Record<string, string | undefined> = process.en
     leaseMs: 60_000,
     heartbeatMs: 10_000,
     pollMs: 2_000,
-    webhook: { attempts: positive(env.RUNS_WEBHOOK_ATTEMPTS, 5, 'RUNS_WEBHOOK_ATTEMPTS'), backoffMs: positive(env.RUNS_WEBHOOK_BACKOFF_MS, 1000, 'RUNS_WEBHOOK_BACKOFF_MS'), timeoutMs: 10_000 },
+    webhook: {
+      attempts: positive(env.RUNS_WEBHOOK_ATTEMPTS, 5, 'RUNS_WEBHOOK_ATTEMPTS'),
+      backoffMs: positive(env.RUNS_WEBHOOK_BACKOFF_MS, 1000, 'RUNS_WEBHOOK_BACKOFF_MS'),
+      timeoutMs: 10_000,
+      allowPrivate: ['1', 'true', 'yes'].includes((env.RUNS_WEBHOOK_ALLOW_PRIVATE ?? '').trim().toLowerCase()),
+    },
   };
 }
 
@@ -136,6 +141,10 @@ export class RunService {
     if (!project) throw new AppError('E_PROJECT_NOT_FOUND', `No project with id "${input.projectId}". GET /api/projects lists the projects.`);
     if (input.model !== undefined && !this.chat.config.models.profiles.has(input.model)) {
       throw new AppError('E_VALIDATION', `Unknown model profile "${input.model}". GET /api/models lists them.`, { field: 'model' });
+    }
+    if (input.webhook) {
+      const problem = await webhookProblem(input.webhook.url, this.settings.webhook.allowPrivate);
+      if (problem) throw new AppError('E_VALIDATION', problem, { field: 'webhook.url' });
     }
     const target = await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
     const agent = await this.chat.projects.getAgent(project.id, target.agentId);

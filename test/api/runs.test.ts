@@ -32,6 +32,8 @@ beforeAll(async () => {
   // One run at a time: a hanging run keeps the next one queued.
   process.env.RUNS_CONCURRENCY = '1';
   process.env.RUNS_WEBHOOK_BACKOFF_MS = '20';
+  // The test's webhook receiver listens on 127.0.0.1.
+  process.env.RUNS_WEBHOOK_ALLOW_PRIVATE = '1';
   h = await startHarness({ PROJECTS_ROOT: projectsRoot });
 }, 240_000);
 afterAll(async () => {
