@@ -92,6 +92,8 @@ export class RunService {
   private holder: LeaseHolder | null = null;
   private started = false;
   private closed = false;
+  /** A shutdown signal stopped a run: this process takes no more (they wait for the next start). */
+  private draining = false;
   private active = 0;
   private pumping = false;
   private pumpAgain = false;
@@ -216,7 +218,7 @@ export class RunService {
   }
 
   private pump(): void {
-    if (this.closed || !this.started || !this.holder) return;
+    if (this.closed || this.draining || !this.started || !this.holder) return;
     if (this.pumping) {
       this.pumpAgain = true;
       return;
@@ -226,7 +228,7 @@ export class RunService {
       try {
         do {
           this.pumpAgain = false;
-          while (!this.closed && this.active < this.settings.concurrency) {
+          while (!this.closed && !this.draining && this.active < this.settings.concurrency) {
             const taken = await this.store.claim(this.holder!.tag, this.leaseUntil());
             if (!taken) break;
             this.active++;
@@ -279,6 +281,7 @@ export class RunService {
     if (controller.signal.aborted) {
       const reason = controller.signal.reason;
       if (reason === LEASE_LOST) return;
+      if (reason === SERVER_SHUTDOWN) this.draining = true;
       end =
         reason === SERVER_SHUTDOWN
           ? { status: 'interrupted', result: null, error: { code: 'E_INTERRUPTED', message: 'The server stopped while the run was running; start it again.' }, artifacts: end.artifacts }

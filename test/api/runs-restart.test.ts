@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { POST as createRun } from '@/app/api/runs/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
 import { createRuntime, setRuntime } from '@/lib/runtime';
+import { abortRunningTurns } from '@/lib/runtime/shutdown';
 import { DATABASE_FILE } from '@/lib/conversations';
 import { encodeHolder } from '@/lib/conversations/lease';
 import { bmadProject } from '../bmad-installs';
@@ -83,4 +84,18 @@ it('a restart ends the running run interrupted and starts the queued one', async
   const done = await waitFor(queued, ['complete', 'failed', 'interrupted']);
   expect(done.status).toBe('complete');
   expect(done.artifacts).toEqual([{ path: '_bmad-output/planning-artifacts/prd.md', version: expect.stringMatching(/^[0-9a-f]{40}$/) }]);
+}, 60_000);
+
+it('a shutdown signal ends the running run interrupted and leaves the queued one for the next start', async () => {
+  h.model.setScript('hang');
+  const running = await submit();
+  const queued = await submit();
+  await waitFor(running, ['running']);
+  // What SIGTERM does (installed by instrumentation.ts).
+  abortRunningTurns();
+  const r = await waitFor(running, ['interrupted', 'failed', 'cancelled']);
+  expect(r).toMatchObject({ status: 'interrupted', error: { code: 'E_INTERRUPTED' } });
+  // The process is going down: it takes no more runs, even when it polls the queue.
+  await new Promise((res) => setTimeout(res, 2500));
+  expect((await run(queued)).status).toBe('queued');
 }, 60_000);
