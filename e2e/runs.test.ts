@@ -5,6 +5,7 @@ import { startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { bmadProject } from '../test/bmad-installs';
 import { api, sleep } from './durability-helpers';
 import { makeFolders, REPO, startApp, type AppServer, type Folders } from './support';
+import { axeViolations, launchBrowser, openTab, smallTapTargets, until } from './browser-helpers';
 
 /**
  * Headless runs on the production server (`next start`) over a real 6.12 install: the CI command
@@ -69,6 +70,34 @@ it('the CLI runs a skill on the production server: exit 0 complete, 10 partial, 
   expect((await cli(args)).code).toBe(10);
   model.setScript('headless-question');
   expect((await cli(args)).code).toBe(20);
+}, 120_000);
+
+it("lists the project's runs beside its conversations and opens one read-only with its status and result (375 px, axe clean)", async () => {
+  const browser = await launchBrowser();
+  try {
+    const tab = await openTab(browser, app!.url, { width: 375, height: 800 });
+    const { page } = tab;
+    await page.goto('/?p=p612');
+    await page.getByTestId('sidebar-toggle').click();
+    const items = page.getByTestId('run-item');
+    await until(async () => (await items.count()) >= 3, 'the runs are listed');
+    expect(await page.getByTestId('run-status').allTextContents()).toEqual(expect.arrayContaining(['complete', 'partial', 'blocked']));
+    await page.locator('[data-testid="run-item"][data-status="complete"]').first().getByRole('button').click();
+    const dialog = page.getByTestId('run-dialog');
+    await dialog.waitFor();
+    expect(await dialog.getByTestId('run-dialog-status').textContent()).toBe('complete');
+    expect(await dialog.getByTestId('run-result').textContent()).toContain('"status": "complete"');
+    await until(async () => (await dialog.getByTestId('run-message').count()) >= 2, 'the conversation is shown');
+    expect(await dialog.locator('textarea, input').count()).toBe(0);
+    expect(await axeViolations(page)).toEqual([]);
+    expect(await smallTapTargets(page)).toEqual([]);
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(tab.pageErrors).toEqual([]);
+    await tab.close();
+  } finally {
+    await browser.close();
+  }
 }, 120_000);
 
 it('after a kill -9, the server ends the running run interrupted as soon as it is back and starts the queued one', async () => {
