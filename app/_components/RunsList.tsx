@@ -185,7 +185,8 @@ function RunDialog({ runId, initial, onClose }: { runId: string; initial: RunIte
             ) : (
               messages.map((m) => (
                 <article key={m.id} aria-label={m.role === 'user' ? 'Sent to the agent' : 'The agent'} data-testid="run-message">
-                  <h4 className="conv-group-title">{m.role === 'user' ? 'Sent' : 'Agent'}</h4>
+                  {/* Not a heading: the messages' own markdown headings follow, and their levels must not jump. */}
+                  <p className="conv-group-title">{m.role === 'user' ? 'Sent' : 'Agent'}</p>
                   <Markdown text={textOf(m)} />
                 </article>
               ))
