@@ -97,6 +97,7 @@ return {
        WHERE id = @id AND lease_token = @token AND status = 'running'`,
     ),
     running: db.prepare<[], RunRow>(`SELECT * FROM runs WHERE status = 'running'`),
+    anyQueued: db.prepare<[], { one: number }>(`SELECT 1 AS one FROM runs WHERE status = 'queued' LIMIT 1`),
     interrupt: db.prepare<[Record<string, unknown>], RunRow>(
       `UPDATE runs SET status = 'interrupted', error = @error, lease_owner = NULL, lease_token = NULL, lease_until = NULL,
          ended_at = @now, updated_at = @now
@@ -165,6 +166,8 @@ export class SqliteRunStore implements RunStore {
   }
 
   async claim(holder: string, leaseUntil: string): Promise<{ run: Run; lease: RunLease } | null> {
+    // A read first: the queue is polled, and an empty one should not take the write lock.
+    if (this.closed || !this.stmt.anyQueued.get()) return null;
     const token = randomUUID();
     const row = this.stmt.claim.get({ owner: holder, token, until: leaseUntil, now: new Date().toISOString() });
     return row ? { run: toRun(row), lease: { runId: row.id, token } } : null;
