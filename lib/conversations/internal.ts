@@ -163,7 +163,14 @@ export interface TitleCandidates {
   workflowTitle: string | null;
 }
 
-export function titleCandidates(m: StoredMessage): TitleCandidates {
+/**
+ * `runs`: a workflow run names the conversation with its display name and what tells the run
+ * apart; `names` (stores before that): with the workflow's name as written. Only the migration
+ * that recognises titles the store gave long ago asks for `names`.
+ */
+export type TitleRule = 'runs' | 'names';
+
+export function titleCandidates(m: StoredMessage, rule: TitleRule = 'runs'): TitleCandidates {
   let userTitle: string | null = null;
   let userState: TitleState = TitleState.FIXED;
   let workflowTitle: string | null = null;
@@ -171,7 +178,11 @@ export function titleCandidates(m: StoredMessage): TitleCandidates {
     userTitle = defaultTitle(m.content);
     userState = isCommandMessage(m.content) ? TitleState.FROM_COMMAND : TitleState.AUTO;
   } else if (m.role === 'tool' && m.name === 'execute_workflow' && m.result.ok) {
-    workflowTitle = titleOfRun(m.result as WorkflowRunFields);
+    if (rule === 'runs') workflowTitle = titleOfRun(m.result as WorkflowRunFields);
+    else {
+      const wf = (m.result as WorkflowRunFields).workflow;
+      if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle(wf.name);
+    }
   }
   return { userTitle, userState, workflowTitle };
 }
@@ -226,10 +237,10 @@ export function messagePreview(m: StoredMessage): string | null {
 }
 
 /** The title the store would have given, replaying messages from the start; stops once it settles. */
-export function replayTitle(messages: Iterable<StoredMessage>): { title: string; state: TitleState } {
+export function replayTitle(messages: Iterable<StoredMessage>, rule: TitleRule = 'runs'): { title: string; state: TitleState } {
   let t: { title: string; state: TitleState } = { title: DEFAULT_TITLE, state: TitleState.DEFAULT };
   for (const m of messages) {
-    t = nextTitle(t.state, t.title, titleCandidates(m));
+    t = nextTitle(t.state, t.title, titleCandidates(m, rule));
     if (t.state === TitleState.AUTO) break;
   }
   return t;
