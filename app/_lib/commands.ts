@@ -21,3 +21,13 @@ export function filterCommands(commands: CommandSummary[], query: string): Comma
   );
   return [...starts, ...contains];
 }
+
+/**
+ * The command a message runs when it is nothing but that command (`*PRD`, `*prd`, or its code or
+ * name), for telling a broken one apart before it is sent.
+ */
+export function commandOfMessage(commands: CommandSummary[], text: string): CommandSummary | undefined {
+  const typed = text.trim().replace(/^[*/]+/, '').toLowerCase();
+  if (!typed || /\s/.test(typed)) return undefined;
+  return commands.find((c) => [c.cmd.replace(/^[*/]+/, ''), c.code, c.name].some((n) => n && n.toLowerCase() === typed));
+}
