@@ -133,7 +133,7 @@ describe('projects named by their folder', () => {
       const { page } = await newTab(viewport);
       await page.goto('/');
       const select = page.getByRole('combobox', { name: 'Workspace' });
-      const options = await select.locator('option').allInnerTexts();
+      const options = await select.locator('option').evaluateAll((els) => els.map((el) => (el.textContent ?? '').trim()));
       expect(options.filter((o) => o.startsWith('shop'))).toEqual(['shop (v612) — BMAD 6.12.0, 5 agents', 'shop2 (v612) — BMAD 6.12.0, 5 agents']);
       await select.selectOption('shop2');
       await page.waitForURL((u) => u.searchParams.get('p') === 'shop2');
@@ -356,16 +356,18 @@ describe('sidebar row actions at 375 px', () => {
       const boxes = await page.evaluate(() =>
         [...document.querySelectorAll<HTMLElement>('[data-testid="rename-conversation"], [data-testid="delete-conversation"]')].map((el) => {
           const r = el.getBoundingClientRect();
+          const describe = (at: Element | null) => (at ? `${at.tagName.toLowerCase()}.${String(at.getAttribute('class') ?? '').replace(/\s+/g, '.')}[${at.getAttribute('aria-label') ?? ''}]` : 'nothing');
           const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-          // Each corner too, a pixel inside: no neighbour lies over any part of the target.
+          // Each edge's middle too, a pixel inside (corners are rounded off, so a click there
+          // falls through by design): no neighbour lies over any side of the target.
           const corners = [
-            [r.left + 1, r.top + 1],
-            [r.right - 1, r.top + 1],
-            [r.left + 1, r.bottom - 1],
-            [r.right - 1, r.bottom - 1],
+            [r.left + 1, r.top + r.height / 2],
+            [r.right - 1, r.top + r.height / 2],
+            [r.left + r.width / 2, r.top + 1],
+            [r.left + r.width / 2, r.bottom - 1],
           ].map(([x, y]) => {
             const at = document.elementFromPoint(x, y);
-            return !!at && (at === el || el.contains(at));
+            return !!at && (at === el || el.contains(at)) ? true : describe(at);
           });
           return { label: el.getAttribute('aria-label'), width: r.width, height: r.height, centreHitsIt: !!hit && (hit === el || el.contains(hit)), corners };
         }),
