@@ -190,10 +190,20 @@ describe('the doctor', () => {
     expect(await page.getByTestId('message-user').count()).toBe(0);
     await expectNoViolations(page, 'broken command explained');
 
-    // Typed by hand, the same.
-    await sendMessage(page, '*prd');
+    // Typed by hand, the same, with what the user wanted to write about too.
+    await sendMessage(page, '*prd plant shop');
     await waitForText(notice, 'bmad-prd');
     expect(model.chatRequests().length).toBe(before);
+
+    // At 375 px: the mark and the explanation, each screen clean.
+    const phone = (await newTab(PHONE)).page;
+    await phone.goto(page.url());
+    const phoneCard = phone.getByTestId('command-card').filter({ hasText: '*PRD' });
+    await waitForText(phoneCard, 'cannot run');
+    await expectNoViolations(phone, 'broken menu item at 375 px');
+    await phoneCard.click();
+    await waitForText(phone.getByTestId('broken-command'), 'cannot run');
+    await expectNoViolations(phone, 'broken command explained at 375 px');
   });
 });
 
@@ -233,6 +243,12 @@ describe('titles and cost', () => {
     expect(project.usage.cost).toBeCloseTo(both, 9);
     await waitForText(page.getByTestId('project-cost'), formatCost(project.usage.cost!));
     await expectNoViolations(page, 'costs after reload');
+
+    const phone = (await newTab(PHONE)).page;
+    await phone.goto(page.url());
+    await phone.getByTestId('conversation-cost').waitFor();
+    await waitForText(phone.getByTestId('project-cost'), formatCost(project.usage.cost!));
+    await expectNoViolations(phone, 'costs at 375 px');
   });
 });
 
