@@ -133,8 +133,9 @@ describe('projects named by their folder', () => {
       const { page } = await newTab(viewport);
       await page.goto('/');
       const select = page.getByRole('combobox', { name: 'Workspace' });
-      const options = await select.locator('option').evaluateAll((els) => els.map((el) => (el.textContent ?? '').trim()));
-      expect(options.filter((o) => o.startsWith('shop'))).toEqual(['shop (v612) — BMAD 6.12.0, 5 agents', 'shop2 (v612) — BMAD 6.12.0, 5 agents']);
+      const projectOptions = async () => (await select.locator('option').evaluateAll((els) => els.map((el) => (el.textContent ?? '').trim()))).filter((o) => o.startsWith('shop'));
+      const options = await until(async () => ((await projectOptions()).length === 2 ? projectOptions() : null), 'the projects listed');
+      expect(options).toEqual(['shop (v612) — BMAD 6.12.0, 5 agents', 'shop2 (v612) — BMAD 6.12.0, 5 agents']);
       await select.selectOption('shop2');
       await page.waitForURL((u) => u.searchParams.get('p') === 'shop2');
       await waitForText(page.getByTestId('topbar-project'), 'shop2 (v612)');
