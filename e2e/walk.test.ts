@@ -375,13 +375,14 @@ describe('sidebar row actions at 375 px', () => {
           const r = el.getBoundingClientRect();
           const describe = (at: Element | null) => (at ? `${at.tagName.toLowerCase()}.${String(at.getAttribute('class') ?? '').replace(/\s+/g, '.')}[${at.getAttribute('aria-label') ?? ''}]` : 'nothing');
           const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
-          // Each edge's middle too, a pixel inside (corners are rounded off, so a click there
-          // falls through by design): no neighbour lies over any side of the target.
+          // Each edge's middle too, half a pixel inside (corners are rounded off, so a click there
+          // falls through by design): no neighbour lies over any side of the target. Two buttons
+          // sharing an edge fail here, as Rename and Delete did: its right edge was Delete's.
           const corners = [
-            [r.left + 1, r.top + r.height / 2],
-            [r.right - 1, r.top + r.height / 2],
-            [r.left + r.width / 2, r.top + 1],
-            [r.left + r.width / 2, r.bottom - 1],
+            [r.left + 0.5, r.top + r.height / 2],
+            [r.right - 0.5, r.top + r.height / 2],
+            [r.left + r.width / 2, r.top + 0.5],
+            [r.left + r.width / 2, r.bottom - 0.5],
           ].map(([x, y]) => {
             const at = document.elementFromPoint(x, y);
             return !!at && (at === el || el.contains(at)) ? true : describe(at);
