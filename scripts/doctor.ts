@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import { loadConfig } from '../lib/config';
-import { countBySeverity, diagnose } from '../lib/doctor';
+import { countBySeverity, countLine, diagnose } from '../lib/doctor';
 import { problemLine, type Problem } from '../lib/results';
 
 const USAGE = `usage: npm run doctor -- <folder> [--json] [--notes]
@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     printGrouped(shown);
     if (shown.length) process.stdout.write('\n');
     const notes = counts.note ? `, ${plural(counts.note, 'note')}${flags.has('--notes') ? '' : ' (--notes shows them)'}` : '';
-    process.stdout.write(`${plural(counts.error, 'error')}, ${plural(counts.warning, 'warning')}${notes} in ${diagnosis.kind === 'unknown' ? 'the folder' : `the ${diagnosis.kind === 'bundles' ? 'bundles' : diagnosis.kind}`} (${ms} ms)\n`);
+    process.stdout.write(`${countLine(diagnosis.problems)}${notes} in ${diagnosis.kind === 'unknown' ? 'the folder' : `the ${diagnosis.kind === 'bundles' ? 'bundles' : diagnosis.kind}`} (${ms} ms)\n`);
   }
   return counts.error > 0 ? 1 : 0;
 }

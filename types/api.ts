@@ -18,6 +18,11 @@ export interface CommandSummary {
   aliases?: string[];
   /** A file the command hands to what it runs (the item's `data` attribute). */
   data?: string;
+  /**
+   * Why the command cannot run as installed (its skill is not installed, its workflow file is
+   * gone), in words a user can act on; absent when nothing is known to be wrong with it.
+   */
+  problem?: string;
 }
 
 export interface AgentSummary {
@@ -36,7 +41,9 @@ export interface AgentSummary {
 
 /** A BMAD project: a folder under PROJECTS_ROOT holding an install made by BMAD's installer. */
 export interface ProjectView {
+  /** The project's folder name: what the UI names it by (two copies of one install differ here). */
   id: string;
+  /** BMAD's `project_name` (the folder name when the install sets none); the UI shows it beside the id where it differs. */
   name: string;
   bmad: { version: string | null; folder: string; modules: string[] };
   agentCount: number;
@@ -53,9 +60,14 @@ export interface ProjectView {
 }
 
 export interface ProjectDetail extends ProjectView {
+  /** Each command carries the doctor's `problem` when the doctor found its target broken. */
   agents: AgentSummary[];
   /** The doctor's notes: nothing to fix (values workflows set while they run, menu items not written yet). */
   notes: string[];
+  /** The doctor's count, in the words `npm run doctor` ends with: `1 error, 1 warning`. */
+  doctor: { summary: string; errors: number; warnings: number; notes: number };
+  /** Tokens and cost summed over the project's conversations the caller can see. */
+  usage: UsageView;
 }
 
 export interface HealthData {
@@ -209,16 +221,22 @@ export interface ProjectDocument {
   name: string;
   size: number;
   modifiedAt: string;
-  /** The agent write that made the current content; absent for files no agent wrote. */
-  lastWriter?: { agentId: string; conversationId: string | null; at: string };
+  /**
+   * The write that made the current content: an agent's (with its conversation), or a person's
+   * restore (`person`, no agent); absent for files nobody wrote through the app.
+   */
+  lastWriter?: { agentId: string | null; conversationId: string | null; at: string; person?: string };
 }
 
 export interface ProjectDocumentVersion {
   version: string;
   at: string;
-  /** null for content found on disk that no agent wrote (kept before it was overwritten). */
+  /** null for content found on disk that no agent wrote (kept before it was overwritten), and for a person's restore. */
   agentId: string | null;
+  /** The conversation that wrote it; null when there is none the caller can open (deleted, or never one). */
   conversationId: string | null;
+  /** Who restored it (a person, or `name (token)` for an API token), for a restore made through the API. */
+  person?: string;
   size: number;
   kind: 'write' | 'restore' | 'untracked';
   restoredFrom?: string;

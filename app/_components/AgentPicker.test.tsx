@@ -1,6 +1,6 @@
 import { render, screen, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import type { AgentSummary, ProjectView } from '@/types/api';
+import type { AgentSummary, ProjectDetail, ProjectView } from '@/types/api';
 import { AgentPicker, type WorkspaceChoice } from './AgentPicker';
 import { LlmNotice } from './LlmNotice';
 
@@ -55,9 +55,10 @@ describe('AgentPicker with projects', () => {
     render(<AgentPicker agents={agents} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={ws} />);
     const select = screen.getByRole('combobox', { name: 'Workspace' });
     expect(select).toHaveValue('');
-    expect(within(select).getAllByRole('option').map((o) => o.textContent)).toEqual(['Bundles', 'Acme (BMAD 6.0.4, 9 agents)', 'legacy (BMAD, 1 agent)']);
+    // By folder id, with BMAD's project_name beside it where it differs.
+    expect(within(select).getAllByRole('option').map((o) => o.textContent)).toEqual(['Bundles', 'acme (Acme) — BMAD 6.0.4, 9 agents', 'legacy — BMAD, 1 agent']);
     expect(screen.getAllByTestId('agent-card')).toHaveLength(3);
-    await user.selectOptions(select, 'Acme (BMAD 6.0.4, 9 agents)');
+    await user.selectOptions(select, 'acme (Acme) — BMAD 6.0.4, 9 agents');
     expect(ws.onChange).toHaveBeenCalledWith('acme');
   });
 
@@ -69,7 +70,8 @@ describe('AgentPicker with projects', () => {
     const select = screen.getByRole('combobox', { name: 'Workspace' });
     expect(select).toHaveValue('acme');
     expect(select).toHaveAccessibleDescription(/BMAD 6\.0\.4 · bmm · 9 agents · documents in \{project-root\}\/_bmad-output/);
-    const card = within(screen.getByRole('region', { name: 'Acme' })).getByTestId('agent-card');
+    expect(select).toHaveAccessibleDescription(/Named “Acme” in its BMAD config/);
+    const card = within(screen.getByRole('region', { name: 'acme' })).getByTestId('agent-card');
     expect(card).toHaveTextContent('John');
     expect(card).toHaveTextContent('2 commands');
     expect(screen.queryByTestId('project-problems')).toBeNull();
@@ -79,14 +81,22 @@ describe('AgentPicker with projects', () => {
     expect(ws.onChange).toHaveBeenLastCalledWith(null);
   });
 
-  it("keeps a project's problems folded away for builders", async () => {
+  it("keeps the doctor's lines about a project folded away for builders, counted as the CLI counts them", async () => {
     const user = userEvent.setup();
-    render(<AgentPicker agents={[]} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={workspace({ projectId: 'legacy' })} />);
+    const line = '_bmad/_config/agent-manifest.csv: error: agent qa: _bmad/bmm/agents/qa.md not found';
+    const warning = '_bmad: warning: skill bmad-prd: listed in the skill manifest but installed in no skill folder';
+    const detail: ProjectDetail = { ...projects[1], agents: [], notes: [], problems: [line, warning], doctor: { summary: '1 error, 1 warning', errors: 1, warnings: 1, notes: 0 }, usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 } };
+    const { rerender } = render(<AgentPicker agents={[]} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={workspace({ projectId: 'legacy' })} />);
+    // The list's cheap checks are not the diagnosis: nothing is counted until the doctor answers.
+    expect(screen.queryByTestId('project-problems')).toBeNull();
+    expect(screen.getByTestId('project-doctor')).toHaveTextContent('Checking the project…');
+    rerender(<AgentPicker agents={[]} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={workspace({ projectId: 'legacy', detail })} />);
     const problems = screen.getByTestId('project-problems');
     expect(problems).not.toHaveAttribute('open');
-    await user.click(within(problems).getByText('1 setup problem'));
+    await user.click(within(problems).getByText('1 error, 1 warning'));
     expect(problems).toHaveAttribute('open');
-    expect(problems).toHaveTextContent('agent-manifest.csv: row 3 has no path');
+    expect(screen.getAllByTestId('doctor-line').map((li) => li.getAttribute('data-line'))).toEqual([line, warning]);
+    expect(screen.getAllByTestId('doctor-line')[0]).toHaveTextContent('Error: agent qa: _bmad/bmm/agents/qa.md not found — in _bmad/_config/agent-manifest.csv');
     expect(screen.getByText(/This project has no agents/)).toBeInTheDocument();
   });
 

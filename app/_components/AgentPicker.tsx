@@ -1,7 +1,8 @@
 'use client';
 
 import { useId, useState } from 'react';
-import type { AgentSummary, ProjectView } from '@/types/api';
+import type { AgentSummary, ProjectDetail, ProjectView } from '@/types/api';
+import { projectLabel } from '../_lib/projects';
 import { Avatar } from './Avatar';
 import { NewProjectDialog } from './NewProjectDialog';
 import { PlusIcon, RefreshIcon, Spinner } from './icons';
@@ -9,9 +10,11 @@ import { PlusIcon, RefreshIcon, Spinner } from './icons';
 export function groupByBundle(agents: AgentSummary[]): [string, AgentSummary[]][] {
   const groups = new Map<string, AgentSummary[]>();
   for (const a of agents) {
-    const list = groups.get(a.bundleName) ?? [];
+    // A project's agents under its folder id: its project_name may be another copy's too.
+    const key = a.projectId ?? a.bundleName;
+    const list = groups.get(key) ?? [];
     list.push(a);
-    groups.set(a.bundleName, list);
+    groups.set(key, list);
   }
   return [...groups.entries()].sort(([a], [b]) => a.localeCompare(b));
 }
@@ -19,7 +22,64 @@ export function groupByBundle(agents: AgentSummary[]): [string, AgentSummary[]][
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
 function projectOptionText(p: ProjectView): string {
-  return `${p.name} (${p.bmad.version ? `BMAD ${p.bmad.version}` : 'BMAD'}, ${plural(p.agentCount, 'agent')})`;
+  return `${projectLabel(p)} — ${p.bmad.version ? `BMAD ${p.bmad.version}` : 'BMAD'}, ${plural(p.agentCount, 'agent')}`;
+}
+
+/** One doctor line (`file: severity: reason`) as its parts, to show the reason first. */
+function doctorLine(line: string): { file: string; severity: string; reason: string } {
+  const m = /^(.*?): (error|warning|note): (.*)$/s.exec(line);
+  return m ? { file: m[1], severity: m[2], reason: m[3] } : { file: '', severity: 'warning', reason: line };
+}
+
+/**
+ * The doctor's diagnosis of the chosen project: the same lines and count `npm run doctor` prints
+ * for its folder, each reason first, then the file to open.
+ */
+function ProjectDoctor({ detail, error }: { detail: ProjectDetail | null; error: string | null }) {
+  if (!detail) {
+    return error ? (
+      <p className="workspace-doctor" data-testid="project-doctor">
+        Could not check the project: {error}
+      </p>
+    ) : (
+      <p className="workspace-doctor" data-testid="project-doctor">
+        <Spinner /> Checking the project…
+      </p>
+    );
+  }
+  if (detail.problems.length === 0) {
+    return (
+      <p className="workspace-doctor" data-testid="project-doctor">
+        Doctor: no problems found.
+      </p>
+    );
+  }
+  return (
+    <details className="workspace-problems" data-testid="project-problems">
+      <summary>
+        Doctor: <span data-testid="doctor-summary">{detail.doctor.summary}</span>
+      </summary>
+      <ul>
+        {detail.problems.map((line, i) => {
+          const p = doctorLine(line);
+          return (
+            <li key={i} className={`doctor-line doctor-${p.severity}`} data-testid="doctor-line" data-line={line}>
+              <span className="doctor-severity">{p.severity === 'error' ? 'Error' : 'Warning'}:</span> {p.reason}
+              {p.file ? (
+                <>
+                  {' '}
+                  — in <code>{p.file}</code>
+                </>
+              ) : null}
+            </li>
+          );
+        })}
+      </ul>
+      <p className="workspace-doctor-hint">
+        The same check runs from a terminal: <code>npm run doctor -- &lt;project folder&gt;</code>.
+      </p>
+    </details>
+  );
 }
 
 /** Where agents come from: the bundles, or one BMAD project whose agents share its documents. */
@@ -29,12 +89,15 @@ export interface WorkspaceChoice {
   error: string | null;
   /** null: the bundles. */
   projectId: string | null;
+  /** The chosen project's detail (the doctor's diagnosis); null while it loads. */
+  detail?: ProjectDetail | null;
+  detailError?: string | null;
   onChange: (projectId: string | null) => void;
   onCreated: (project: ProjectView) => void;
   onRetry: () => void;
 }
 
-function WorkspaceBar({ projects, loading, error, projectId, onChange, onCreated, onRetry }: WorkspaceChoice) {
+function WorkspaceBar({ projects, loading, error, projectId, detail = null, detailError = null, onChange, onCreated, onRetry }: WorkspaceChoice) {
   const id = useId();
   const [creating, setCreating] = useState(false);
   const project = projects.find((p) => p.id === projectId);
@@ -65,6 +128,11 @@ function WorkspaceBar({ projects, loading, error, projectId, onChange, onCreated
       <div id={`${id}-meta`} className="workspace-meta">
         {project ? (
           <p>
+            {project.name !== project.id ? (
+              <>
+                Named “{project.name}” in its BMAD config ·{' '}
+              </>
+            ) : null}
             BMAD {project.bmad.version ?? '(version unknown)'}
             {project.bmad.modules.length ? ` · ${project.bmad.modules.join(', ')}` : ''} · {plural(project.agentCount, 'agent')} · documents in{' '}
             <code>{project.outputFolder}</code>
@@ -86,16 +154,7 @@ function WorkspaceBar({ projects, loading, error, projectId, onChange, onCreated
           </button>
         </p>
       ) : null}
-      {project && project.problems.length > 0 ? (
-        <details className="workspace-problems" data-testid="project-problems">
-          <summary>{plural(project.problems.length, 'setup problem')}</summary>
-          <ul>
-            {project.problems.map((p, i) => (
-              <li key={i}>{p}</li>
-            ))}
-          </ul>
-        </details>
-      ) : null}
+      {project ? <ProjectDoctor detail={detail} error={detailError} /> : null}
       {creating ? (
         <NewProjectDialog
           onCancel={() => setCreating(false)}
@@ -127,7 +186,7 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
       <h1 id="picker-title">Choose an agent</h1>
       <p className="picker-lead">
         {projectId
-          ? `The agents of ${project?.name ?? projectId} share the project’s documents. Pick one to start a conversation.`
+          ? `The agents of ${project ? projectLabel(project) : projectId} share the project’s documents. Pick one to start a conversation.`
           : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
       </p>
       {workspace ? <WorkspaceBar {...workspace} /> : null}

@@ -60,7 +60,8 @@ describe('App with projects', () => {
     expect(urls).toContain('/api/agents?projectId=acme');
     expect(urls).toContain('/api/conversations?projectId=acme&limit=30');
     const nav = screen.getByRole('navigation', { name: 'Conversations' });
-    expect(within(nav).getByRole('heading', { name: 'Conversations · Acme' })).toBeInTheDocument();
+    // Named by its folder id, with its BMAD project_name beside it where it differs.
+    expect(within(nav).getByRole('heading', { name: 'Conversations · acme (Acme)' })).toBeInTheDocument();
     // The project's documents are one click away even before a conversation exists.
     expect(screen.getByRole('heading', { name: 'Project documents', hidden: true })).toBeInTheDocument();
 
@@ -81,7 +82,7 @@ describe('App with projects', () => {
     render(<App />);
     const items = await screen.findAllByTestId('conversation-item');
     expect(items).toHaveLength(2);
-    expect(items[1]).toHaveTextContent('Acme');
+    expect(items[1]).toHaveTextContent('acme');
     await user.click(within(items[1]).getByRole('button', { name: /^Talk c-1/ }));
     expect(here()).toBe('/?p=acme&c=c-1');
     await waitFor(() => expect(urls).toContain('/api/agents?projectId=acme'));

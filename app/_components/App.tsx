@@ -1,10 +1,11 @@
 'use client';
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { AgentSummary, HealthData, ProjectView } from '@/types/api';
+import type { AgentSummary, HealthData, ProjectDetail, ProjectView } from '@/types/api';
 import { ApiError, api, fileUrl, projectFileUrl } from '../_lib/api';
 import { outputRelativePath } from '../_lib/documents';
-import { plural } from '../_lib/format';
+import { formatCost, plural } from '../_lib/format';
+import { byProjectId, projectLabel, projectSubtitle, withCommandMarks } from '../_lib/projects';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
 import type { DetailView, ModelProfile } from '../_lib/types';
 import { AgentPicker } from './AgentPicker';
@@ -27,7 +28,6 @@ interface AgentsState {
   loading: boolean;
 }
 
-const byName = (a: ProjectView, b: ProjectView) => a.name.localeCompare(b.name);
 
 export function App() {
   // null until mounted: the URL is only known in the browser, and the server render must match.
@@ -48,6 +48,8 @@ export function App() {
   const [wide, setWide] = useState(false);
   /** The document open beside (or over) the chat; it follows the agent's writes while open. */
   const [doc, setDoc] = useState<{ path: string; version: number } | null>(null);
+  /** The chosen project's detail: the doctor's lines, its broken menu items, its total cost. */
+  const [projectDetail, setProjectDetail] = useState<{ id: string; detail: ProjectDetail | null; error: string | null } | null>(null);
 
   const loadAgents = useCallback(async (projectId: string | null, signal?: AbortSignal) => {
     const key = projectId ?? '';
@@ -65,7 +67,7 @@ export function App() {
   const loadProjects = useCallback(async () => {
     setProjectsLoading(true);
     try {
-      setProjects((await api.projects()).sort(byName));
+      setProjects((await api.projects()).sort(byProjectId));
       setProjectsError(null);
     } catch (e) {
       setProjectsError((e as Error).message);
@@ -111,12 +113,28 @@ export function App() {
     return () => ctrl.abort();
   }, [ready, projectId, loadAgents]);
 
+  // Read again when a turn ends: the project's total cost moved, and its documents may have.
+  useEffect(() => {
+    if (!ready || !projectId) return;
+    const ctrl = new AbortController();
+    api.project(projectId, ctrl.signal).then(
+      (detail) => setProjectDetail({ id: projectId, detail, error: null }),
+      (e: Error) => {
+        if (e?.name !== 'AbortError') setProjectDetail((d) => ({ id: projectId, detail: d?.id === projectId ? d.detail : null, error: e.message }));
+      },
+    );
+    return () => ctrl.abort();
+  }, [ready, projectId, listVersion]);
+  const detail = projectDetail && projectDetail.id === projectId ? projectDetail : null;
+
   // A stale list of another workspace never shows: its agent ids could match this one's.
-  const agents = agentsState.key === workspaceKey ? agentsState.list : [];
+  const agents = withCommandMarks(agentsState.key === workspaceKey ? agentsState.list : [], detail?.detail?.agents);
   const agentsLoading = agentsState.key !== workspaceKey || agentsState.loading;
   const agentsError = agentsState.key === workspaceKey ? agentsState.error : null;
   const project = projects.find((p) => p.id === projectId);
-  const projectName = project?.name ?? projectId ?? undefined;
+  const projectName = project ? projectLabel(project) : (projectId ?? undefined);
+  const projectSub = project ? projectSubtitle(project) : undefined;
+  const projectCost = detail?.detail?.usage.cost;
 
   const navigate = useCallback((next: Route) => {
     window.history.pushState(null, '', routeHref(next));
@@ -249,17 +267,28 @@ export function App() {
                   <span className="topbar-name">{agent.name}</span>
                   <span className="topbar-sub">
                     {agent.title}
-                    {projectName ? ` · ${projectName}` : ''}
+                    {projectId ? ` · ${projectId}` : ''}
+                    {projectSub ? <span className="topbar-project-name"> ({projectSub})</span> : null}
                   </span>
                 </span>
               </>
             ) : (
               <span className="topbar-text">
                 <span className="topbar-name">BMAD Orchestrator</span>
-                {projectName ? <span className="topbar-sub">Project: {projectName}</span> : null}
+                {projectId ? (
+                  <span className="topbar-sub" data-testid="topbar-project">
+                    Project: {projectId}
+                    {projectSub ? <span className="topbar-project-name"> ({projectSub})</span> : null}
+                  </span>
+                ) : null}
               </span>
             )}
           </div>
+          {projectId && projectCost !== undefined ? (
+            <span className="topbar-cost" data-testid="project-cost" title="Cost of every conversation of this project, at the profiles' prices">
+              Project cost {formatCost(projectCost)}
+            </span>
+          ) : null}
           {conversationId ? (
             <ExportMenu conversationId={conversationId} />
           ) : null}
@@ -303,10 +332,12 @@ export function App() {
                   loading: projectsLoading,
                   error: projectsError,
                   projectId,
+                  detail: detail?.detail ?? null,
+                  detailError: detail?.error ?? null,
                   onChange: workIn,
                   onRetry: () => void loadProjects(),
                   onCreated: (p) => {
-                    setProjects((list) => [...list.filter((x) => x.id !== p.id), p].sort(byName));
+                    setProjects((list) => [...list.filter((x) => x.id !== p.id), p].sort(byProjectId));
                     workIn(p.id);
                   },
                 }}

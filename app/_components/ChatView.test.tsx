@@ -560,3 +560,46 @@ describe('ChatView: usage, models, status', () => {
     expect(onOpenFile).toHaveBeenCalledWith('{output_folder}/brief.md');
   });
 });
+
+describe('ChatView: commands known to be broken, and costs', () => {
+  const broken: AgentSummary = {
+    ...agent,
+    commands: [
+      { cmd: '*plan', description: 'Create a product brief', problem: 'The skill bmad-plan is not installed in this project, so this command cannot run.' },
+      { cmd: '*help', description: 'Show the menu' },
+    ],
+  };
+
+  it('marks the broken command on its card and explains it when picked or typed, sending nothing', async () => {
+    const user = userEvent.setup();
+    renderChat({ agents: [broken] });
+    const [plan, help] = screen.getAllByTestId('command-card');
+    expect(plan).toHaveAttribute('data-broken', 'true');
+    expect(plan).toHaveTextContent('cannot run');
+    expect(help).not.toHaveAttribute('data-broken');
+    await user.click(plan);
+    expect(screen.getByTestId('broken-command')).toHaveTextContent('*plan cannot run: The skill bmad-plan is not installed');
+    await user.type(screen.getByTestId('composer-input'), '*plan for my shop{Enter}');
+    expect(chatBodies).toEqual([]);
+    await user.click(help);
+    expect(chatBodies).toEqual([{ agentId: 'analyst', message: '*help', stream: true }]);
+    expect(screen.queryByTestId('broken-command')).toBeNull();
+  });
+
+  it("shows each stored answer's cost and the conversation's total after a reload", async () => {
+    details['conv-costs'] = {
+      ...detail,
+      id: 'conv-costs',
+      messages: [
+        detail.messages[0],
+        { ...detail.messages[1], usage: { promptTokens: 10, completionTokens: 2, cachedTokens: 0, cost: 0.25 } },
+        { id: 'u2', role: 'user', content: 'more', timestamp: '2025-01-01T00:00:02Z' },
+        { id: 'a2', role: 'assistant', content: 'More.', timestamp: '2025-01-01T00:00:03Z', usage: { promptTokens: 10, completionTokens: 2, cachedTokens: 0, cost: 0.5 } },
+      ],
+    };
+    renderChat({ conversationId: 'conv-costs' });
+    await waitFor(() => expect(screen.getAllByTestId('answer-cost')).toHaveLength(2));
+    expect(screen.getAllByTestId('answer-cost').map((e) => e.textContent)).toEqual([' · cost 0.25', ' · cost 0.50']);
+    expect(screen.getByTestId('conversation-cost')).toHaveTextContent('Conversation cost 0.75');
+  });
+});

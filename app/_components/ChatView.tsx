@@ -1,10 +1,11 @@
 'use client';
 
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
-import type { AgentSummary } from '@/types/api';
+import type { AgentSummary, CommandSummary } from '@/types/api';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
-import { commandText } from '../_lib/commands';
+import { commandOfMessage, commandText } from '../_lib/commands';
+import { formatCost } from '../_lib/format';
 import { historyToMessages } from '../_lib/history';
 import { toolStatusText } from '../_lib/toolLabels';
 import type { ChatState, DetailView, ModelProfile } from '../_lib/types';
@@ -56,6 +57,8 @@ export function ChatView(props: ChatViewProps) {
   const [loadState, setLoadState] = useState<'idle' | 'loading' | 'error'>(conversationId ? 'loading' : 'idle');
   const [loadError, setLoadError] = useState<ApiError | null>(null);
   const [finishedNote, setFinishedNote] = useState('');
+  /** A command picked or typed whose target is broken: explained here instead of run. */
+  const [broken, setBroken] = useState<CommandSummary | null>(null);
   // undefined: untouched here, the stored conversation's choice holds; null: Automatic.
   const [model, setModel] = useState<string | null | undefined>(undefined);
   // The URL moves from ?agent= to ?c= after the first answer; the view keeps its agent.
@@ -149,6 +152,13 @@ export function ChatView(props: ChatViewProps) {
 
   const doSend = (text: string) => {
     if (busy || !agentId) return false;
+    // Known broken before it runs: say why and what to do, rather than fail on a missing file.
+    const command = commandOfMessage(agent?.commands ?? [], text);
+    if (command?.problem) {
+      setBroken(command);
+      return false;
+    }
+    setBroken(null);
     stickRef.current = true;
     setFinishedNote('');
     void send(text);
@@ -185,6 +195,9 @@ export function ChatView(props: ChatViewProps) {
   };
 
   const status = statusText(state, agentName) || finishedNote;
+  // The conversation's total: what its answers cost, as each shows it (stored, so it survives a reload).
+  const priced = state.messages.filter((m) => m.cost !== undefined);
+  const totalCost = priced.length ? priced.reduce((sum, m) => sum + (m.cost ?? 0), 0) : undefined;
   const commands = agent?.commands ?? [];
   // What the stored conversation says about its last turn, until this view runs one of its own.
   const fresh = state.lastUserText === null && !busy && !state.error && state.stopReason === null;
@@ -242,9 +255,24 @@ export function ChatView(props: ChatViewProps) {
               <ul>
                 {commands.map((c) => (
                   <li key={c.cmd}>
-                    <button type="button" className="command-card" data-testid="command-card" disabled={busy || !agent} onClick={() => doSend(commandText(c.cmd))}>
-                      <span className="command-card-name">{commandText(c.cmd)}</span>
+                    <button
+                      type="button"
+                      className={c.problem ? 'command-card is-broken' : 'command-card'}
+                      data-testid="command-card"
+                      data-broken={c.problem ? 'true' : undefined}
+                      disabled={busy || !agent}
+                      onClick={() => doSend(commandText(c.cmd))}
+                    >
+                      <span className="command-card-name">
+                        {commandText(c.cmd)}
+                        {c.problem ? (
+                          <span className="command-broken-mark" data-testid="command-broken-mark">
+                            <AlertIcon /> cannot run
+                          </span>
+                        ) : null}
+                      </span>
                       <span className="command-card-desc">{c.description}</span>
+                      {c.problem ? <span className="command-card-problem">{c.problem}</span> : null}
                     </button>
                   </li>
                 ))}
@@ -288,6 +316,26 @@ export function ChatView(props: ChatViewProps) {
                 ) : null}
               </div>
             </div>
+          ) : null}
+          {broken ? (
+            <div className="notice notice-warn" role="alert" data-testid="broken-command">
+              <AlertIcon />
+              <div>
+                <p>
+                  <strong>{commandText(broken.cmd)}</strong> cannot run: {broken.problem}
+                </p>
+                <div className="notice-actions">
+                  <button type="button" className="button" onClick={() => setBroken(null)}>
+                    Dismiss
+                  </button>
+                </div>
+              </div>
+            </div>
+          ) : null}
+          {!busy && totalCost !== undefined ? (
+            <p className="turn-note conversation-cost" data-testid="conversation-cost">
+              Conversation cost {formatCost(totalCost)}
+            </p>
           ) : null}
           {!busy && state.stopReason === 'aborted' && !state.error ? (
             <p className="turn-note" data-testid="stopped-notice">

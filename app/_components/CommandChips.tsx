@@ -2,6 +2,7 @@
 
 import type { CommandSummary } from '@/types/api';
 import { commandText } from '../_lib/commands';
+import { AlertIcon } from './icons';
 
 export function CommandChips({ commands, disabled, onPick }: { commands: CommandSummary[]; disabled?: boolean; onPick: (text: string) => void }) {
   if (commands.length === 0) return null;
@@ -11,13 +12,15 @@ export function CommandChips({ commands, disabled, onPick }: { commands: Command
         <li key={c.cmd}>
           <button
             type="button"
-            className="chip"
+            className={c.problem ? 'chip is-broken' : 'chip'}
             data-testid="command-chip"
-            title={c.description}
-            aria-label={`${commandText(c.cmd)}: ${c.description}`}
+            data-broken={c.problem ? 'true' : undefined}
+            title={c.problem ? `Cannot run: ${c.problem}` : c.description}
+            aria-label={`${commandText(c.cmd)}: ${c.problem ? `cannot run. ${c.problem}` : c.description}`}
             disabled={disabled}
             onClick={() => onPick(commandText(c.cmd))}
           >
+            {c.problem ? <AlertIcon /> : null}
             {commandText(c.cmd)}
           </button>
         </li>

@@ -134,8 +134,11 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
               }}
               onMouseEnter={() => setHighlight(i)}
             >
-              <span className="command-name">{commandText(c.cmd)}</span>
-              <span className="command-desc">{c.description}</span>
+              <span className="command-name">
+                {commandText(c.cmd)}
+                {c.problem ? <span className="command-broken-mark"> ⚠ cannot run</span> : null}
+              </span>
+              <span className="command-desc">{c.problem ?? c.description}</span>
             </li>
           ))}
         </ul>

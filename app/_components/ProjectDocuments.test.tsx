@@ -3,7 +3,7 @@ import userEvent from '@testing-library/user-event';
 import type { AgentSummary } from '@/types/api';
 import type { FileVersion, ProjectFileEntry } from '../_lib/types';
 import { OutputsPanel } from './OutputsPanel';
-import { toTree } from './ProjectDocuments';
+import { hasChanges, toTree } from './ProjectDocuments';
 
 const agents: AgentSummary[] = [
   { id: 'pm', name: 'John', title: 'Product Manager', bundleName: 'Acme', projectId: 'acme', commands: [] },
@@ -42,7 +42,8 @@ beforeEach(() => {
     if (url === '/api/projects/acme/files/planning/brief.md') return text(versions.length > 3 ? '# Old brief' : '# Brief');
     if (url === '/api/projects/acme/restore' && init?.method === 'POST') {
       const body = JSON.parse(String(init.body));
-      versions = [v('ddd444', null, null, 20, 'restore'), ...versions];
+      // As the server credits it: to the person who asked, with no conversation.
+      versions = [{ ...v('ddd444', null, null, 20, 'restore'), person: 'local' }, ...versions];
       return json(200, { success: true, data: body });
     }
     return json(404, { success: false, error: 'not found', code: 'E_NOT_FOUND' });
@@ -133,7 +134,9 @@ describe('Project documents', () => {
     expect(JSON.parse(String(restore.init!.body))).toEqual({ path: 'planning/brief.md', version: 'bbb222' });
     await waitFor(() => expect(within(viewer).getByTestId('document-status')).toHaveTextContent('Restored version 2.'));
     await waitFor(() => expect(within(viewer).getAllByTestId('version-item')).toHaveLength(4));
-    expect(within(viewer).getAllByTestId('version-item')[0]).toHaveTextContent('changed outside the agents');
+    const restored = within(viewer).getAllByTestId('version-item')[0];
+    expect(restored).toHaveTextContent('restored by local · 20 B');
+    expect(within(restored).queryByRole('link')).toBeNull();
     expect(within(viewer).getByRole('tab', { name: 'History' })).toHaveFocus();
     // The list of documents is read again: the restore rewrote one.
     expect(calls.filter((c) => c.url === '/api/projects/acme/files').length).toBeGreaterThanOrEqual(2);
@@ -166,5 +169,14 @@ describe('toTree', () => {
     expect(tree.dirs[0].dirs[0].path).toBe('a/b');
     expect(tree.dirs[0].files.map((f) => f.name)).toEqual(['a.md']);
     expect(tree.files.map((f) => f.name)).toEqual(['z.md']);
+  });
+});
+
+describe('hasChanges', () => {
+  it('sees no differences in a diff of headers alone, or an empty one', () => {
+    expect(hasChanges('')).toBe(false);
+    expect(hasChanges('===================================================================\n--- a/prd.md\tv1\n+++ b/prd.md\tcurrent\n')).toBe(false);
+    expect(hasChanges('--- a/prd.md\n+++ b/prd.md\n@@ -1 +1 @@\n-a\n+b\n')).toBe(true);
+    expect(hasChanges('Binary files a/x.png (1) and b/x.png (2) differ\n')).toBe(true);
   });
 });

@@ -95,8 +95,10 @@ function DocTree({ node, ctx, onOpen }: { node: DirNode; ctx: Authorship; onOpen
             <span className="doc-text">
               <span className="file-name">{f.name}</span>
               <span className="doc-meta" data-testid="last-writer">
-                {f.lastWriter
-                  ? `${agentName(ctx.agents, f.lastWriter.agentId)}${f.lastWriter.conversationId === ctx.conversationId ? ', this conversation' : ''} · ${relativeTime(f.lastWriter.at)}`
+                {f.lastWriter && (f.lastWriter.agentId || f.lastWriter.person)
+                  ? f.lastWriter.agentId
+                    ? `${agentName(ctx.agents, f.lastWriter.agentId)}${f.lastWriter.conversationId && f.lastWriter.conversationId === ctx.conversationId ? ', this conversation' : ''} · ${relativeTime(f.lastWriter.at)}`
+                    : `restored by ${f.lastWriter.person} · ${relativeTime(f.lastWriter.at)}`
                   : `changed ${relativeTime(f.modifiedAt)}`}
               </span>
             </span>
@@ -112,6 +114,11 @@ function DocTree({ node, ctx, onOpen }: { node: DirNode; ctx: Authorship; onOpen
 }
 
 type HistoryView = { kind: 'list' } | { kind: 'version' | 'diff'; version: FileVersion; number: number };
+
+/** A diff with no change line (only its file headers, or nothing) shows no differences. */
+export function hasChanges(diff: string): boolean {
+  return diff.split('\n').some((line) => line.startsWith('@@') || line.startsWith('Binary files'));
+}
 
 function DiffView({ diff }: { diff: string }) {
   const lines = diff.replace(/\n$/, '').split('\n');
@@ -159,11 +166,18 @@ function VersionDiff({ projectId, path, version, number }: { projectId: string; 
         <Spinner /> Loading…
       </p>
     );
-  if (!state.diff.trim()) return <p className="notice notice-info">No differences: version {number} matches the current file.</p>;
+  if (!hasChanges(state.diff))
+    return (
+      <p className="notice notice-info" data-testid="no-differences">
+        No differences: version {number} matches the current file.
+      </p>
+    );
   return <DiffView diff={state.diff} />;
 }
 
 function versionAuthor(v: FileVersion, ctx: Authorship) {
+  // A person's restore: credited to them, with no conversation to link.
+  if (v.person) return <>{v.kind === 'restore' ? 'restored by ' : 'by '}<span data-testid="version-person">{v.person}</span></>;
   if (v.kind === 'untracked' || !v.agentId) return <>changed outside the agents</>;
   return (
     <>

@@ -28,7 +28,7 @@ export interface SidebarProps {
   currentId: string | null;
   /** The project whose conversations are listed; without it, every conversation. */
   projectId?: string | null;
-  /** The project's display name, for the heading. */
+  /** The project as the heading names it: its id, with BMAD's project_name where it differs. */
   projectName?: string;
   /** The agents of the listed workspace, for icons and names. */
   agents: AgentSummary[];
@@ -217,7 +217,8 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
               <span className="conv-title">{title}</span>
               <span className="conv-meta">
                 {agent?.name ?? c.agentId}
-                {c.projectId && !projectId ? ` · ${c.bundleName}` : ''} · {relativeTime(c.updatedAt)}
+                {/* A project by its folder id: two copies of one install often share a project_name. */}
+                {c.projectId && !projectId ? ` · ${c.projectId}` : ''} · {relativeTime(c.updatedAt)}
                 {statusWord ? <span className={`conv-status conv-status-${c.status}`} data-testid="conversation-status">{` · ${statusWord}`}</span> : null}
               </span>
             </span>

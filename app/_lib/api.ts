@@ -4,6 +4,7 @@ import type {
   ConversationListData,
   HealthData,
   OutputFileEntry,
+  ProjectDetail,
   ProjectView,
 } from '@/types/api';
 import type { DetailView, FileVersion, ModelProfile, NewProjectInput, ProjectFileEntry, SummaryView } from './types';
@@ -119,6 +120,8 @@ export const api = {
   },
 
   projects: (signal?: AbortSignal) => request<ProjectView[]>('/api/projects', { signal }),
+  /** A project with the doctor's diagnosis, its agents' broken menu items marked, and its total usage. */
+  project: (id: string, signal?: AbortSignal) => request<ProjectDetail>(`/api/projects/${enc(id)}`, { signal }),
   createProject: (input: NewProjectInput, signal?: AbortSignal) =>
     request<ProjectView>('/api/projects', { method: 'POST', body: JSON.stringify(input), signal }),
   projectFiles: async (projectId: string, signal?: AbortSignal): Promise<ProjectFileEntry[]> => {

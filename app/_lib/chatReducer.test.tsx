@@ -192,3 +192,36 @@ describe('the answering profile in the stream', () => {
     expect(s.messages.find((m) => m.id === 'a1')).toMatchObject({ model: { profile: 'fast' }, cost: 0.0001 });
   });
 });
+
+describe('after a Stop, the stored answer', () => {
+  const stoppedOnScreen = (): ChatState => {
+    let s = submitted();
+    s = chatReducer(s, { type: 'chunk', chunk: { type: 'data-conversation', data: { conversationId: 'c1' } } });
+    s = chatReducer(s, { type: 'chunk', chunk: { type: 'text-start', id: 't' } });
+    s = chatReducer(s, { type: 'chunk', chunk: { type: 'text-delta', id: 't', delta: 'w001 w002 w003' } });
+    return chatReducer(s, { type: 'end', reason: 'aborted' });
+  };
+  const stored = historyToMessages([
+    { id: 'su', role: 'user', content: '*plan', timestamp: 't' },
+    { id: 'sa', role: 'assistant', content: 'w001 w002', timestamp: 't', parts: [{ type: 'text', text: 'w001 w002' }] },
+  ]);
+
+  it('replaces the answer on screen, keeping what came before it and the stopped state', () => {
+    const s = chatReducer(stoppedOnScreen(), { type: 'stored-answer', conversationId: 'c1', messages: stored });
+    expect(s.messages.map((m) => m.id)).toEqual(['u1', 'sa']);
+    expect(s.messages[1].parts).toEqual([expect.objectContaining({ type: 'text', text: 'w001 w002' })]);
+    expect(s.stopReason).toBe('aborted');
+  });
+
+  it('is dropped for another conversation or once a new turn has started', () => {
+    const s = stoppedOnScreen();
+    expect(chatReducer(s, { type: 'stored-answer', conversationId: 'other', messages: stored })).toBe(s);
+    const next = chatReducer(s, { type: 'submit', text: 'again', userMessageId: 'u2', assistantMessageId: 'a2' });
+    expect(chatReducer(next, { type: 'stored-answer', conversationId: 'c1', messages: stored })).toBe(next);
+  });
+
+  it('removes an answer the server never stored', () => {
+    const onlyQuestion = historyToMessages([{ id: 'su', role: 'user', content: '*plan', timestamp: 't' }]);
+    expect(chatReducer(stoppedOnScreen(), { type: 'stored-answer', conversationId: 'c1', messages: onlyQuestion }).messages.map((m) => m.id)).toEqual(['u1']);
+  });
+});

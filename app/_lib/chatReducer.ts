@@ -37,6 +37,11 @@ export type ChatAction =
   | { type: 'end'; reason: 'complete' | 'aborted' | 'network'; message?: string }
   /** Drops the failed turn's empty answer (and its question) before a retry sends it again. */
   | { type: 'discard-failed-turn' }
+  /**
+   * The stored conversation, read after a turn was stopped: its last answer replaces the one on
+   * screen, so what the screen shows is what the history holds (and what a reload shows).
+   */
+  | { type: 'stored-answer'; conversationId: string; messages: UIMessage[] }
   | { type: 'dismiss-error' };
 
 /** Tools whose result changes the conversation's output files. */
@@ -422,6 +427,15 @@ export function chatReducer(state: ChatState, action: ChatAction): ChatState {
     }
     case 'dismiss-error':
       return { ...state, error: null };
+    case 'stored-answer': {
+      // Only onto the settled turn it was read for: never over a turn that started since.
+      if (state.status !== 'idle' || state.activeMessageId !== null || state.conversationId !== action.conversationId) return state;
+      const lastUser = (list: UIMessage[]) => list.map((m) => m.role).lastIndexOf('user');
+      const here = lastUser(state.messages);
+      const stored = lastUser(action.messages);
+      if (here < 0 || stored < 0) return state;
+      return { ...state, messages: [...state.messages.slice(0, here + 1), ...action.messages.slice(stored + 1)] };
+    }
     default:
       return state;
   }

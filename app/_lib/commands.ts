@@ -21,3 +21,17 @@ export function filterCommands(commands: CommandSummary[], query: string): Comma
   );
   return [...starts, ...contains];
 }
+
+/**
+ * The command a message runs (`*PRD`, `*prd plant shop`, or a bare code or name), as the server
+ * reads it: after `*` or `/` the first word, else only a message that is one word. For telling a
+ * broken command apart before it is sent.
+ */
+export function commandOfMessage(commands: CommandSummary[], text: string): CommandSummary | undefined {
+  const trimmed = text.trim();
+  const prefixed = /^[*/]\S/.test(trimmed);
+  const words = trimmed.replace(/^[*/]+/, '').split(/\s+/);
+  if (!words[0] || (!prefixed && words.length > 1)) return undefined;
+  const typed = words[0].toLowerCase();
+  return commands.find((c) => [c.cmd.replace(/^[*/]+/, ''), c.code, c.name].some((n) => n && n.toLowerCase() === typed));
+}

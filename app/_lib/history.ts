@@ -55,8 +55,15 @@ function addUsage(a: MessageUsage | undefined, b: MessageUsage | null): MessageU
   return sum;
 }
 
-/** What the server may add to a stored message (model profile, usage, cost); absent on older servers. */
+/** What the server may add to a stored message (model profile, usage with its cost); absent on older servers. */
 type StoredExtras = { usage?: unknown; profile?: unknown; model?: unknown; cost?: unknown };
+
+/** The answer's cost: inside `usage` as the API gives it (a top-level `cost` from older servers too). */
+export function storedCost(m: StoredExtras): number | undefined {
+  const inUsage = m.usage && typeof m.usage === 'object' ? (m.usage as { cost?: unknown }).cost : undefined;
+  if (typeof inUsage === 'number') return inUsage;
+  return typeof m.cost === 'number' ? m.cost : undefined;
+}
 
 /** Stored history → UI messages; consecutive assistant messages (one answer's model calls) merge into one. */
 export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
@@ -67,7 +74,7 @@ export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
     const extras = m as ChatMessageView & StoredExtras;
     const usage = m.role === 'assistant' ? readUsage(extras.usage) : null;
     const model = m.role === 'assistant' ? answeredBy(extras) : undefined;
-    const cost = m.role === 'assistant' && typeof extras.cost === 'number' ? extras.cost : undefined;
+    const cost = m.role === 'assistant' ? storedCost(extras) : undefined;
     const prev = out[out.length - 1];
     if (m.role === 'assistant' && prev?.role === 'assistant') {
       prev.parts = [...prev.parts, ...parts];

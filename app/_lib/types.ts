@@ -151,9 +151,12 @@ export interface NewProjectInput {
 }
 
 export interface FileWriter {
-  agentId: string;
-  conversationId: string;
+  /** null for a person's restore (then `person` names them). */
+  agentId: string | null;
+  /** null when there is no conversation the caller can open. */
+  conversationId: string | null;
   at: string;
+  person?: string;
 }
 
 /** One document of a project's output folder (GET /api/projects/:id/files). */
@@ -173,6 +176,8 @@ export interface FileVersion {
   /** null or absent for content the app found on disk rather than wrote. */
   agentId?: string | null;
   conversationId?: string | null;
+  /** Who restored it, for a restore a person (or an API caller) made. */
+  person?: string;
   size: number;
   kind?: 'write' | 'restore' | 'untracked';
 }

@@ -4,7 +4,7 @@ import { useCallback, useEffect, useReducer, useRef } from 'react';
 import type { ChatResponseData } from '@/types/api';
 import { api, readApiError } from './api';
 import { WRITING_TOOLS, chatReducer, initialChatState, type ChatAction } from './chatReducer';
-import { jsonResponseToMessage } from './history';
+import { historyToMessages, jsonResponseToMessage } from './history';
 import { consumeUiMessageStream, readBodyText } from './sse';
 import type { ChatState, UIMessage } from './types';
 
@@ -125,8 +125,11 @@ export function useChatSession(options: ChatSessionOptions) {
       });
       dispatch({ type: 'end', reason: 'complete' });
     } catch (e) {
-      if (controller.signal.aborted || (e as Error)?.name === 'AbortError') dispatch({ type: 'end', reason: 'aborted' });
-      else dispatch({ type: 'end', reason: 'network', message: 'The connection to the server failed.' });
+      if (controller.signal.aborted || (e as Error)?.name === 'AbortError') {
+        dispatch({ type: 'end', reason: 'aborted' });
+        const stoppedIn = stateRef.current.conversationId ?? announcedId;
+        if (stoppedIn) void takeStoredAnswer(stoppedIn, dispatch);
+      } else dispatch({ type: 'end', reason: 'network', message: 'The connection to the server failed.' });
     } finally {
       if (abortRef.current === controller) abortRef.current = null;
       optsRef.current.onTurnEnd?.();
@@ -216,6 +219,27 @@ export function useChatSession(options: ChatSessionOptions) {
   const dismissError = useCallback(() => dispatch({ type: 'dismiss-error' }), []);
 
   return { state, send, stop, retry, regenerate, edit, load, dismissError };
+}
+
+/**
+ * After a Stop: the server stores the answer only as far as it was delivered, and text still in
+ * flight when the reader went away never reached the screen. Once the server has ended the turn
+ * (a stopped turn releases its lock at once), its stored answer replaces the one on screen, so
+ * both say the same words, and a reload shows them again.
+ */
+async function takeStoredAnswer(conversationId: string, dispatch: (a: ChatAction) => void): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    try {
+      const detail = await api.conversation(conversationId);
+      if (detail.status !== 'running') {
+        dispatch({ type: 'stored-answer', conversationId, messages: historyToMessages(detail.messages ?? []) });
+        return;
+      }
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 /** The virtual path a writing tool wrote: its result's `path`, else the argument it was given. */

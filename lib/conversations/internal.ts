@@ -1,6 +1,6 @@
 import { AppError } from '../errors';
 import type { Compaction, CompactionMark, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
-import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf } from './title';
+import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf, workflowTitle } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
 const DEFAULT_PAGE = 20;
@@ -163,7 +163,14 @@ export interface TitleCandidates {
   workflowTitle: string | null;
 }
 
-export function titleCandidates(m: StoredMessage): TitleCandidates {
+/**
+ * `runs`: a workflow run names the conversation with its display name and what tells the run
+ * apart; `names` (stores before that): with the workflow's name as written. Only the migration
+ * that recognises titles the store gave long ago asks for `names`.
+ */
+export type TitleRule = 'runs' | 'names';
+
+export function titleCandidates(m: StoredMessage, rule: TitleRule = 'runs'): TitleCandidates {
   let userTitle: string | null = null;
   let userState: TitleState = TitleState.FIXED;
   let workflowTitle: string | null = null;
@@ -171,10 +178,47 @@ export function titleCandidates(m: StoredMessage): TitleCandidates {
     userTitle = defaultTitle(m.content);
     userState = isCommandMessage(m.content) ? TitleState.FROM_COMMAND : TitleState.AUTO;
   } else if (m.role === 'tool' && m.name === 'execute_workflow' && m.result.ok) {
-    const wf = (m.result as { workflow?: { name?: unknown } }).workflow;
-    if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle(wf.name);
+    if (rule === 'runs') workflowTitle = titleOfRun(m.result as WorkflowRunFields);
+    else {
+      const wf = (m.result as WorkflowRunFields).workflow;
+      if (wf && typeof wf.name === 'string' && wf.name.trim()) workflowTitle = defaultTitle(wf.name);
+    }
   }
   return { userTitle, userState, workflowTitle };
+}
+
+/** What of an execute_workflow result names the run (read loosely: results are stored JSON). */
+interface WorkflowRunFields {
+  workflow?: Record<string, unknown>;
+  skill?: { name?: unknown };
+  user_input?: unknown;
+}
+
+// Workflow variables that name the document a run writes, in the order BMAD's workflows use them.
+const OUTPUT_KEYS = ['default_output_file', 'outputFile', 'output_file'];
+
+/** The document a run writes, by its file name, when the workflow names one outright. */
+function documentOf(wf: Record<string, unknown> | undefined): string | undefined {
+  for (const key of OUTPUT_KEYS) {
+    const v = wf?.[key];
+    if (typeof v !== 'string' || !v.trim()) continue;
+    const base = v.trim().split('/').pop() ?? '';
+    // A name still holding a variable (`{{date}}`) or none at all says nothing of this run.
+    if (base && !/[{}]/.test(base)) return base;
+  }
+  return undefined;
+}
+
+/**
+ * The title a workflow run gives its conversation: the workflow's (or skill's) display name plus
+ * what the user typed with the command, or else the document it writes, so two runs of one
+ * workflow read apart (`PRD · plant shop`). Null when the result names no workflow.
+ */
+function titleOfRun(r: WorkflowRunFields): string | null {
+  const name = typeof r.workflow?.name === 'string' && r.workflow.name.trim() ? r.workflow.name : typeof r.skill?.name === 'string' && r.skill.name.trim() ? r.skill.name : null;
+  if (!name) return null;
+  const typed = typeof r.user_input === 'string' && r.user_input.trim() ? r.user_input : undefined;
+  return workflowTitle(name, typed ?? documentOf(r.workflow));
 }
 
 /** The same rule as the SQL in the SQLite store, for the memory store. */
@@ -193,10 +237,10 @@ export function messagePreview(m: StoredMessage): string | null {
 }
 
 /** The title the store would have given, replaying messages from the start; stops once it settles. */
-export function replayTitle(messages: Iterable<StoredMessage>): { title: string; state: TitleState } {
+export function replayTitle(messages: Iterable<StoredMessage>, rule: TitleRule = 'runs'): { title: string; state: TitleState } {
   let t: { title: string; state: TitleState } = { title: DEFAULT_TITLE, state: TitleState.DEFAULT };
   for (const m of messages) {
-    t = nextTitle(t.state, t.title, titleCandidates(m));
+    t = nextTitle(t.state, t.title, titleCandidates(m, rule));
     if (t.state === TitleState.AUTO) break;
   }
   return t;

@@ -229,7 +229,8 @@ function markAutomaticTitles(db: Database.Database): void {
   );
   const mark = db.prepare(`UPDATE conversations SET title_state = ${TitleState.AUTO} WHERE id = ?`);
   for (const row of rows) {
-    const replayed = replayTitle(readTitleMessages(messages.iterate(row.id) as IterableIterator<TitleRow>));
+    // The titles were given by the rule of their time: a workflow's name as written.
+    const replayed = replayTitle(readTitleMessages(messages.iterate(row.id) as IterableIterator<TitleRow>), 'names');
     if (replayed.state === TitleState.AUTO && replayed.title === row.title) mark.run(row.id);
   }
 }

@@ -536,7 +536,7 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       await store.append(c.id, { id: 'r1', role: 'assistant', content: 'Let us start.', timestamp: 't' });
       await store.append(c.id, { id: 'u2', role: 'user', content: 'A todo app', timestamp: 't' });
       await store.truncateFrom(c.id, 'u2');
-      expect((await store.get(c.id))!.title).toBe('prd');
+      expect((await store.get(c.id))!.title).toBe('PRD');
       // Cut back to the command alone: named after it until its workflow runs again.
       await store.truncateFrom(c.id, 'a1');
       expect((await store.get(c.id))!.title).toBe('*create-prd');
@@ -628,7 +628,23 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       expect((await store.get(c.id))?.title).toBe('*create-prd');
       await store.append(c.id, { id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'w', name: 'execute_workflow', arguments: '{}' }], timestamp: 't' });
       await store.append(c.id, { id: 't1', role: 'tool', toolCallId: 'w', name: 'execute_workflow', result: { ok: true, workflow: { name: 'prd' } }, timestamp: 't' });
-      expect((await store.get(c.id))?.title).toBe('prd');
+      expect((await store.get(c.id))?.title).toBe('PRD');
+    });
+
+    it('tells runs of one workflow apart: its display name and what the user typed, or else the document it writes', async () => {
+      const run = async (message: string, result: Record<string, unknown>) => {
+        const c = await newConv();
+        await store.append(c.id, { id: 'u1', role: 'user', content: message, timestamp: 't' });
+        await store.append(c.id, { id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'w', name: 'execute_workflow', arguments: '{}' }], timestamp: 't' });
+        await store.append(c.id, { id: 't1', role: 'tool', toolCallId: 'w', name: 'execute_workflow', result: { ok: true, ...result }, timestamp: 't' });
+        await store.append(c.id, { id: 'u2', role: 'user', content: 'and more', timestamp: 't' });
+        return (await store.get(c.id))!.title;
+      };
+      expect(await run('*prd plant shop', { kind: 'skill', workflow: { name: 'bmad-prd' }, skill: { name: 'bmad-prd' }, user_input: 'plant shop' })).toBe('PRD · plant shop');
+      expect(await run('*prd bike rental', { kind: 'skill', workflow: {}, skill: { name: 'bmad-prd' }, user_input: 'bike rental' })).toBe('PRD · bike rental');
+      expect(await run('*CB', { workflow: { name: 'bmad-product-brief', default_output_file: '{project-root}/docs/brief-garden.md' } })).toBe('Product brief · brief-garden.md');
+      // A file name still holding a variable says nothing of the run.
+      expect(await run('*CE', { workflow: { name: 'bmad-create-epics-and-stories', outputFile: '{output_folder}/epics-{{date}}.md' } })).toBe('Create epics and stories');
     });
 
     it('never overrides a given or renamed title', async () => {

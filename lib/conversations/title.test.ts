@@ -1,4 +1,4 @@
-import { defaultTitle, DEFAULT_TITLE, isCommandMessage } from './title';
+import { defaultTitle, DEFAULT_TITLE, displayName, isCommandMessage, workflowTitle } from './title';
 import { isValidConversationId, newConversationId } from './ids';
 
 describe('defaultTitle', () => {
@@ -45,5 +45,22 @@ describe('isValidConversationId', () => {
     }
     expect(isValidConversationId(42)).toBe(false);
     expect(isValidConversationId(undefined)).toBe(false);
+  });
+});
+
+describe('workflow titles', () => {
+  it("says a workflow's or skill's name as words, acronyms in capitals", () => {
+    expect(displayName('bmad-prd')).toBe('PRD');
+    expect(displayName('bmad-create-epics-and-stories')).toBe('Create epics and stories');
+    expect(displayName('create-ux-design')).toBe('Create UX design');
+    expect(displayName('Product brief')).toBe('Product brief');
+    expect(displayName('prd')).toBe('PRD');
+  });
+
+  it('adds what tells the run apart, clipped like any title', () => {
+    expect(workflowTitle('bmad-prd', 'plant shop')).toBe('PRD · plant shop');
+    expect(workflowTitle('bmad-prd', '  \n plant shop\nmore')).toBe('PRD · plant shop');
+    expect(workflowTitle('bmad-prd')).toBe('PRD');
+    expect(workflowTitle('bmad-prd', 'x'.repeat(200)).length).toBeLessThanOrEqual(60);
   });
 });

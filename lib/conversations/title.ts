@@ -37,6 +37,33 @@ export function defaultTitle(firstMessage: string, workflowName?: string): strin
   return line ? clip(line, TITLE_MAX) : DEFAULT_TITLE;
 }
 
+// Short words that read as letters in a workflow's name.
+const ACRONYMS = new Set(['prd', 'ux', 'ui', 'qa', 'api', 'prfaq', 'e2e', 'tea', 'atdd', 'ci', 'nfr', 'nfrs', 'gdd', 'tdd', 'mvp', 'cis', 'bmm', 'bmb', 'ai', 'llm']);
+
+/**
+ * A workflow's or skill's name as a person would say it: `bmad-prd` → `PRD`,
+ * `bmad-create-epics-and-stories` → `Create epics and stories`. A name already written as words
+ * (`Product brief`) stays as it is.
+ */
+export function displayName(name: string): string {
+  const line = firstLine(name);
+  if (/\s/.test(line) || !/[-_]/.test(line)) return ACRONYMS.has(line.toLowerCase()) ? line.toUpperCase() : line;
+  const words = line.replace(/^(bmad|bmm)[-_]/i, '').replace(/^(agent|workflow|skill)[-_]/i, '').split(/[-_]+/).filter(Boolean);
+  const out = words.map((w) => (ACRONYMS.has(w.toLowerCase()) ? w.toUpperCase() : w.toLowerCase())).join(' ');
+  return out ? out.charAt(0).toUpperCase() + out.slice(1) : line;
+}
+
+/**
+ * The title of a conversation that ran a workflow: its display name, then what tells this run
+ * apart (what the user typed with the command, or else the document it writes):
+ * `PRD · plant shop`. Clipped like every automatic title.
+ */
+export function workflowTitle(name: string, subject?: string): string {
+  const head = displayName(name);
+  const tail = subject ? firstLine(subject) : '';
+  return clip(tail && tail.toLowerCase() !== head.toLowerCase() ? `${head} · ${tail}` : head, TITLE_MAX);
+}
+
 /** The one-line preview list() shows; null when the message has no visible text. */
 export function previewOf(content: string): string | null {
   const line = content.replace(/\s+/g, ' ').trim();

@@ -6,8 +6,9 @@
 
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { readProject } from '../projects';
+import { createProjectCatalog, isValidProjectId, readProject, type Project } from '../projects';
 import type { Problem, Severity } from '../results';
+import type { AgentSummary } from '../../types/api';
 import { diagnoseBundles, type BundleRoots } from './bundles';
 import { diagnoseProject } from './project';
 
@@ -51,7 +52,7 @@ export async function diagnose(folder: string, roots: Partial<BundleRoots> = {})
   const bundleRoots: BundleRoots = { coreRoot: path.resolve(/*turbopackIgnore: true*/ roots.coreRoot ?? 'bmad/core'), projectRoot: path.resolve(/*turbopackIgnore: true*/ roots.projectRoot ?? '.') };
   switch (kind) {
     case 'project': {
-      const project = await readProject(real, path.basename(real));
+      const project = await projectAsServed(real);
       return { kind, problems: project ? await diagnoseProject(project) : [] };
     }
     case 'bundle':
@@ -64,6 +65,55 @@ export async function diagnose(folder: string, roots: Partial<BundleRoots> = {})
         problems: [{ file: '.', severity: 'error', reason: 'neither a BMAD project (no _bmad/ or bmad/ install), a bundle (no bundle.yaml) nor a folder of bundles' }],
       };
   }
+}
+
+/**
+ * The project as the server reads it (with the catalog's checks of the agents' menus), so the CLI
+ * and GET /api/projects/:id diagnose the same thing and print the same lines.
+ */
+async function projectAsServed(folder: string): Promise<Project | null> {
+  const id = path.basename(folder);
+  if (isValidProjectId(id)) {
+    const served = await createProjectCatalog(path.dirname(folder)).get(id);
+    if (served) return served;
+  }
+  return readProject(folder, id);
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/** `1 error, 1 warning`: how the CLI and the UI both sum a diagnosis up (notes are nothing to fix). */
+export function countLine(problems: Problem[]): string {
+  const counts = countBySeverity(problems);
+  return `${plural(counts.error, 'error')}, ${plural(counts.warning, 'warning')}`;
+}
+
+const commandKey = (cmd: string) => cmd.replace(/^\*/, '').trim().toLowerCase();
+
+/**
+ * The agents with each menu item the diagnosis found broken marked by its `problem` (the first
+ * error or warning reached through it), so a menu shows it before anyone clicks it. A mark the
+ * catalog already set (a skill not installed) stays.
+ */
+export function markCommands(agents: AgentSummary[], problems: Problem[]): AgentSummary[] {
+  const byCommand = new Map<string, Problem>();
+  for (const p of problems) {
+    if (p.severity === 'note' || !p.agent || !p.command) continue;
+    const key = `${p.agent}\0${commandKey(p.command)}`;
+    const had = byCommand.get(key);
+    if (!had || (had.severity === 'warning' && p.severity === 'error')) byCommand.set(key, p);
+  }
+  if (!byCommand.size) return agents;
+  return agents.map((a) => ({
+    ...a,
+    commands: a.commands.map((c) => {
+      if (c.problem) return c;
+      const p = byCommand.get(`${a.id}\0${commandKey(c.cmd)}`);
+      return p ? { ...c, problem: `${p.severity === 'error' ? 'Broken' : 'May not work'}: ${p.reason} (${p.file}). Fix the file, or run BMAD's installer on the project again.` } : c;
+    }),
+  }));
 }
 
 export function countBySeverity(problems: Problem[]): Record<Severity, number> {

@@ -91,6 +91,11 @@ export async function readProject(folder: string, id: string): Promise<Project |
   return { id, name, root, install, writable, problems };
 }
 
+/** Why a menu item naming a skill the project lacks cannot run, and what to do about it. */
+export function missingSkill(skill: string): string {
+  return `The skill ${skill} is not installed in this project, so this command cannot run. Run BMAD's installer on the project again to restore it, or remove the item from the agent's menu.`;
+}
+
 /** `bmad-agent-pm` → `pm`: the short form of an agent skill's name. */
 function shortId(id: string): string {
   return id.replace(/^bmad-(agent-)?/i, '');
@@ -225,13 +230,18 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
   }
 
   function summary(project: Project, agent: InstalledAgent, def: AgentDefinition): AgentSummary {
+    const installed = new Set(project.install.skills.map((sk) => sk.name));
     const s: AgentSummary = {
       id: agent.id,
       name: def.name,
       title: def.title,
       bundleName: project.name,
       projectId: project.id,
-      commands: commandSummaries(def),
+      // Marked before anyone picks it: a menu item whose skill is not installed cannot run.
+      commands: commandSummaries(def).map((c) => {
+        const skill = /^skill:\s*(\S+)$/.exec((c.target ?? '').trim())?.[1];
+        return skill && !installed.has(skill) ? { ...c, problem: missingSkill(skill) } : c;
+      }),
     };
     if (def.icon) s.icon = def.icon;
     const description = agent.capabilities ?? agent.description ?? (agent.skill ? def.attrs.capabilities : undefined);

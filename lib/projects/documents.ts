@@ -17,7 +17,34 @@ export interface ProjectDocuments {
   versions(relPath: string): Promise<ProjectDocumentVersion[]>;
   readVersion(relPath: string, version: string): Promise<{ name: string; content: Buffer; contentType: string }>;
   diff(relPath: string, version: string): Promise<string>;
-  restore(relPath: string, version: string): Promise<{ path: string; version: string }>;
+  /** Writes a version back; `person` is who asked for it (e.g. `authorOf(caller)`), credited on the new version. */
+  restore(relPath: string, version: string, person: string): Promise<{ path: string; version: string }>;
+}
+
+export interface ProjectDocumentsOptions {
+  /**
+   * Whether the caller can open a conversation (it exists and they may read it). A version or a
+   * last writer naming one they cannot open shows no conversation: a link to it would open nothing.
+   */
+  canOpenConversation?: (conversationId: string) => Promise<boolean>;
+}
+
+/** Restores made before restores named their person were stored with these placeholders. */
+const LEGACY_RESTORE = { agentId: 'user', conversationId: 'api' };
+
+/** The author fields as the API shows them: a person, or an agent and its conversation. */
+function authorFields(v: { agentId: string | null; conversationId: string | null; person?: string }): { agentId: string | null; conversationId: string | null; person?: string } {
+  if (v.person) return { agentId: null, conversationId: null, person: v.person };
+  if (v.agentId === LEGACY_RESTORE.agentId && v.conversationId === LEGACY_RESTORE.conversationId) return { agentId: null, conversationId: null, person: 'someone' };
+  return { agentId: v.agentId, conversationId: v.conversationId };
+}
+
+/** Keeps only the conversation ids the caller can open (each asked once). */
+async function openable(ids: Array<string | null>, can: ProjectDocumentsOptions['canOpenConversation']): Promise<Set<string>> {
+  const distinct = [...new Set(ids.filter((id): id is string => !!id))];
+  if (!can) return new Set(distinct);
+  const ok = await Promise.all(distinct.map((id) => can(id).catch(() => false)));
+  return new Set(distinct.filter((_, i) => ok[i]));
 }
 
 function flatten(entries: OutputFileEntry[]): OutputFileEntry[] {
@@ -32,17 +59,20 @@ function versionError(e: unknown, relPath: string): never {
   throw e;
 }
 
-const view = (v: VersionInfo): ProjectDocumentVersion => ({
-  version: v.version,
-  at: v.at,
-  agentId: v.agentId,
-  conversationId: v.conversationId,
-  size: v.size,
-  kind: v.kind,
-  ...(v.restoredFrom ? { restoredFrom: v.restoredFrom } : {}),
-});
+const view = (v: VersionInfo, open: Set<string>): ProjectDocumentVersion => {
+  const author = authorFields(v);
+  return {
+    version: v.version,
+    at: v.at,
+    ...author,
+    conversationId: author.conversationId && open.has(author.conversationId) ? author.conversationId : null,
+    size: v.size,
+    kind: v.kind,
+    ...(v.restoredFrom ? { restoredFrom: v.restoredFrom } : {}),
+  };
+};
 
-export function projectDocuments(dataDir: string, project: Project): ProjectDocuments {
+export function projectDocuments(dataDir: string, project: Project, options: ProjectDocumentsOptions = {}): ProjectDocuments {
   const outputRoot = project.install.outputRoot;
   const outputRel = path.relative(project.root, outputRoot).split(path.sep).join('/');
   const store = (): Promise<VersionStore> => projectVersions(dataDir, project);
@@ -56,14 +86,19 @@ export function projectDocuments(dataDir: string, project: Project): ProjectDocu
     async list() {
       const files = flatten(await listOutputTree(outputRoot));
       const writers = new Map((await (await store()).files()).map((f) => [f.path, f]));
+      const open = await openable(files.map((f) => writers.get(`${outputRel}/${f.path}`)?.conversationId ?? null), options.canOpenConversation);
       return files.map((f) => {
         const w = writers.get(`${outputRel}/${f.path}`);
+        const author = w ? authorFields(w) : null;
+        const conversationId = author?.conversationId && open.has(author.conversationId) ? author.conversationId : null;
         return {
           path: f.path,
           name: f.name,
           size: f.size ?? 0,
           modifiedAt: f.modifiedAt,
-          ...(w && w.agentId ? { lastWriter: { agentId: w.agentId, conversationId: w.conversationId ?? null, at: w.at } } : {}),
+          ...(w && author && (author.agentId || author.person)
+            ? { lastWriter: { agentId: author.agentId, conversationId, at: w.at, ...(author.person ? { person: author.person } : {}) } }
+            : {}),
         };
       });
     },
@@ -73,7 +108,8 @@ export function projectDocuments(dataDir: string, project: Project): ProjectDocu
       const list = await (await store()).list(key).catch((e) => versionError(e, relPath));
       // A file no agent wrote yet has no versions; a path that is no file at all is a 404.
       if (!list.length) await readOutputFile(outputRoot, relPath);
-      return list.map(view);
+      const open = await openable(list.map((v) => v.conversationId), options.canOpenConversation);
+      return list.map((v) => view(v, open));
     },
     async readVersion(relPath, version) {
       const content = await (await store()).read(storeKey(relPath), version).catch((e) => versionError(e, relPath));
@@ -83,11 +119,11 @@ export function projectDocuments(dataDir: string, project: Project): ProjectDocu
     async diff(relPath, version) {
       return (await store()).diff(storeKey(relPath), version).catch((e) => versionError(e, relPath));
     },
-    async restore(relPath, version) {
+    async restore(relPath, version, person) {
       const key = storeKey(relPath);
       const s = await store();
-      // A person restored it, through the API: no agent, no conversation.
-      const restored = await s.restore(key, version, { agentId: 'user', conversationId: 'api' }).catch((e) => versionError(e, relPath));
+      // A person restored it, through the UI or the API: credited to them, with no agent and no conversation.
+      const restored = await s.restore(key, version, { person }).catch((e) => versionError(e, relPath));
       return { path: relPath, version: restored };
     },
   };

@@ -17,6 +17,8 @@ export interface VersionInfo {
   /** null for an untracked version: the file was there before (or changed outside) any agent write. */
   agentId: string | null;
   conversationId: string | null;
+  /** A person (or API caller) who made this version directly, e.g. by a restore: then no agent and no conversation. */
+  person?: string;
   kind: VersionKind;
   size: number;
   sha256: string;
@@ -35,6 +37,7 @@ const TRAILERS: Array<[keyof VersionMeta, string]> = [
   ['kind', 'Kind'],
   ['agentId', 'Agent'],
   ['conversationId', 'Conversation'],
+  ['person', 'By'],
   ['tool', 'Tool'],
   ['size', 'Size'],
   ['sha256', 'Sha256'],
@@ -84,6 +87,8 @@ export function parseCommitMessage(message: string): VersionMeta | null {
   };
   const tool = fields.get('Tool');
   if (tool) meta.tool = tool;
+  const person = fields.get('By');
+  if (person) meta.person = person;
   const restoredFrom = fields.get('Restored-From');
   if (restoredFrom) meta.restoredFrom = restoredFrom;
   // The subject is generated unless the caller gave a message.

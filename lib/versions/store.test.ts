@@ -190,6 +190,16 @@ describe('diff', () => {
     await fs.rm(path.join(work, 'plan.md'));
     expect(await store.diff('plan.md', v1)).toContain('-alpha');
   });
+
+  it('is empty between two versions with the same content, and to an identical file on disk', async () => {
+    const v1 = await store.record({ path: 'same.md', content: buf('one\ntwo\n'), author: pm });
+    const v2 = await store.record({ path: 'same.md', content: buf('changed\n'), author: pm });
+    const v3 = await store.record({ path: 'same.md', content: buf('one\ntwo\n'), author: architect });
+    expect(await store.diff('same.md', v1, v3)).toBe('');
+    expect(await store.diff('same.md', v1, v2)).toContain('+changed');
+    await fs.writeFile(path.join(work, 'same.md'), 'one\ntwo\n');
+    expect(await store.diff('same.md', v1)).toBe('');
+  });
 });
 
 describe('restore', () => {
@@ -205,6 +215,19 @@ describe('restore', () => {
     const list = await store.list('docs/prd.md');
     expect(list.map((v) => v.version)).toEqual([v3, v2, v1]);
     expect(list[0]).toMatchObject({ kind: 'restore', restoredFrom: v1, agentId: 'user', conversationId: 'conv-c', sha256: sha('first\n') });
+  });
+
+  it('credits a restore to the person who asked for it, with no agent and no conversation', async () => {
+    const v1 = await store.record({ path: 'who.md', content: buf('first\n'), author: pm });
+    await store.record({ path: 'who.md', content: buf('second\n'), author: architect });
+    const v3 = await store.restore('who.md', v1, { person: 'Ada (token)' });
+    const [latest] = await store.list('who.md');
+    expect(latest).toMatchObject({ version: v3, kind: 'restore', restoredFrom: v1, agentId: null, conversationId: null, person: 'Ada (token)' });
+    expect((await store.files()).find((f) => f.path === 'who.md')).toMatchObject({ person: 'Ada (token)', agentId: null });
+    // Read back from the repository alone, as another process opening it would.
+    const again = await openVersionStore({ gitdir: store.gitdir, workRoot: work });
+    expect((await again.list('who.md'))[0]).toMatchObject({ person: 'Ada (token)', agentId: null, conversationId: null });
+    await expect(store.restore('who.md', v1, { person: 'two\nlines' })).rejects.toMatchObject({ code: 'E_INVALID_AUTHOR' });
   });
 
   it('keeps a hand edit it is about to overwrite, and recreates a deleted file', async () => {

@@ -28,10 +28,8 @@ export class VersionError extends Error {
   }
 }
 
-export interface VersionAuthor {
-  agentId: string;
-  conversationId: string;
-}
+/** An agent writing in a conversation, or a person (or API caller) acting directly, e.g. restoring a version. */
+export type VersionAuthor = { agentId: string; conversationId: string } | { person: string };
 
 export interface RecordInput {
   /** Relative to the work root, posix (`docs/prd.md`). */
@@ -52,7 +50,7 @@ export interface RecordInput {
 }
 
 /** A current file: its newest version. */
-export type FileInfo = Pick<VersionInfo, 'path' | 'version' | 'at' | 'agentId' | 'conversationId' | 'kind' | 'size' | 'sha256'>;
+export type FileInfo = Pick<VersionInfo, 'path' | 'version' | 'at' | 'agentId' | 'conversationId' | 'kind' | 'size' | 'sha256' | 'person'>;
 
 export interface VersionStore {
   /** The shadow repository (a bare git repository). */
@@ -132,10 +130,15 @@ export function storePath(input: string): string {
   return names.join('/');
 }
 
-function checkAuthor(author: VersionAuthor): VersionAuthor {
+/** The author as commit fields: a person has no agent and no conversation. */
+function checkAuthor(author: VersionAuthor): { agentId: string | null; conversationId: string | null; person?: string } {
   const ok = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 200 && oneLine(v) === v;
+  if (author && 'person' in author) {
+    if (!ok(author.person)) throw new VersionError('E_INVALID_AUTHOR', 'A person author needs a name (one line, at most 200 characters)');
+    return { agentId: null, conversationId: null, person: author.person };
+  }
   if (!author || !ok(author.agentId) || !ok(author.conversationId)) {
-    throw new VersionError('E_INVALID_AUTHOR', 'An author needs an agentId and a conversationId (one line each, at most 200 characters)');
+    throw new VersionError('E_INVALID_AUTHOR', 'An author needs an agentId and a conversationId, or a person (one line each, at most 200 characters)');
   }
   return { agentId: author.agentId, conversationId: author.conversationId };
 }
@@ -251,7 +254,11 @@ class GitVersionStore implements VersionStore {
     const tree = await this.setFile(base, meta.path.split('/'), blob);
     const ms = Date.parse(meta.at);
     const who = {
-      name: meta.agentId ? `${oneLine(meta.agentId).replace(/[<>]/g, '')} (${oneLine(meta.conversationId ?? '').replace(/[<>]/g, '')})` : 'untracked',
+      name: meta.person
+        ? oneLine(meta.person).replace(/[<>]/g, '')
+        : meta.agentId
+          ? `${oneLine(meta.agentId).replace(/[<>]/g, '')} (${oneLine(meta.conversationId ?? '').replace(/[<>]/g, '')})`
+          : 'untracked',
       email: 'versions@bmad-orchestrator.invalid',
       timestamp: Math.floor(ms / 1000),
       timezoneOffset: 0,
@@ -341,8 +348,7 @@ class GitVersionStore implements VersionStore {
     const author = checkAuthor(input.author);
     if (!Buffer.isBuffer(input.content)) throw new VersionError('E_WRITE', 'content must be a Buffer');
     const fields = {
-      agentId: author.agentId,
-      conversationId: author.conversationId,
+      ...author,
       kind: 'write' as const,
       ...(input.tool ? { tool: oneLine(input.tool, 64) } : {}),
       ...(input.message ? { message: oneLine(input.message) } : {}),
@@ -401,8 +407,10 @@ class GitVersionStore implements VersionStore {
       const bytes = b ? b.content : ((await this.current(await this.resolveCurrent(rel, 'read'))) ?? Buffer.alloc(0));
       const fromLabel = a.info.version.slice(0, 12);
       const toLabel = b ? b.info.version.slice(0, 12) : 'current';
+      // Identical content has no differences: an empty diff, never bare header lines.
+      if (a.content.equals(bytes)) return '';
       if (isBinary(a.content) || isBinary(bytes)) {
-        return a.content.equals(bytes) ? '' : `Binary files a/${rel} (${fromLabel}) and b/${rel} (${toLabel}) differ\n`;
+        return `Binary files a/${rel} (${fromLabel}) and b/${rel} (${toLabel}) differ\n`;
       }
       return createTwoFilesPatch(`a/${rel}`, `b/${rel}`, a.content.toString('utf8'), bytes.toString('utf8'), fromLabel, toLabel, { context: 3 });
     });
@@ -421,7 +429,7 @@ class GitVersionStore implements VersionStore {
       const previous = await this.current(target);
       const written = await writeFileAtomic(target, content);
       if (isFailure(written)) throw new VersionError('E_WRITE', written.error.message);
-      const fields = { agentId: who.agentId, conversationId: who.conversationId, kind: 'restore' as const, restoredFrom: info.version };
+      const fields = { ...who, kind: 'restore' as const, restoredFrom: info.version };
       return this.exclusive(() => this.commit(rel, content, fields, previous));
     });
   }
@@ -437,8 +445,8 @@ class GitVersionStore implements VersionStore {
           else {
             const last = this.byPath.get(p)?.at(-1);
             if (last) {
-              const { version, at, agentId, conversationId, kind, size, sha256: sha } = last;
-              out.push({ path: p, version, at, agentId, conversationId, kind, size, sha256: sha });
+              const { version, at, agentId, conversationId, kind, size, sha256: sha, person } = last;
+              out.push({ path: p, version, at, agentId, conversationId, kind, size, sha256: sha, ...(person ? { person } : {}) });
             }
           }
         }

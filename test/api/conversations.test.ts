@@ -27,7 +27,8 @@ it('lists, renames and deletes conversations with their outputs and audit log', 
   }
   const page1 = await (await list(get('/api/conversations?limit=2'))).json();
   expect(page1.data.items.map((c: { id: string }) => c.id)).toEqual([ids[2], ids[1]]);
-  expect(page1.data.items[0].title).toBe('product-brief');
+  // Named by the workflow and the document this run writes (dated, so two runs read apart).
+  expect(page1.data.items[0].title).toMatch(/^Product brief · product-brief-\d{4}-\d{2}-\d{2}\.md$/);
   expect(page1.data.items[1]).toMatchObject({ title: 'second idea', agentId: 'product-lead', messageCount: expect.any(Number), lastMessagePreview: 'ok' });
   const page2 = await (await list(get(`/api/conversations?limit=2&cursor=${page1.data.nextCursor}`))).json();
   expect(page2.data.items.map((c: { id: string }) => c.id)).toEqual([ids[0]]);

@@ -30,3 +30,12 @@ export async function filesRootOf(conversation: { id: string; projectId?: string
   const project = await rt.projects.get(conversation.projectId);
   return project ? project.install.outputRoot : null;
 }
+
+/** Whether the caller can open a conversation: it exists and they may read it (what a link to it needs). */
+export function canOpenConversation(caller: Caller): (id: string) => Promise<boolean> {
+  const rt = getRuntime();
+  return async (id) => {
+    const conversation = isValidConversationId(id) ? await rt.store.get(id) : null;
+    return !!conversation && (await rt.access.conversation(caller, conversation, 'read'));
+  };
+}

@@ -3,6 +3,7 @@ import { projectDocuments } from '@/lib/projects';
 import { fileResponse, handle, ok } from '../../../../_lib/http';
 import { projectOr404 } from '../../../../_lib/projects';
 import { callerOf } from '../../../../_lib/caller';
+import { canOpenConversation } from '../../../../_lib/conversations';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -12,7 +13,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
   return handle('GET /api/projects/:id/files/*', request, async () => {
     const caller = await callerOf(request);
     const { id, path } = await params;
-    const docs = projectDocuments(getRuntime().config.dataDir, await projectOr404(id, caller));
+    const docs = projectDocuments(getRuntime().config.dataDir, await projectOr404(id, caller), { canOpenConversation: canOpenConversation(caller) });
     // Segments arrive URL-decoded; the sandbox checks them joined, as one relative path.
     const rel = path.join('/');
     const q = new URL(request.url).searchParams;
