@@ -4,3 +4,4 @@ export { runBmadInstaller, installerCli, type InstallOptions, type InstallOutcom
 export { createProject, bundledModules, type NewProject } from './create';
 export { projectVersions } from './versions';
 export { projectDocuments, type ProjectDocuments } from './documents';
+export { projectJourney, helpCommand, journeyBrief, HELP_NAME, type Journey, type JourneyPhase, type JourneyDocument, type JourneyStep, type JourneyStatus } from './journey';
