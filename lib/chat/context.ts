@@ -8,6 +8,7 @@ import { AppError } from '../errors';
 import { helpCommand, journeyBrief, projectJourney, projectVersions, type Project, type ProjectCatalog } from '../projects';
 import { recorderFor } from '../versions';
 import { log } from '../log';
+import { conversationFreshness } from './freshness';
 import { today } from '../paths';
 import type { ToolContext } from '../tools';
 
@@ -60,7 +61,7 @@ export function toolContext(
   signal?: AbortSignal,
 ): ToolContext {
   const ws = resolved.workspace;
-  return {
+  const ctx: ToolContext = {
     conversationId,
     agentId: resolved.agent.id,
     bundleRoot: ws.bundleRoot,
@@ -76,6 +77,12 @@ export function toolContext(
     audit,
     signal,
   };
+  // Project documents are shared: a write must not silently replace a change made elsewhere.
+  if (ws.projectId) {
+    const projectId = ws.projectId;
+    ctx.freshness = conversationFreshness({ store: deps.store, conversationId, paths: ctx, versions: () => projectVersions(deps.config.dataDir, { id: projectId, root: ws.projectRoot }) });
+  }
+  return ctx;
 }
 
 /** Which agent a request means: a project's agent when a project is named, else a bundle agent. */

@@ -5,3 +5,4 @@ export { createProject, bundledModules, type NewProject } from './create';
 export { projectVersions } from './versions';
 export { projectDocuments, type ProjectDocuments } from './documents';
 export { projectJourney, helpCommand, journeyBrief, HELP_NAME, type Journey, type JourneyPhase, type JourneyDocument, type JourneyStep, type JourneyStatus } from './journey';
+export { saveDocument, EDITOR_CONVERSATION, type SavedDocument, type DocumentEdit } from './edit';
