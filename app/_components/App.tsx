@@ -13,6 +13,7 @@ import { ChatView } from './ChatView';
 import { DocumentPanel } from './DocumentPanel';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
+import { ProjectJourney } from './ProjectJourney';
 import { Sidebar } from './Sidebar';
 import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
@@ -48,6 +49,11 @@ export function App() {
   const [wide, setWide] = useState(false);
   /** The document open beside (or over) the chat; it follows the agent's writes while open. */
   const [doc, setDoc] = useState<{ path: string; version: number } | null>(null);
+  /** A journey step's command, sent as the first message of the new conversation it opened. */
+  const [pendingCommand, setPendingCommand] = useState<string | null>(null);
+  /** The project's help command ("What next?"), when its install has one. */
+  const [help, setHelp] = useState<{ projectId: string; command: string | null } | null>(null);
+  const [journeyVersion, setJourneyVersion] = useState(0);
 
   const loadAgents = useCallback(async (projectId: string | null, signal?: AbortSignal) => {
     const key = projectId ?? '';
@@ -111,6 +117,17 @@ export function App() {
     return () => ctrl.abort();
   }, [ready, projectId, loadAgents]);
 
+  useEffect(() => {
+    if (!ready || !projectId) return;
+    const ctrl = new AbortController();
+    api.journey(projectId, ctrl.signal).then(
+      (j) => setHelp({ projectId, command: j.help?.command ?? null }),
+      () => undefined,
+    );
+    return () => ctrl.abort();
+  }, [ready, projectId]);
+  const helpCommand = help && help.projectId === projectId ? help.command : null;
+
   // A stale list of another workspace never shows: its agent ids could match this one's.
   const agents = agentsState.key === workspaceKey ? agentsState.list : [];
   const agentsLoading = agentsState.key !== workspaceKey || agentsState.loading;
@@ -125,6 +142,7 @@ export function App() {
     setDetailAgentId(null);
     setSidebarOpen(false);
     setDoc(null);
+    setPendingCommand(null);
   }, []);
 
   const routeRef = useRef(route);
@@ -175,6 +193,7 @@ export function App() {
   const onTurnEnd = useCallback(() => {
     setOutputsVersion((v) => v + 1);
     setListVersion((v) => v + 1);
+    setJourneyVersion((v) => v + 1);
   }, []);
 
   const conversationId = route?.kind === 'conversation' ? route.id : null;
@@ -205,6 +224,14 @@ export function App() {
   const docUrl = (download: boolean) =>
     openDoc ? (projectId ? projectFileUrl(projectId, openDoc.path, { download }) : fileUrl(docConversation!, openDoc.path, download)) : '';
   const docked = !!openDoc && wide;
+  // Saves go by the path from the project root; the panel's paths are inside the output folder.
+  const outputBase = project?.outputFolder?.replace(/^\{project-root\}\/?/, '').replace(/\/+$/, '') || null;
+  const saveDocument = async (pid: string, path: string, text: string, sha: string | undefined) => {
+    await api.saveProjectFile(pid, path, text, sha);
+    setDoc((d) => (d ? { ...d, version: d.version + 1 } : d));
+    setOutputsVersion((v) => v + 1);
+    setJourneyVersion((v) => v + 1);
+  };
   const outputsWord = projectId ? 'documents' : 'outputs';
 
   return (
@@ -310,7 +337,21 @@ export function App() {
                     workIn(p.id);
                   },
                 }}
-              />
+              >
+                {projectId && project ? (
+                  <ProjectJourney
+                    projectId={projectId}
+                    outputFolder={project.outputFolder}
+                    agents={agents}
+                    refreshKey={journeyVersion + outputsVersion}
+                    onOpenDocument={(path) => setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }))}
+                    onStart={(agentId, command) => {
+                      navigate({ kind: 'new', agentId, projectId });
+                      setPendingCommand(command);
+                    }}
+                  />
+                ) : null}
+              </AgentPicker>
             </>
           ) : (
             <ChatView
@@ -327,6 +368,9 @@ export function App() {
               onOutputsChanged={onOutputsChanged}
               onTurnEnd={onTurnEnd}
               onNewConversation={() => workIn(projectId)}
+              helpCommand={projectId ? helpCommand : null}
+              onSwitchAgent={projectId ? (id) => navigate({ kind: 'new', agentId: id, projectId }) : undefined}
+              initialMessage={route.kind === 'new' ? pendingCommand : null}
             />
           )}
         </main>
@@ -341,6 +385,7 @@ export function App() {
           version={openDoc.version}
           docked={docked}
           onClose={() => setDoc(null)}
+          onSave={projectId && outputBase ? (text, sha) => saveDocument(projectId, `${outputBase}/${openDoc.path}`, text, sha) : undefined}
         />
       ) : null}
       {showOutputs ? (

@@ -50,7 +50,7 @@ describe('NewProjectDialog', () => {
     await user.type(screen.getByRole('textbox', { name: 'Project name' }), ' acme ');
     await user.type(screen.getByRole('textbox', { name: 'Your name (optional)' }), 'Ada');
     await user.type(screen.getByRole('textbox', { name: 'Document language (optional)' }), 'French{Enter}');
-    expect(posts).toEqual([{ name: 'acme', userName: 'Ada', documentLanguage: 'French' }]);
+    expect(posts).toEqual([{ name: 'acme', userName: 'Ada', documentLanguage: 'French', bmadVersion: '6.12.0', tools: ['claude-code'] }]);
     expect(within(p.dialog).getByRole('status')).toHaveTextContent('Installing BMAD…');
     expect(screen.getByRole('button', { name: 'Creating…' })).toHaveAttribute('aria-disabled', 'true');
     expect(screen.getByRole('button', { name: 'Cancel' })).toBeDisabled();
