@@ -32,7 +32,7 @@ const DEFAULT_TOOLS = ['claude-code'];
  */
 export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps) {
   const id = useId();
-  const boxRef = useRef<HTMLFormElement>(null);
+  const boxRef = useRef<HTMLDivElement>(null);
   const inputs = useRef<Partial<Record<Field, HTMLInputElement | null>>>({});
   const [values, setValues] = useState<Record<Field, string>>({ name: '', userName: '', communicationLanguage: '', documentLanguage: '' });
   const [fieldErrors, setFieldErrors] = useState<Partial<Record<Field, string>>>({});
@@ -125,18 +125,9 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && !busy && onCancel()}>
-      <form
-        ref={boxRef}
-        className="modal modal-form"
-        role="dialog"
-        aria-modal="true"
-        aria-labelledby={`${id}-t`}
-        aria-busy={busy}
-        onKeyDown={onKeyDown}
-        onSubmit={(e) => void submit(e)}
-        noValidate
-        data-testid="new-project-dialog"
-      >
+      {/* The dialog is a box around the form: a form element may not take the dialog role. */}
+      <div ref={boxRef} className="modal modal-form" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} aria-busy={busy} onKeyDown={onKeyDown} data-testid="new-project-dialog">
+      <form onSubmit={(e) => void submit(e)} noValidate>
         <h2 id={`${id}-t`}>New project</h2>
         <p className="form-lead">BMAD’s installer sets up the method in a new project folder. Its agents share the documents they write.</p>
         {FIELDS.map((f) => {
@@ -236,6 +227,7 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
           </button>
         </div>
       </form>
+      </div>
     </div>
   );
 }
