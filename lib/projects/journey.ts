@@ -50,13 +50,30 @@ function col(row: Record<string, string>, ...names: string[]): string {
   return '';
 }
 
-function parseCatalog(text: string, offset: number): Entry[] {
-  let rows: Record<string, string>[];
+/** Rows by their header's names, or null when the rows do not have the header's shape (6.3 assembles its catalog under an older header). */
+function catalogRows(text: string): Record<string, string>[] | null {
+  let table: string[][];
   try {
-    rows = parseCsv(text, { columns: true, skip_empty_lines: true, relax_column_count: true, relax_quotes: true, bom: true }) as Record<string, string>[];
+    table = parseCsv(text, { skip_empty_lines: true, relax_column_count: true, relax_quotes: true, bom: true }) as string[][];
   } catch {
-    return [];
+    return null;
   }
+  const [header, ...raw] = table;
+  if (!header || !raw.length) return [];
+  // 6.3 writes the rows of skills without arguments one field short: their empty `args` left out.
+  const args = header.indexOf('args');
+  const rows = raw.map((r) => (args >= 0 && r.length === header.length - 1 ? [...r.slice(0, args), '', ...r.slice(args)] : r));
+  const fitting = rows.filter((r) => r.length === header.length).length;
+  if (fitting * 2 < rows.length) return null;
+  const out = rows.map((r) => Object.fromEntries(header.map((h, i) => [h.trim(), r[i] ?? ''])));
+  // Rows written in another column order than their header: `required` holds no booleans.
+  const flags = out.filter((r) => /^(true|false)?$/i.test((r.required ?? '').trim())).length;
+  return flags < out.length * 0.9 ? null : out;
+}
+
+function parseCatalog(text: string, offset: number): Entry[] | null {
+  const rows = catalogRows(text);
+  if (!rows) return null;
   return rows.flatMap((row, i) => {
     const skill = col(row, 'skill', 'command');
     // `_meta` rows carry a module's documentation address, not a step.
@@ -78,7 +95,7 @@ function parseCatalog(text: string, offset: number): Entry[] {
         description: col(row, 'description'),
         outputLocation: col(row, 'output-location'),
         outputs: col(row, 'outputs'),
-        precededBy: col(row, 'preceded-by')
+        precededBy: col(row, 'preceded-by', 'after')
           .split(/[\s,;|]+/)
           .map((s) => s.split(':')[0])
           .filter(Boolean),
@@ -92,12 +109,13 @@ async function readCatalog(project: Project): Promise<Entry[]> {
   const install = project.install;
   if (install.configDir) {
     const text = await fs.readFile(path.join(/*turbopackIgnore: true*/ install.configDir, 'bmad-help.csv'), 'utf8').catch(() => null);
-    if (text !== null) return parseCatalog(text, 0);
+    const assembled = text === null ? null : parseCatalog(text, 0);
+    if (assembled) return assembled;
   }
   const out: Entry[] = [];
   for (const m of ['core', ...install.modules.filter((x) => x !== 'core')]) {
     const text = await fs.readFile(path.join(/*turbopackIgnore: true*/ install.root, m, 'module-help.csv'), 'utf8').catch(() => null);
-    if (text !== null) out.push(...parseCatalog(text, out.length));
+    if (text !== null) out.push(...(parseCatalog(text, out.length) ?? []));
   }
   return out;
 }

@@ -30,6 +30,7 @@ const RELEASES = [
 beforeAll(async () => {
   projectsRoot = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-journey-'));
   for (const r of RELEASES) await bmadProject(r.release, { parent: projectsRoot, name: r.id });
+  await bmadProject('6.3.0', { parent: projectsRoot, name: 'j630' });
   h = await startHarness({ PROJECTS_ROOT: projectsRoot });
 }, 240_000);
 afterAll(async () => {
@@ -135,5 +136,14 @@ describe.each(RELEASES)('the journey of a real $release install', (r) => {
   it('is 404 for an unknown project', async () => {
     const res = await getJourney(get('/api/projects/nope/journey'), params({ id: 'nope' }));
     expect(res.status).toBe(404);
+  });
+});
+
+describe('a real 6.3.0 install', () => {
+  it("answers from its modules' catalogs (its assembled bmad-help.csv carries an older header), and its next steps start", async () => {
+    const j = await journey('j630');
+    expect(j.phases.map((p) => p.id)).toEqual(['1-analysis', '2-planning', '3-solutioning', '4-implementation', 'anytime']);
+    expect(j.next[0]).toMatchObject({ agentId: 'bmad-agent-pm', command: '*CP', required: true });
+    await expectEveryNextStarts('j630', j);
   });
 });
