@@ -206,7 +206,8 @@ it("the New project dialog offers the release and the tools, and shows the insta
   await page.locator('[data-testid="agent-card"][data-agent-id="bmad-agent-pm"]').waitFor();
   await page.getByTestId('project-journey').waitFor();
   await expect(fs.stat(path.join(projectsRoot, 'orchard', '.claude', 'skills', 'bmad-help', 'SKILL.md'))).resolves.toBeTruthy();
-  await expect(fs.stat(path.join(projectsRoot, 'orchard', '.cursor'))).resolves.toBeTruthy();
+  // Cursor reads the shared `.agents/skills/` (6.12's platform-codes.yaml).
+  await expect(fs.stat(path.join(projectsRoot, 'orchard', '.agents', 'skills', 'bmad-help', 'SKILL.md'))).resolves.toBeTruthy();
 });
 
 it('the New project dialog at 375 px', async () => {
