@@ -88,6 +88,8 @@ it('creates a project with the New project form', async () => {
   const dialog = page.getByRole('dialog', { name: 'New project' });
   await dialog.getByRole('textbox', { name: 'Project name' }).fill('orchard');
   await dialog.getByRole('textbox', { name: 'Your name (optional)' }).fill('Ada');
+  // 6.12.0 is the default now; this test keeps the compiled-agent release it was written for.
+  await dialog.getByRole('combobox', { name: 'BMAD version' }).selectOption('6.0.4');
   await dialog.getByRole('button', { name: 'Create project' }).click();
   await page.waitForURL((u) => u.searchParams.get('p') === 'orchard', { timeout: 60_000 });
   await page.locator('[data-testid="agent-card"][data-agent-id="analyst"]').waitFor();

@@ -34,7 +34,7 @@ const postJson = async (url: string, body: unknown) => {
 };
 
 it('creates a project with BMAD installer through the API and lists both projects with their agents', async () => {
-  const created = await postJson('/api/projects', { name: 'fresh', userName: 'Ada' });
+  const created = await postJson('/api/projects', { name: 'fresh', userName: 'Ada', bmadVersion: '6.0.4' });
   expect(created.status).toBe(201);
   expect(created.body.data).toMatchObject({ id: 'fresh', bmad: { version: '6.0.4', folder: '_bmad' } });
   expect((await postJson('/api/projects', { name: 'fresh' })).status).toBe(409);

@@ -241,3 +241,44 @@ export interface ProjectDocumentVersion {
   kind: 'write' | 'restore' | 'untracked';
   restoredFrom?: string;
 }
+
+/** GET /api/projects/:id/journey: where a project stands on its BMAD journey, from its own help catalog. */
+export interface ProjectJourney {
+  phases: JourneyPhase[];
+  /** The required step to take next first, then optional steps meant to come before it. */
+  next: JourneyStep[];
+  /**
+   * The install's help (the `bmad-help` skill, or 6.0.x's help task), when it has one: its
+   * `command` sent to POST /api/chat with any agent of the project runs it, the journey as context.
+   */
+  help: { command: string } | null;
+}
+
+export type JourneyStatus = 'done' | 'started' | 'not-started';
+
+export interface JourneyPhase {
+  /** The catalog's own phase id (`1-analysis`, `plan`, `anytime`). */
+  id: string;
+  name: string;
+  status: JourneyStatus;
+  documents: JourneyDocument[];
+}
+
+export interface JourneyDocument {
+  /** Relative to the project root, posix (`_bmad-output/planning-artifacts/prd.md`). */
+  path: string;
+  /** What the catalog says the step outputs (`prd`, `product brief`), or the step's name. */
+  kind: string;
+  /** `started` when the document says it is a draft (frontmatter `status: draft`, `in-progress`...). */
+  status: 'done' | 'started';
+}
+
+export interface JourneyStep {
+  agentId: string;
+  /** Sent as `message` to POST /api/chat with this agent and the project, it starts the step: the agent's menu command (`*CP`). */
+  command: string;
+  label: string;
+  why: string;
+  /** The catalog marks it required; the others are optional steps before it. */
+  required: boolean;
+}

@@ -1,6 +1,6 @@
 'use client';
 
-import { useId, useState } from 'react';
+import { useId, useState, type ReactNode } from 'react';
 import type { AgentSummary, ProjectDetail, ProjectView } from '@/types/api';
 import { projectLabel } from '../_lib/projects';
 import { Avatar } from './Avatar';
@@ -176,9 +176,11 @@ export interface AgentPickerProps {
   onRetry: () => void;
   /** Without it the picker offers the bundles' agents only. */
   workspace?: WorkspaceChoice;
+  /** Shown between the workspace bar and the agents (a project's journey). */
+  children?: ReactNode;
 }
 
-export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace }: AgentPickerProps) {
+export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace, children }: AgentPickerProps) {
   const projectId = workspace?.projectId ?? null;
   const project = workspace?.projects.find((p) => p.id === projectId);
   return (
@@ -190,6 +192,7 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
           : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
       </p>
       {workspace ? <WorkspaceBar {...workspace} /> : null}
+      {children}
       {loading ? (
         <p className="msg-pending" role="status">
           <Spinner /> Loading agents…

@@ -14,6 +14,7 @@ import { ChatView } from './ChatView';
 import { DocumentPanel } from './DocumentPanel';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
+import { ProjectJourney } from './ProjectJourney';
 import { Sidebar } from './Sidebar';
 import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
@@ -50,6 +51,11 @@ export function App() {
   const [doc, setDoc] = useState<{ path: string; version: number } | null>(null);
   /** The chosen project's detail: the doctor's lines, its broken menu items, its total cost. */
   const [projectDetail, setProjectDetail] = useState<{ id: string; detail: ProjectDetail | null; error: string | null } | null>(null);
+  /** A journey step's command, sent as the first message of the new conversation it opened. */
+  const [pendingCommand, setPendingCommand] = useState<string | null>(null);
+  /** The project's help command ("What next?"), when its install has one. */
+  const [help, setHelp] = useState<{ projectId: string; command: string | null } | null>(null);
+  const [journeyVersion, setJourneyVersion] = useState(0);
 
   const loadAgents = useCallback(async (projectId: string | null, signal?: AbortSignal) => {
     const key = projectId ?? '';
@@ -126,6 +132,16 @@ export function App() {
     return () => ctrl.abort();
   }, [ready, projectId, listVersion]);
   const detail = projectDetail && projectDetail.id === projectId ? projectDetail : null;
+  useEffect(() => {
+    if (!ready || !projectId) return;
+    const ctrl = new AbortController();
+    api.journey(projectId, ctrl.signal).then(
+      (j) => setHelp({ projectId, command: j.help?.command ?? null }),
+      () => undefined,
+    );
+    return () => ctrl.abort();
+  }, [ready, projectId]);
+  const helpCommand = help && help.projectId === projectId ? help.command : null;
 
   // A stale list of another workspace never shows: its agent ids could match this one's.
   const agents = withCommandMarks(agentsState.key === workspaceKey ? agentsState.list : [], detail?.detail?.agents);
@@ -143,6 +159,7 @@ export function App() {
     setDetailAgentId(null);
     setSidebarOpen(false);
     setDoc(null);
+    setPendingCommand(null);
   }, []);
 
   const routeRef = useRef(route);
@@ -193,6 +210,7 @@ export function App() {
   const onTurnEnd = useCallback(() => {
     setOutputsVersion((v) => v + 1);
     setListVersion((v) => v + 1);
+    setJourneyVersion((v) => v + 1);
   }, []);
 
   const conversationId = route?.kind === 'conversation' ? route.id : null;
@@ -223,6 +241,14 @@ export function App() {
   const docUrl = (download: boolean) =>
     openDoc ? (projectId ? projectFileUrl(projectId, openDoc.path, { download }) : fileUrl(docConversation!, openDoc.path, download)) : '';
   const docked = !!openDoc && wide;
+  // Saves go by the path from the project root; the panel's paths are inside the output folder.
+  const outputBase = project?.outputFolder?.replace(/^\{project-root\}\/?/, '').replace(/\/+$/, '') || null;
+  const saveDocument = async (pid: string, path: string, text: string, sha: string | undefined) => {
+    await api.saveProjectFile(pid, path, text, sha);
+    setDoc((d) => (d ? { ...d, version: d.version + 1 } : d));
+    setOutputsVersion((v) => v + 1);
+    setJourneyVersion((v) => v + 1);
+  };
   const outputsWord = projectId ? 'documents' : 'outputs';
 
   return (
@@ -341,7 +367,21 @@ export function App() {
                     workIn(p.id);
                   },
                 }}
-              />
+              >
+                {projectId && project ? (
+                  <ProjectJourney
+                    projectId={projectId}
+                    outputFolder={project.outputFolder}
+                    agents={agents}
+                    refreshKey={journeyVersion + outputsVersion}
+                    onOpenDocument={(path) => setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }))}
+                    onStart={(agentId, command) => {
+                      navigate({ kind: 'new', agentId, projectId });
+                      setPendingCommand(command);
+                    }}
+                  />
+                ) : null}
+              </AgentPicker>
             </>
           ) : (
             <ChatView
@@ -358,6 +398,9 @@ export function App() {
               onOutputsChanged={onOutputsChanged}
               onTurnEnd={onTurnEnd}
               onNewConversation={() => workIn(projectId)}
+              helpCommand={projectId ? helpCommand : null}
+              onSwitchAgent={projectId ? (id) => navigate({ kind: 'new', agentId: id, projectId }) : undefined}
+              initialMessage={route.kind === 'new' ? pendingCommand : null}
             />
           )}
         </main>
@@ -372,6 +415,7 @@ export function App() {
           version={openDoc.version}
           docked={docked}
           onClose={() => setDoc(null)}
+          onSave={projectId && outputBase ? (text, sha) => saveDocument(projectId, `${outputBase}/${openDoc.path}`, text, sha) : undefined}
         />
       ) : null}
       {showOutputs ? (

@@ -1,6 +1,6 @@
 'use client';
 
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { AgentSummary, CommandSummary } from '@/types/api';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
@@ -35,6 +35,12 @@ export interface ChatViewProps {
   /** Opens a file a tool wrote (virtual path); absent where documents cannot be shown. */
   onOpenFile?: (path: string) => void;
   canOpenFile?: (path: string) => boolean;
+  /** A project's help command (`*bmad-help`): "What next?" sends it in this conversation. */
+  helpCommand?: string | null;
+  /** Starts a new conversation with another agent of the project (the documents stay shared). */
+  onSwitchAgent?: (agentId: string) => void;
+  /** Sent once as the first message of a new conversation (a journey step's command). */
+  initialMessage?: string | null;
 }
 
 function statusText(state: ChatState, agentName: string): string {
@@ -171,6 +177,15 @@ export function ChatView(props: ChatViewProps) {
     void fn();
   };
 
+  // A journey step opens a new conversation that starts on its command at once.
+  const initialSent = useRef(false);
+  useEffect(() => {
+    if (initialSent.current || !props.initialMessage || conversationId || !agent || busy || loadState !== 'idle') return;
+    initialSent.current = true;
+    doSend(props.initialMessage);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [agent, busy, loadState, conversationId, props.initialMessage]);
+
   const canAct = !busy && !!agent && loadState === 'idle';
   const actions = useMemo<MessageActions>(
     () => ({
@@ -237,9 +252,22 @@ export function ChatView(props: ChatViewProps) {
     </>
   );
 
+  const otherAgents = projectId && props.onSwitchAgent ? agents.filter((a) => a.id !== agentId && (a.projectId ?? null) === projectId) : [];
+  const showHeader = !!projectId && (!!props.helpCommand || otherAgents.length > 0);
+
   return (
     <section className="chat" aria-label={`Conversation with ${agentName}`}>
       <h1 className="visually-hidden">{detail?.title ? `${detail.title} — ${agentName}` : `Conversation with ${agentName}`}</h1>
+      {showHeader ? (
+        <ConversationHeader
+          agentName={agentName}
+          others={otherAgents}
+          helpCommand={props.helpCommand ?? null}
+          helpDisabled={busy || !agent || loadState !== 'idle'}
+          onHelp={() => props.helpCommand && doSend(props.helpCommand)}
+          onSwitch={(id) => props.onSwitchAgent?.(id)}
+        />
+      ) : null}
       <div className="transcript-scroll" ref={scrollRef} onScroll={onScroll}>
         <div className="transcript" role="log" aria-label="Conversation" aria-busy={busy || loadState === 'loading'} data-testid="transcript" ref={contentRef}>
           {loadState === 'loading' ? <p className="msg-pending">Loading conversation…</p> : null}
@@ -392,5 +420,72 @@ export function ChatView(props: ChatViewProps) {
         />
       </div>
     </section>
+  );
+}
+
+/**
+ * The header of a project conversation: "What next?" runs the project's help here, with the
+ * journey as its context; "Switch agent" starts a new conversation with another of the project's
+ * agents (the documents stay shared).
+ */
+function ConversationHeader(props: {
+  agentName: string;
+  others: AgentSummary[];
+  helpCommand: string | null;
+  helpDisabled: boolean;
+  onHelp: () => void;
+  onSwitch: (agentId: string) => void;
+}) {
+  const [open, setOpen] = useState(false);
+  const menuId = useId();
+  const buttonRef = useRef<HTMLButtonElement>(null);
+  const listRef = useRef<HTMLUListElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    listRef.current?.querySelector('button')?.focus();
+    const onKey = (e: globalThis.KeyboardEvent) => {
+      if (e.key !== 'Escape') return;
+      e.preventDefault();
+      setOpen(false);
+      buttonRef.current?.focus();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [open]);
+  return (
+    <div className="chat-header" data-testid="conversation-header">
+      {props.helpCommand ? (
+        <button type="button" className="button chat-header-button" data-testid="what-next" disabled={props.helpDisabled} onClick={props.onHelp}>
+          What next?
+        </button>
+      ) : null}
+      {props.others.length ? (
+        <div className="switch-agent">
+          <button
+            ref={buttonRef}
+            type="button"
+            className="button chat-header-button"
+            aria-expanded={open}
+            aria-controls={menuId}
+            data-testid="switch-agent"
+            onClick={() => setOpen((o) => !o)}
+          >
+            Switch agent
+          </button>
+          {open ? (
+            <ul id={menuId} ref={listRef} className="switch-agent-list" aria-label={`Start a new conversation instead of ${props.agentName}`}>
+              {props.others.map((a) => (
+                <li key={a.id}>
+                  <button type="button" className="switch-agent-item" data-testid="switch-agent-item" data-agent-id={a.id} onClick={() => props.onSwitch(a.id)}>
+                    <span className="switch-agent-name">{a.name}</span>
+                    {a.title ? <span className="switch-agent-title">{a.title}</span> : null}
+                  </button>
+                </li>
+              ))}
+            </ul>
+          ) : null}
+        </div>
+      ) : null}
+    </div>
   );
 }

@@ -1,7 +1,8 @@
 'use client';
 
-import { useEffect, useId, useRef, type KeyboardEvent } from 'react';
+import { useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
 import { modalKeys } from '../_lib/focus';
+import { DocumentEditor } from './DocumentEditor';
 import { FileContentView, useFileContent } from './FileContent';
 import { CloseIcon, DownloadIcon } from './icons';
 
@@ -15,11 +16,16 @@ export interface DocumentPanelProps {
   /** Wide screens: a panel beside the chat; narrow ones: a dialog over it. */
   docked: boolean;
   onClose: () => void;
+  /** Where people may edit it (a project's document): saves the text over the content it was opened from. */
+  onSave?: (content: string, ifMatchSha256: string | undefined) => Promise<void>;
 }
 
 /** One document, beside the conversation while the agent writes it (or over it on a phone). */
-export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose }: DocumentPanelProps) {
+export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose, onSave }: DocumentPanelProps) {
   const content = useFileContent(url, path, version, { keepWhileLoading: true });
+  const [editing, setEditing] = useState(false);
+  const editable = !!onSave && (content.state === 'markdown' || content.state === 'text');
+  useEffect(() => setEditing(false), [path]);
   const id = useId();
   const boxRef = useRef<HTMLDivElement>(null);
   const closeRef = useRef<HTMLButtonElement>(null);
@@ -40,6 +46,11 @@ export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose
         </h2>
         {path !== name ? <p className="docpanel-path">{path}</p> : null}
       </div>
+      {editable && !editing ? (
+        <button type="button" className="button" onClick={() => setEditing(true)} data-testid="document-edit">
+          Edit
+        </button>
+      ) : null}
       <a className="button" href={downloadUrl} download={name} data-testid="document-download">
         <DownloadIcon /> Download
       </a>
@@ -48,11 +59,25 @@ export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose
       </button>
     </div>
   );
-  const body = (
-    <div className="viewer-body" tabIndex={0} data-testid="document-content" aria-labelledby={`${id}-t`} role="document">
-      <FileContentView content={content} />
-    </div>
-  );
+  const body =
+    editing && onSave ? (
+      <div className="viewer-body viewer-body-editing">
+        <DocumentEditor
+          url={url}
+          path={path}
+          markdown={content.state === 'markdown'}
+          onCancel={() => setEditing(false)}
+          onSave={async (text, sha) => {
+            await onSave(text, sha);
+            setEditing(false);
+          }}
+        />
+      </div>
+    ) : (
+      <div className="viewer-body" tabIndex={0} data-testid="document-content" aria-labelledby={`${id}-t`} role="document">
+        <FileContentView content={content} />
+      </div>
+    );
 
   if (docked) {
     return (

@@ -42,7 +42,7 @@ describe('NewProjectDialog', () => {
     expect(p.onCancel).toHaveBeenCalled();
   });
 
-  it('says "Installing BMAD…" while the installer runs, sends only what was filled in, and hands over the project', async () => {
+  it('says "Installing BMAD 6.12.0…" while the installer runs, sends only what was filled in, and hands over the project', async () => {
     let finish!: (v: unknown) => void;
     reply = () => new Promise((r) => (finish = r));
     const user = userEvent.setup();
@@ -50,8 +50,8 @@ describe('NewProjectDialog', () => {
     await user.type(screen.getByRole('textbox', { name: 'Project name' }), ' acme ');
     await user.type(screen.getByRole('textbox', { name: 'Your name (optional)' }), 'Ada');
     await user.type(screen.getByRole('textbox', { name: 'Document language (optional)' }), 'French{Enter}');
-    expect(posts).toEqual([{ name: 'acme', userName: 'Ada', documentLanguage: 'French' }]);
-    expect(within(p.dialog).getByRole('status')).toHaveTextContent('Installing BMAD…');
+    expect(posts).toEqual([{ name: 'acme', userName: 'Ada', documentLanguage: 'French', bmadVersion: '6.12.0', tools: ['claude-code'] }]);
+    expect(within(p.dialog).getByRole('status')).toHaveTextContent('Installing BMAD 6.12.0…');
     expect(screen.getByRole('button', { name: 'Creating…' })).toHaveAttribute('aria-disabled', 'true');
     expect(screen.getByRole('button', { name: 'Cancel' })).toBeDisabled();
     // A second submit while installing does nothing.

@@ -2,7 +2,7 @@
 
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import type { ProjectView } from '@/types/api';
-import { ApiError, api } from '../_lib/api';
+import { ApiError, api, type InstallableRelease } from '../_lib/api';
 import { modalKeys } from '../_lib/focus';
 import type { NewProjectInput } from '../_lib/types';
 import { Spinner } from './icons';
@@ -21,19 +21,45 @@ export interface NewProjectDialogProps {
   onCancel: () => void;
 }
 
+/** Before the server lists its releases: the default it installs. */
+const FALLBACK_RELEASE: InstallableRelease = { version: '6.12.0', default: true, tools: [{ id: 'claude-code', name: 'Claude Code', preferred: true }], modules: ['bmm'] };
+const DEFAULT_TOOLS = ['claude-code'];
+
 /**
- * Creates a project through BMAD's installer. The install takes seconds and cannot be called off
- * on the server, so the dialog stays open (and says so) until it answers.
+ * Creates a project through BMAD's installer, with the release and the tools (IDE folders) the
+ * person picks. The install takes seconds and cannot be called off on the server, so the dialog
+ * stays open and shows the installer's steps as they happen until it answers.
  */
 export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps) {
   const id = useId();
-  const boxRef = useRef<HTMLFormElement>(null);
+  const boxRef = useRef<HTMLDivElement>(null);
   const inputs = useRef<Partial<Record<Field, HTMLInputElement | null>>>({});
   const [values, setValues] = useState<Record<Field, string>>({ name: '', userName: '', communicationLanguage: '', documentLanguage: '' });
   const [fieldErrors, setFieldErrors] = useState<Partial<Record<Field, string>>>({});
   const [formError, setFormError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [releases, setReleases] = useState<InstallableRelease[]>([FALLBACK_RELEASE]);
+  const [version, setVersion] = useState(FALLBACK_RELEASE.version);
+  const [tools, setTools] = useState<string[]>(DEFAULT_TOOLS);
+  const [steps, setSteps] = useState<string[]>([]);
   const mounted = useRef(true);
+
+  useEffect(() => {
+    const ctrl = new AbortController();
+    api.installer(ctrl.signal).then(
+      (list) => {
+        if (!list.length) return;
+        setReleases(list);
+        setVersion((list.find((r) => r.default) ?? list[0]).version);
+      },
+      () => undefined,
+    );
+    return () => ctrl.abort();
+  }, []);
+  const release = releases.find((r) => r.version === version) ?? releases[0];
+  // The installer's recommended tools first; the others behind "More tools".
+  const preferred = release.tools.filter((t) => t.preferred || tools.includes(t.id));
+  const others = release.tools.filter((t) => !preferred.includes(t));
 
   useEffect(() => {
     mounted.current = true;
@@ -60,15 +86,23 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
       showFieldError('name', 'Enter a name for the project.');
       return;
     }
+    if (!tools.length) {
+      setFieldErrors({});
+      setFormError('Pick at least one tool: BMAD installs its skills into a tool’s folder.');
+      return;
+    }
     setFieldErrors({});
-    const input: NewProjectInput = { name };
+    const input: NewProjectInput = { name, bmadVersion: release.version, tools: tools.filter((t) => release.tools.some((x) => x.id === t)) };
     for (const f of ['userName', 'communicationLanguage', 'documentLanguage'] as const) {
       const v = values[f].trim();
       if (v) input[f] = v;
     }
     setBusy(true);
+    setSteps([]);
     try {
-      const project = await api.createProject(input);
+      const project = await api.createProjectWithSteps(input, (text) => {
+        if (mounted.current) setSteps((list) => [...list, text]);
+      });
       if (mounted.current) onCreated(project);
     } catch (err) {
       if (!mounted.current) return;
@@ -91,18 +125,9 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && !busy && onCancel()}>
-      <form
-        ref={boxRef}
-        className="modal modal-form"
-        role="dialog"
-        aria-modal="true"
-        aria-labelledby={`${id}-t`}
-        aria-busy={busy}
-        onKeyDown={onKeyDown}
-        onSubmit={(e) => void submit(e)}
-        noValidate
-        data-testid="new-project-dialog"
-      >
+      {/* The dialog is a box around the form: a form element may not take the dialog role. */}
+      <div ref={boxRef} className="modal modal-form" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} aria-busy={busy} onKeyDown={onKeyDown} data-testid="new-project-dialog">
+      <form onSubmit={(e) => void submit(e)} noValidate>
         <h2 id={`${id}-t`}>New project</h2>
         <p className="form-lead">BMAD’s installer sets up the method in a new project folder. Its agents share the documents they write.</p>
         {FIELDS.map((f) => {
@@ -140,6 +165,39 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
             </div>
           );
         })}
+        <div className="form-field">
+          <label htmlFor={`${id}-version`}>BMAD version</label>
+          <select id={`${id}-version`} value={version} disabled={busy} onChange={(e) => setVersion(e.target.value)} aria-describedby={`${id}-version-hint`} data-testid="bmad-version">
+            {releases.map((r) => (
+              <option key={r.version} value={r.version}>
+                {r.version}
+                {r.default ? ' (current)' : ''}
+              </option>
+            ))}
+          </select>
+          <p id={`${id}-version-hint`} className="form-hint">
+            The current release installs the method as Agent Skills; 6.0.4 is for teams still on the older method.
+          </p>
+        </div>
+        <fieldset className="form-field form-tools" disabled={busy}>
+          <legend>Open it in</legend>
+          <p className="form-hint">BMAD also writes its skills into these tools’ folders, so the project opens there too.</p>
+          <ul className="tool-list">
+            {preferred.map((t) => (
+              <ToolChoice key={t.id} tool={t} checked={tools.includes(t.id)} onChange={(on) => setTools((list) => (on ? [...list, t.id] : list.filter((x) => x !== t.id)))} />
+            ))}
+          </ul>
+          {others.length ? (
+            <details className="tool-more">
+              <summary>More tools ({others.length})</summary>
+              <ul className="tool-list">
+                {others.map((t) => (
+                  <ToolChoice key={t.id} tool={t} checked={tools.includes(t.id)} onChange={(on) => setTools((list) => (on ? [...list, t.id] : list.filter((x) => x !== t.id)))} />
+                ))}
+              </ul>
+            </details>
+          ) : null}
+        </fieldset>
         {formError ? (
           <p className="notice notice-error" role="alert">
             {formError}
@@ -148,10 +206,17 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
         <p className="form-status" role="status" aria-live="polite">
           {busy ? (
             <>
-              <Spinner /> Installing BMAD… this takes a few seconds.
+              <Spinner /> Installing BMAD {release.version}… {steps.length ? steps[steps.length - 1] : 'this takes a few seconds.'}
             </>
           ) : null}
         </p>
+        {steps.length ? (
+          <ol className="install-steps" aria-label="Installer steps" data-testid="install-steps">
+            {steps.map((step, i) => (
+              <li key={i}>{step}</li>
+            ))}
+          </ol>
+        ) : null}
         <div className="modal-actions">
           <button type="button" className="button" onClick={onCancel} disabled={busy}>
             Cancel
@@ -162,6 +227,19 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
           </button>
         </div>
       </form>
+      </div>
     </div>
+  );
+}
+
+function ToolChoice({ tool, checked, onChange }: { tool: { id: string; name: string }; checked: boolean; onChange: (on: boolean) => void }) {
+  return (
+    <li>
+      <label className="tool-choice">
+        <input type="checkbox" name="tools" value={tool.id} checked={checked} onChange={(e) => onChange(e.target.checked)} data-testid="tool-choice" />
+        <span className="tool-box" aria-hidden="true" />
+        <span>{tool.name}</span>
+      </label>
+    </li>
   );
 }

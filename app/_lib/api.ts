@@ -5,6 +5,8 @@ import type {
   HealthData,
   OutputFileEntry,
   ProjectDetail,
+  ProjectDocumentVersion,
+  ProjectJourney,
   ProjectView,
 } from '@/types/api';
 import type { DetailView, FileVersion, ModelProfile, NewProjectInput, ProjectFileEntry, SummaryView } from './types';
@@ -83,6 +85,37 @@ async function request<T>(url: string, init?: RequestInit): Promise<T> {
 
 const enc = encodeURIComponent;
 
+/** A save refused because the document changed meanwhile. */
+export class ConflictError extends ApiError {
+  readonly currentSha256: string | null;
+  constructor(message: string, currentSha256: string | null) {
+    super(message, 'E_CONFLICT', 409);
+    this.currentSha256 = currentSha256;
+  }
+}
+
+export interface InstallableRelease {
+  version: string;
+  default: boolean;
+  tools: { id: string; name: string; preferred: boolean }[];
+  modules: string[];
+}
+
+export interface SavedDocumentView {
+  path: string;
+  created: boolean;
+  sha256: string;
+  version: ProjectDocumentVersion;
+}
+
+/** The sha256 of bytes, hex, as the server names content (the browser's own digest). */
+export async function sha256Hex(bytes: ArrayBuffer): Promise<string | null> {
+  const subtle = (globalThis.crypto as Crypto | undefined)?.subtle;
+  if (!subtle) return null;
+  const digest = await subtle.digest('SHA-256', bytes);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
 export type ConversationPage = Omit<ConversationListData, 'items'> & { items: SummaryView[] };
 
 export const api = {
@@ -136,6 +169,67 @@ export const api = {
   fileDiff: async (projectId: string, path: string, version: string, signal?: AbortSignal): Promise<string> => {
     const data = await request<{ diff?: string }>(`${projectFileUrl(projectId, path)}?diff=${enc(version)}`, { signal });
     return data?.diff ?? '';
+  },
+  journey: (projectId: string, signal?: AbortSignal) => request<ProjectJourney>(`/api/projects/${enc(projectId)}/journey`, { signal }),
+  installer: (signal?: AbortSignal) => request<InstallableRelease[]>('/api/installer', { signal }),
+  /**
+   * Creates a project, reporting the installer's steps as the server streams them. Whatever the
+   * request got wrong comes back as a plain error before anything streams.
+   */
+  createProjectWithSteps: async (input: NewProjectInput, onStep: (text: string) => void, signal?: AbortSignal): Promise<ProjectView> => {
+    const res = await fetchOrNetworkError('/api/projects', {
+      method: 'POST',
+      headers: { Accept: 'application/x-ndjson', 'Content-Type': 'application/json' },
+      body: JSON.stringify(input),
+      signal,
+    });
+    if (!res.ok) throw await readApiError(res);
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('ndjson')) {
+      const body = (await res.json().catch(() => null)) as { data?: ProjectView } | null;
+      if (body?.data) return body.data;
+      throw new ApiError('Unexpected response from /api/projects', 'E_BAD_RESPONSE', res.status);
+    }
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => ({ done: true as const, value: undefined }));
+      if (value) buffer += decoder.decode(value, { stream: true });
+      const lines = buffer.split('\n');
+      buffer = done ? '' : (lines.pop() ?? '');
+      for (const raw of lines) {
+        if (!raw.trim()) continue;
+        let line: { type?: string; text?: string; data?: ProjectView; error?: string; code?: string; status?: number };
+        try {
+          line = JSON.parse(raw);
+        } catch {
+          continue;
+        }
+        if (line.type === 'step' && typeof line.text === 'string') onStep(line.text);
+        else if (line.type === 'done' && line.data) return line.data;
+        else if (line.type === 'error') throw new ApiError(String(line.error ?? 'The project could not be created.'), String(line.code ?? 'E_UNKNOWN'), Number(line.status ?? 500));
+      }
+      if (done) break;
+    }
+    throw new ApiError('The connection closed before the install finished; reload to see whether the project was created.', 'E_NETWORK', 0);
+  },
+  /**
+   * Saves a project document (path relative to the project root). A 409 means it changed since it
+   * was read: the ConflictError carries its current sha256.
+   */
+  saveProjectFile: async (projectId: string, path: string, content: string, ifMatchSha256?: string): Promise<SavedDocumentView> => {
+    const res = await fetchOrNetworkError(`/api/projects/${enc(projectId)}/files/${encPath(path)}`, {
+      method: 'PUT',
+      headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+      body: JSON.stringify({ content, ...(ifMatchSha256 ? { ifMatchSha256 } : {}) }),
+    });
+    if (res.status === 409) {
+      const body = (await res.json().catch(() => ({}))) as { error?: string; currentSha256?: string | null };
+      throw new ConflictError(String(body.error ?? 'The document changed since it was opened.'), body.currentSha256 ?? null);
+    }
+    if (!res.ok) throw await readApiError(res);
+    const body = (await res.json()) as { data: SavedDocumentView };
+    return body.data;
   },
   restore: (projectId: string, path: string, version: string) =>
     request<{ path: string; version: string }>(`/api/projects/${enc(projectId)}/restore`, { method: 'POST', body: JSON.stringify({ path, version }) }),

@@ -144,6 +144,10 @@ export type DetailView = Omit<WithProject<ConversationDetail>, 'status'> & {
 
 export interface NewProjectInput {
   name: string;
+  /** One of the releases GET /api/installer lists; the default one when absent. */
+  bmadVersion?: string;
+  /** The installer's tool ids; `["claude-code"]` when absent. */
+  tools?: string[];
   modules?: string[];
   userName?: string;
   communicationLanguage?: string;

@@ -3,11 +3,12 @@ import type OpenAI from 'openai';
 import type { AuditLog } from '../audit';
 import type { Config, ToolLimits } from '../config';
 import type { ConversationStore } from '../conversations/types';
-import type { Catalog, ResolvedAgent } from '../agents';
+import { resolveCommand, type Catalog, type ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
-import { projectVersions, type ProjectCatalog } from '../projects';
+import { helpCommand, journeyBrief, projectJourney, projectVersions, type Project, type ProjectCatalog } from '../projects';
 import { recorderFor } from '../versions';
 import { log } from '../log';
+import { conversationFreshness } from './freshness';
 import { today } from '../paths';
 import type { ToolContext } from '../tools';
 
@@ -60,7 +61,7 @@ export function toolContext(
   signal?: AbortSignal,
 ): ToolContext {
   const ws = resolved.workspace;
-  return {
+  const ctx: ToolContext = {
     conversationId,
     agentId: resolved.agent.id,
     bundleRoot: ws.bundleRoot,
@@ -76,12 +77,36 @@ export function toolContext(
     audit,
     signal,
   };
+  // Project documents are shared: a write must not silently replace a change made elsewhere.
+  if (ws.projectId) {
+    const projectId = ws.projectId;
+    ctx.freshness = conversationFreshness({ store: deps.store, conversationId, paths: ctx, versions: () => projectVersions(deps.config.dataDir, { id: projectId, root: ws.projectRoot }) });
+  }
+  return ctx;
 }
 
 /** Which agent a request means: a project's agent when a project is named, else a bundle agent. */
 export interface AgentRef {
   agentId: string;
   projectId?: string;
+  /** The turn's message: when it asks for the project's help, the help gets the journey as its note. */
+  message?: string;
+  /** A regenerate answers a stored message this ref does not carry: the help may be what it asked. */
+  regenerate?: boolean;
+}
+
+/**
+ * A project agent can always run the install's help (`*bmad-help`), even when its menu does not
+ * list it, so "What next?" works from every conversation. The journey is computed only when the
+ * message asks for the help (or may have, in a regenerate), and travels as the item's prompt:
+ * the server note that follows the user's message.
+ */
+async function withProjectHelp(deps: Pick<ChatDeps, 'projects'>, project: Project, agent: ResolvedAgent, ref: AgentRef): Promise<ResolvedAgent> {
+  const help = await helpCommand(project, agent.agent.commands);
+  if (!help) return agent;
+  const asks = !!ref.regenerate || (typeof ref.message === 'string' && resolveCommand({ commands: [help] }, ref.message).kind === 'command');
+  const item = asks ? { ...help, prompt: journeyBrief(await projectJourney(deps.projects, project)) } : help;
+  return { ...agent, agent: { ...agent.agent, commands: [...agent.agent.commands, item] } };
 }
 
 export async function findAgent(deps: Pick<ChatDeps, 'catalog' | 'projects'>, ref: AgentRef): Promise<ResolvedAgent> {
@@ -90,7 +115,7 @@ export async function findAgent(deps: Pick<ChatDeps, 'catalog' | 'projects'>, re
     if (!project) throw new AppError('E_PROJECT_NOT_FOUND', `No project with id "${ref.projectId}". GET /api/projects lists the projects.`);
     const agent = await deps.projects.getAgent(project.id, ref.agentId);
     if (!agent) throw new AppError('E_AGENT_NOT_FOUND', `Project "${project.id}" has no agent "${ref.agentId}". GET /api/agents?projectId=${project.id} lists its agents.`);
-    return agent;
+    return withProjectHelp(deps, project, agent, ref);
   }
   const agent = await deps.catalog.getAgent(ref.agentId);
   if (!agent) throw new AppError('E_AGENT_NOT_FOUND', `No agent with id "${ref.agentId}". GET /api/agents lists the available agents.`);

@@ -14,6 +14,8 @@ export interface InstallOptions {
   /** BMAD's IDE targets; `none` installs the method only. */
   tools?: string;
   timeoutMs?: number;
+  /** Each step the installer reports (`Installing bmm...`, `Configurations generated`), as it happens, in plain words. */
+  onStep?: (line: string) => void;
 }
 
 export type InstallOutcome = { ok: true; durationMs: number } | { ok: false; message: string; durationMs: number };
@@ -34,6 +36,49 @@ export function lastLines(text: string, n = 6): string {
     .filter(Boolean)
     .slice(-n)
     .join(' / ');
+}
+
+/** The line marks of the CLI's steps (its prompts library's symbols); the rest is banners and boxes. */
+const STEP_MARK = /^\s*[◇●◆◒◐◓◑▲■◼]\s+/;
+
+/**
+ * The installer's step lines from its output: colours stripped, the install folder named by its
+ * last segment and any other absolute path left out (they never leave the server).
+ */
+export function stepLines(directory: string): { push(chunk: string): string[]; end(): string[] } {
+  let carry = '';
+  const folder = path.basename(directory);
+  const clean = (raw: string): string | null => {
+    // eslint-disable-next-line no-control-regex
+    const line = raw.replace(/\u001b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
+    if (!STEP_MARK.test(line)) return null;
+    const text = line
+      .replace(STEP_MARK, '')
+      .split(directory)
+      .join(folder)
+      .replace(/(^|[\s(=:])\/[^\s)]+/g, '$1…')
+      .replace(/[─━│╮╯╭╰]+/g, '')
+      .trim();
+    return /[A-Za-z]/.test(text) ? text.slice(0, 300) : null;
+  };
+  const take = (text: string) => text.split('\n').map(clean).filter((l): l is string => l !== null);
+  return {
+    push(chunk) {
+      const text = carry + chunk;
+      const at = text.lastIndexOf('\n');
+      if (at < 0) {
+        carry = text.slice(-8192);
+        return [];
+      }
+      carry = text.slice(at + 1).slice(-8192);
+      return take(text.slice(0, at));
+    },
+    end() {
+      const rest = carry;
+      carry = '';
+      return take(rest);
+    },
+  };
 }
 
 /**
@@ -71,6 +116,21 @@ export function runBmadInstaller(cli: string, options: InstallOptions): Promise<
         resolve({ ok: false, message: reason, durationMs });
       },
     );
+    if (options.onStep) {
+      const lines = stepLines(options.directory);
+      const report = (list: string[]) => {
+        for (const l of list) {
+          try {
+            options.onStep?.(l);
+          } catch {
+            // A listener that went away never stops the install.
+          }
+        }
+      };
+      child.stdout?.setEncoding('utf8');
+      child.stdout?.on('data', (chunk: string) => report(lines.push(chunk)));
+      child.on('close', () => report(lines.end()));
+    }
     child.stdin?.end();
   });
 }

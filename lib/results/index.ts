@@ -20,6 +20,8 @@ export type ToolErrorCode =
   | 'E_NO_MATCH'
   | 'E_AMBIGUOUS_MATCH'
   | 'E_PRECONDITION_FAILED'
+  /** A shared document changed outside this conversation since it last read or wrote it. */
+  | 'E_STALE'
   | 'E_INVALID_FRONTMATTER'
   | 'E_INVALID_YAML'
   | 'E_UNRESOLVED_VARIABLE'

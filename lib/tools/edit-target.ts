@@ -1,6 +1,6 @@
 import { log } from '../log';
-import { readResolved, resolvePath, withFileLock, writeFileAtomic, type ResolvedPath, type WriteOutcome } from '../paths';
-import { byteLength, fail, isFailure } from '../results';
+import { hashResolved, readResolved, resolvePath, withFileLock, writeFileAtomic, type ResolvedPath, type WriteOutcome } from '../paths';
+import { byteLength, fail, isFailure, sha256 } from '../results';
 import type { ToolFailure, ToolResult } from '../results';
 import type { ToolContext } from './types';
 
@@ -58,6 +58,19 @@ export async function readPrevious(target: ResolvedPath, ctx: ToolContext): Prom
 }
 
 /**
+ * Refuses to replace a file that changed outside the conversation since it last read or wrote it
+ * (`ToolContext.freshness`; E_STALE). `current` is the content about to be replaced when the
+ * caller read it already (undefined: hashed here). A new file is always fine.
+ */
+export async function checkFresh(target: ResolvedPath, ctx: ToolContext, current: Buffer | null | undefined): Promise<ToolFailure | null> {
+  if (!ctx.freshness || !target.exists || current === null) return null;
+  const sha = current === undefined ? await hashResolved(target) : sha256(current);
+  if (isFailure(sha)) return sha;
+  if (sha === null) return null;
+  return ctx.freshness.check({ abs: target.abs, virtual: target.virtual }, sha);
+}
+
+/**
  * Writes a file atomically and hands the write to `recordWrite`; runs under the file's write lock.
  * The hook's failure is logged, never returned: the bytes are on disk.
  */
@@ -69,6 +82,7 @@ export async function writeAndRecord(
   previous: Buffer | null | undefined,
 ): Promise<WriteOutcome | ToolFailure> {
   const written = await writeFileAtomic(target, data);
+  if (!isFailure(written)) ctx.freshness?.saw(target.abs, written.sha256);
   if (isFailure(written) || !ctx.recordWrite) return written;
   let timer: NodeJS.Timeout | undefined;
   const recording = Promise.resolve().then(() =>
@@ -115,5 +129,7 @@ export async function writeBack(
     return fail('E_WRITE_LIMIT', `The ${what} file would be ${size} bytes; the write limit is ${ctx.limits.maxWriteBytes}`, { path: target.virtual });
   }
   if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
+  const stale = await checkFresh(target, ctx, previous);
+  if (stale) return stale;
   return writeAndRecord(target, Buffer.from(text, 'utf8'), ctx, tool, previous);
 }

@@ -149,13 +149,16 @@ export const readFileTool = defineTool({
     const shown = cutLongLines(content.toString('utf8'));
     const truncated = capped || shown.cut;
     const windowed = args.start_line !== undefined || args.end_line !== undefined;
+    const digest = hash.digest('hex');
+    // The conversation has now seen this content: a write after this read is not a stale one.
+    ctx.freshness?.saw(target.abs, digest);
     const result: Record<string, unknown> = {
       ok: true,
       path: target.virtual,
       content: shown.text,
       bytes: total,
       lines,
-      sha256: hash.digest('hex'),
+      sha256: digest,
       truncated,
     };
     if (windowed || truncated) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { hashResolved } from '../paths';
 import { coerceArgs, defineTool } from './define';
-import { readPrevious, underWriteLock, writeAndRecord } from './edit-target';
+import { checkFresh, readPrevious, underWriteLock, writeAndRecord } from './edit-target';
 import { byteLength, fail, isFailure, sha256 } from '../results';
 import type { ToolResult } from '../results';
 
@@ -47,6 +47,10 @@ export const saveOutputTool = defineTool({
             { path: target.virtual, details: { currentSha256: current } },
           );
         }
+      } else {
+        // A matching if_match_sha256 already proves the model knows what it replaces.
+        const stale = await checkFresh(target, ctx, previous);
+        if (stale) return stale;
       }
       if (ctx.signal?.aborted) return fail('E_ABORTED', 'Stopped');
       const written = await writeAndRecord(target, Buffer.from(args.content, 'utf8'), ctx, 'save_output', previous);

@@ -1,7 +1,7 @@
 import type { AuditLog } from '../audit';
 import type { ScriptSettings, ToolLimits } from '../config';
 import type { PathContext } from '../paths';
-import type { ToolResult } from '../results';
+import type { ToolFailure, ToolResult } from '../results';
 
 /** One successful write of a write tool, as `recordWrite` receives it. */
 export interface WriteRecord {
@@ -20,6 +20,21 @@ export interface WriteRecord {
    * a document it never saw written (put there by hand) before it is replaced.
    */
   previous?: Buffer | null;
+}
+
+/**
+ * What a conversation last saw of the files it shares with others (a project's documents), so an
+ * agent never silently overwrites a change made by a person or another conversation.
+ */
+export interface FileFreshness {
+  /**
+   * Called under the file's write lock before a write replaces an existing file, with the sha256
+   * of the content about to be replaced: an `E_STALE` failure when that content changed outside
+   * this conversation since it last read or wrote the file, null when the write may go ahead.
+   */
+  check(target: { abs: string; virtual: string }, currentSha256: string): Promise<ToolFailure | null>;
+  /** The conversation now knows this content of the file: it read or wrote it. */
+  saw(abs: string, sha256: string): void;
 }
 
 /** A focused sub-task for a subagent: what spawn_subagent asks of `ToolContext.subagent`. */
@@ -59,6 +74,8 @@ export interface ToolContext extends PathContext {
    * as an untracked version.
    */
   recordWrite?(write: WriteRecord): Promise<void>;
+  /** Set in a project: write tools refuse to replace a document that changed outside the conversation. */
+  freshness?: FileFreshness;
   /**
    * Provided by the chat service, which owns the model and the loop (a tool never does). Absent
    * inside a subagent, so a subagent cannot spawn another.

@@ -10,7 +10,9 @@ export function ok<T>(data: T, init?: ResponseInit): NextResponse {
 export function fail(error: AppError): NextResponse {
   // A validation error names its field, so a form can show the message beside it.
   const field = typeof error.details?.field === 'string' ? { field: error.details.field } : {};
-  return NextResponse.json({ success: false, error: error.message, code: error.code, ...field }, { status: error.status });
+  // What an error chooses to show beside its message (a conflict's current sha256).
+  const shown = error.details?.response && typeof error.details.response === 'object' ? (error.details.response as Record<string, unknown>) : {};
+  return NextResponse.json({ ...shown, success: false, error: error.message, code: error.code, ...field }, { status: error.status });
 }
 
 /** Maps anything thrown in a handler to the API's error shape; unknown errors never leak their text. */

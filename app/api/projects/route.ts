@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
-import { createProject } from '@/lib/projects';
+import { claimProject, installClaimed } from '@/lib/projects';
+import { isAppError } from '@/lib/errors';
+import { log } from '@/lib/log';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 
@@ -9,6 +11,8 @@ export const runtime = 'nodejs';
 
 const NewProjectBody = z.object({
   name: z.string().trim().min(1, 'name is required').max(64, 'name must be at most 64 characters'),
+  bmadVersion: z.string().trim().min(1).max(40).optional(),
+  tools: z.array(z.string().trim().min(1).max(60)).max(20).optional(),
   modules: z.array(z.string().trim().min(1).max(40)).max(10).optional(),
   userName: z.string().trim().min(1).max(100).optional(),
   communicationLanguage: z.string().trim().min(1).max(40).optional(),
@@ -32,12 +36,48 @@ export async function GET(request: Request) {
   });
 }
 
+/**
+ * Creates a project with BMAD's installer. With `Accept: application/x-ndjson` the answer streams
+ * the installer's steps as they happen, one JSON line each (`{"type":"step","text":...}`), then
+ * `{"type":"done","status":201,"data":<project>}` or `{"type":"error","status","code","error"}`.
+ * Whatever the request got wrong (400, 409) is answered as a plain error before anything streams.
+ */
 export async function POST(request: Request) {
   return handle('POST /api/projects', request, async () => {
     await callerOf(request);
     const body = await readJson(request, NewProjectBody);
     const { projects } = getRuntime();
-    const project = await createProject(projects, body);
-    return ok(await projects.view(project), { status: 201 });
+    const claim = await claimProject(projects, body);
+    if (!(request.headers.get('accept') ?? '').includes('application/x-ndjson')) {
+      const project = await installClaimed(projects, claim);
+      return ok(await projects.view(project), { status: 201 });
+    }
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        let open = true;
+        const send = (line: Record<string, unknown>) => {
+          if (!open) return;
+          try {
+            controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
+          } catch {
+            open = false;
+          }
+        };
+        try {
+          const project = await installClaimed(projects, claim, (text) => send({ type: 'step', text }));
+          send({ type: 'done', status: 201, data: await projects.view(project) });
+        } catch (e) {
+          if (!isAppError(e)) log.error('request.crash', { route: 'POST /api/projects', error: (e as Error)?.name ?? 'unknown' });
+          send(isAppError(e) ? { type: 'error', status: e.status, code: e.code, error: e.message } : { type: 'error', status: 500, code: 'E_INTERNAL', error: 'Internal server error.' });
+        }
+        if (open) controller.close();
+        open = false;
+      },
+      cancel() {
+        // The install goes on without a reader: the project appears when it is done.
+      },
+    });
+    return new Response(stream, { status: 200, headers: { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' } });
   });
 }

@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
-import { projectDocuments } from '@/lib/projects';
-import { fileResponse, handle, ok } from '../../../../_lib/http';
+import { authorOf } from '@/lib/access';
+import { projectDocuments, saveDocument } from '@/lib/projects';
+import { fileResponse, handle, MAX_BODY_BYTES, ok, readJson } from '../../../../_lib/http';
 import { projectOr404 } from '../../../../_lib/projects';
 import { callerOf } from '../../../../_lib/caller';
 import { canOpenConversation } from '../../../../_lib/conversations';
@@ -24,5 +26,36 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     const diff = q.get('diff');
     if (diff) return ok({ path: rel, diff: await docs.diff(rel, diff) });
     return fileResponse(await docs.read(rel), download);
+  });
+}
+
+const SaveBody = z.object({
+  content: z.string({ error: 'content must be a string' }),
+  ifMatchSha256: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'ifMatchSha256 must be a 64-character hex sha256')
+    .optional(),
+});
+
+/**
+ * A person saves a document; the path is relative to the project root (`_bmad-output/prd.md`).
+ * 201 created, 200 replaced, each with the new version; 409 E_CONFLICT with `currentSha256` when
+ * it changed since it was read; 403 outside the folders the project's agents may write.
+ */
+export async function PUT(request: Request, { params }: { params: Promise<{ id: string; path: string[] }> }) {
+  return handle('PUT /api/projects/:id/files/*', request, async () => {
+    const caller = await callerOf(request);
+    const { id, path } = await params;
+    const project = await projectOr404(id, caller, 'write');
+    const body = await readJson(request, SaveBody);
+    const saved = await saveDocument(getRuntime().config.dataDir, project, {
+      path: path.join('/'),
+      content: body.content,
+      ...(body.ifMatchSha256 ? { ifMatchSha256: body.ifMatchSha256 } : {}),
+      // The version store keeps one line per author.
+      author: authorOf(caller).replace(/\s+/g, ' ').trim().slice(0, 200) || 'user',
+      maxBytes: MAX_BODY_BYTES,
+    });
+    return ok(saved, { status: saved.created ? 201 : 200 });
   });
 }

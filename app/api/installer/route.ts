@@ -1,0 +1,14 @@
+import { installableReleases } from '@/lib/projects';
+import { handle, ok } from '../_lib/http';
+import { callerOf } from '../_lib/caller';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+/** What POST /api/projects can install: each pinned BMAD release (the default first), its installer's tools and its modules. */
+export async function GET(request: Request) {
+  return handle('GET /api/installer', request, async () => {
+    await callerOf(request);
+    return ok(await installableReleases());
+  });
+}
