@@ -141,6 +141,11 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE messages ADD COLUMN model TEXT;
   ALTER TABLE messages ADD COLUMN compacted TEXT;
   `,
+  `
+  -- A Stop asked for through any process on this file: the token of the turn it is for, so a
+  -- later turn (a new token) is never stopped by it and nothing has to clear it.
+  ALTER TABLE conversations ADD COLUMN stop_turn TEXT;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

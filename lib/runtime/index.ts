@@ -27,7 +27,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   const clients = new Map<string, OpenAI>();
   return {
     config,
-    store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
+    store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000 }),
