@@ -62,6 +62,11 @@ export interface PgStoreOptions {
   /** Heartbeat and Stop poll interval (ms). */
   pollMs?: number;
   poolSize?: number;
+  /**
+   * LISTEN for Stop requests (default true). Off where notifications never arrive (behind a
+   * transaction-mode pooler): the heartbeat's poll alone then brings a Stop within pollMs.
+   */
+  listen?: boolean;
 }
 
 interface ConversationRow {
@@ -235,6 +240,7 @@ export class PgConversationStore implements ConversationStore {
   private readonly url: string;
   private readonly leaseMs: number;
   private readonly pollMs: number;
+  private readonly listens: boolean;
   /** Turns this instance holds: conversation id → lease token. */
   private readonly held = new Map<string, string>();
   private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
@@ -248,6 +254,7 @@ export class PgConversationStore implements ConversationStore {
     this.url = url;
     this.leaseMs = Math.max(200, Math.min(DEFAULT_TURN_LEASE_MS, Math.floor(options.leaseMs ?? DEFAULT_TURN_LEASE_MS)));
     this.pollMs = Math.max(20, Math.min(options.pollMs ?? DEFAULT_POLL_MS, Math.floor(this.leaseMs / 3)));
+    this.listens = options.listen !== false;
     const { db, pool } = openPostgres(url, { poolSize: options.poolSize });
     this.db = db;
     this.pool = pool;
@@ -610,7 +617,7 @@ export class PgConversationStore implements ConversationStore {
 
   /** One LISTEN connection per store, opened with the first watched turn; the heartbeat covers any gap. */
   private listen(): Promise<void> {
-    if (this.closed) return Promise.resolve();
+    if (this.closed || !this.listens) return Promise.resolve();
     this.listening ??= (async () => {
       await this.ready;
       const client = new pg.Client({ connectionString: this.url });
