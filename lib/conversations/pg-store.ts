@@ -232,8 +232,8 @@ function key(s: string): string {
  * notifications do not arrive (transaction-mode poolers).
  */
 export class PgConversationStore implements ConversationStore {
-  /** Resolves once the schema is migrated; every call waits for it. */
-  readonly ready: Promise<void>;
+  private attempt: Promise<void>;
+  private failedAt: number | null = null;
   readonly holderId: string;
   private readonly db: Db;
   private readonly pool: pg.Pool;
@@ -259,15 +259,38 @@ export class PgConversationStore implements ConversationStore {
     this.db = db;
     this.pool = pool;
     this.holderId = `${os.hostname()}/${process.pid}/${randomUUID()}`;
-    this.ready = migratePostgres(db, pool).then((applied) => {
+    this.attempt = this.migrate();
+  }
+
+  /** Resolves once the schema is migrated; every call waits for it. */
+  get ready(): Promise<void> {
+    return this.attempt;
+  }
+
+  private migrate(): Promise<void> {
+    const attempt = migratePostgres(this.db, this.pool).then((applied) => {
+      this.failedAt = null;
       if (applied.length) log.info('db.migrated', { applied: applied.length, names: applied.join(',') });
     });
     // Callers see the failure through ready; it must not also be an unhandled rejection.
-    this.ready.catch((e: unknown) => log.error('db.migrate_failed', { message: String((e as Error)?.message ?? e).slice(0, 300) }));
+    attempt.catch((e: unknown) => {
+      this.failedAt = Date.now();
+      log.error('db.migrate_failed', { message: String((e as Error)?.message ?? e).slice(0, 300) });
+    });
+    return attempt;
+  }
+
+  /** The migration, tried again (at most once a second) after a failure: a database that comes up late is used once it is there. */
+  private ensureReady(): Promise<void> {
+    if (this.failedAt !== null && Date.now() - this.failedAt > 1000 && !this.closed) {
+      this.failedAt = null;
+      this.attempt = this.migrate();
+    }
+    return this.attempt;
   }
 
   private async q<R>(query: RawBuilder<R>): Promise<{ rows: R[]; numAffectedRows?: bigint }> {
-    await this.ready;
+    await this.ensureReady();
     if (this.closed) throw new Error('The conversation store is closed.');
     return query.execute(this.db);
   }
@@ -429,7 +452,7 @@ export class PgConversationStore implements ConversationStore {
   async compact(id: string, marks: CompactionMark[]): Promise<void> {
     assertMarks(marks);
     if (!isValidConversationId(id)) throw notFound(id);
-    await this.ready;
+    await this.ensureReady();
     await this.db.transaction().execute(async (tx) => {
       const { rows } = await sql`SELECT 1 FROM conversations WHERE id = ${id}`.execute(tx);
       if (!rows.length) throw notFound(id);
@@ -483,7 +506,7 @@ export class PgConversationStore implements ConversationStore {
   async truncateFrom(id: string, messageId: string): Promise<number> {
     if (!isValidConversationId(id)) throw notFound(id);
     if (typeof messageId !== 'string' || !messageId) throw unknownMessage(id, String(messageId));
-    await this.ready;
+    await this.ensureReady();
     return this.db.transaction().execute(async (tx) => {
       const { rows: conv } = await sql<{ title_state: number }>`SELECT title_state FROM conversations WHERE id = ${id} FOR UPDATE`.execute(tx);
       if (!conv.length) throw notFound(id);
@@ -540,7 +563,7 @@ export class PgConversationStore implements ConversationStore {
   async health(): Promise<StoreHealth> {
     const down: StoreHealth = { kind: 'postgres', ok: false, migrations: { applied: 0, latest: 0, current: false } };
     try {
-      await this.ready;
+      await this.ensureReady();
       if (this.closed) return down;
       await sql`SELECT 1`.execute(this.db);
       return { kind: 'postgres', ok: true, migrations: await migrationStatus(this.db) };
