@@ -10,6 +10,7 @@ import type { ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
+import { setFileLockFolder } from '../paths';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -25,6 +26,8 @@ export interface Runtime extends ChatDeps {
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
   const clients = new Map<string, OpenAI>();
+  // Beside the versions in DATA_DIR, which every instance of a deployment shares.
+  setFileLockFolder(path.join(config.dataDir, 'locks'));
   return {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
