@@ -268,9 +268,8 @@ export class PgConversationStore implements ConversationStore {
   }
 
   private migrate(): Promise<void> {
-    const attempt = migratePostgres(this.db, this.pool).then((applied) => {
+    const attempt = migratePostgres(this.db, this.pool).then(() => {
       this.failedAt = null;
-      if (applied.length) log.info('db.migrated', { applied: applied.length, names: applied.join(',') });
     });
     // Callers see the failure through ready; it must not also be an unhandled rejection.
     attempt.catch((e: unknown) => {

@@ -2,6 +2,7 @@ import { Migrator } from 'kysely';
 import type pg from 'pg';
 import { CodeMigrationProvider } from './migrations';
 import type { Db } from './postgres';
+import { log } from '../log';
 
 export const MIGRATION_TABLE = 'app_migrations';
 export const MIGRATION_LOCK_TABLE = 'app_migrations_lock';
@@ -34,7 +35,9 @@ export async function migratePostgres(db: Db, pool: pg.Pool): Promise<string[]> 
     try {
       const { error, results } = await migrator(db).migrateToLatest();
       if (error) throw error instanceof Error ? error : new Error(String(error));
-      return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+      const applied = (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
+      if (applied.length) log.info('db.migrated', { applied: applied.length, names: applied.join(',') });
+      return applied;
     } finally {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]);
     }
