@@ -4,14 +4,14 @@
  * locks, Stop and project documents hold across them; an instance killed mid-turn loses its turn
  * after the lease, and the other one goes on.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
 import { startScriptedModel, reply, lastUserText, type ScriptedModel } from '../test/scripted-model';
 import { bmadProject } from '../test/bmad-installs';
 import { createTestDatabase, type TestDatabase } from '../test/postgres';
-import { freePort, makeFolders, startApp, waitHealthy, type AppServer, type Folders } from './support';
+import { makeFolders, startApp, type AppServer, type Folders } from './support';
+import { startNginx, type Nginx } from './nginx';
 import { api, chatJson, chatStream, sleep, type LiveStream } from './durability-helpers';
 
 jest.setTimeout(180_000);
@@ -23,62 +23,7 @@ let database: TestDatabase;
 let folders: Folders;
 let a: AppServer;
 let b: AppServer;
-let proxy: { url: string; proc: ChildProcess; accessLog: string; stop(): Promise<void> };
-
-/** nginx in the foreground with everything in one temp folder: round robin over both instances. */
-async function startNginx(dir: string, ports: number[]): Promise<typeof proxy> {
-  const port = await freePort();
-  const accessLog = path.join(dir, 'access.log');
-  const conf = path.join(dir, 'nginx.conf');
-  await fs.writeFile(
-    conf,
-    `${process.getuid?.() === 0 ? 'user root;\n' : ''}daemon off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 512; }
-http {
-  log_format upstream '$upstream_addr $status $request';
-  access_log ${accessLog} upstream;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
-  upstream app {
-${ports.map((p) => `    server 127.0.0.1:${p} max_fails=1 fail_timeout=30s;`).join('\n')}
-  }
-  server {
-    listen 127.0.0.1:${port};
-    location / {
-      proxy_pass http://app;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_set_header Host $host;
-      proxy_buffering off;
-      proxy_read_timeout 300s;
-    }
-  }
-}
-`,
-  );
-  let out = '';
-  const proc = spawn('/usr/sbin/nginx', ['-p', dir, '-c', conf, '-e', path.join(dir, 'error.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stdout!.on('data', (d) => (out += d));
-  proc.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const url = `http://127.0.0.1:${port}`;
-  await waitHealthy(url, proc, () => out, 20_000);
-  return {
-    url,
-    proc,
-    accessLog,
-    async stop() {
-      if (proc.exitCode === null) proc.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
+let proxy: Nginx;
 
 async function sql<T = Record<string, unknown>>(text: string): Promise<T[]> {
   const client = new pg.Client({ connectionString: database.url });
@@ -130,9 +75,7 @@ beforeAll(async () => {
   };
   // Both at once, on an empty database.
   [a, b] = await Promise.all([startApp(folders, env), startApp(folders, env)]);
-  const nginxDir = path.join(folders.root, 'nginx');
-  await fs.mkdir(nginxDir);
-  proxy = await startNginx(nginxDir, [a.port, b.port]);
+  proxy = await startNginx(path.join(folders.root, 'nginx'), [a.port, b.port]);
 }, 300_000);
 
 afterAll(async () => {

@@ -483,7 +483,7 @@ export class SqliteConversationStore implements ConversationStore {
   async requestStop(id: string): Promise<boolean> {
     if (!isValidConversationId(id)) throw notFound(id);
     const row = this.stops.request.get(id);
-    if (!row) {
+    if (!row || !isHolderAlive(row.turn_owner)) {
       if (!this.stmt.get.get(id)) throw notFound(id);
       return false;
     }
@@ -521,10 +521,10 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   private readonly stopWatchers = new Map<string, (signal: TurnSignal) => void>();
-  private stopStatements?: { request: Database.Statement<[string], { active_turn: string }>; asked: Database.Statement<[string, string], { x: number }> };
+  private stopStatements?: { request: Database.Statement<[string], { active_turn: string; turn_owner: string | null }>; asked: Database.Statement<[string, string], { x: number }> };
   private get stops() {
     this.stopStatements ??= {
-      request: this.db.prepare('UPDATE conversations SET stop_turn = active_turn WHERE id = ? AND active_turn IS NOT NULL RETURNING active_turn'),
+      request: this.db.prepare('UPDATE conversations SET stop_turn = active_turn WHERE id = ? AND active_turn IS NOT NULL RETURNING active_turn, turn_owner'),
       asked: this.db.prepare('SELECT 1 AS x FROM conversations WHERE id = ? AND stop_turn = ?'),
     };
     return this.stopStatements;
