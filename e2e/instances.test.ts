@@ -13,6 +13,7 @@ import { createTestDatabase, type TestDatabase } from '../test/postgres';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
 import { startNginx, type Nginx } from './nginx';
 import { api, chatJson, chatStream, sleep, type LiveStream } from './durability-helpers';
+import { launchBrowser, openTab, pickAgent, sendMessage, until, waitForText } from './browser-helpers';
 
 jest.setTimeout(180_000);
 
@@ -174,6 +175,46 @@ it('two instances writing one project document at once keep both versions', asyn
   expect(contents.sort()).toEqual(['# PRD\n\nWritten through A\n', '# PRD\n\nWritten through B\n']);
   const current = await (await fetch(`${proxy.url}/api/projects/shared/files/${file}`)).text();
   expect(current).toBe(contents.find((c) => c === current));
+});
+
+it("the browser's main flow through nginx, its requests alternating between the instances: answer, Stop, reload", async () => {
+  const before = (await fs.readFile(proxy.accessLog, 'utf8')).split('\n').length - 1;
+  const browser = await launchBrowser();
+  try {
+    const tab = await openTab(browser, proxy.url);
+    const { page } = tab;
+    await pickAgent(page, AGENT);
+    await sendMessage(page, 'Hello through nginx');
+    const answer = page.getByTestId('message-assistant').first();
+    await waitForText(answer, 'This is a long');
+    const id: string = await until(() => new URL(page.url()).searchParams.get('c') ?? '', 'the conversation in the URL');
+    await page.getByTestId('stop-button').click();
+    await page.getByTestId('stopped-notice').waitFor({ timeout: 5000 });
+    const shown = await answer.innerText();
+
+    // Stored stopped on both instances, as far as the screen showed.
+    let stored = await conversation(b.url, id);
+    for (let i = 0; i < 40 && stored.status === 'running'; i++) {
+      await sleep(50);
+      stored = await conversation(b.url, id);
+    }
+    expect(stored.status).toBe('stopped');
+    expect((await conversation(a.url, id)).status).toBe('stopped');
+    expect(stored.messages[1].content.length).toBeGreaterThan(0);
+    expect(shown.replace(/\s+/g, ' ')).toContain(stored.messages[1].content.replace(/\s+/g, ' ').trim().slice(0, 20));
+
+    await page.reload();
+    await waitForText(page.getByTestId('message-user').first(), 'Hello through nginx');
+    expect(tab.pageErrors).toEqual([]);
+    await tab.close();
+
+    const lines = (await fs.readFile(proxy.accessLog, 'utf8')).split('\n').slice(before).filter(Boolean);
+    // The UI's Stop asked the server too, besides closing its stream.
+    expect(lines.some((l) => l.includes(`POST /api/conversations/${id}/stop`))).toBe(true);
+    expect(new Set(lines.filter((l) => l.includes('/api/')).map((l) => l.split(' ')[0]))).toEqual(new Set([`127.0.0.1:${a.port}`, `127.0.0.1:${b.port}`]));
+  } finally {
+    await browser.close();
+  }
 });
 
 it('kill -9 of A mid-turn: after the lease the conversation is interrupted, and B runs the next turn', async () => {
