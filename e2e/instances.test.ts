@@ -245,3 +245,17 @@ it('kill -9 of A mid-turn: after the lease the conversation is interrupted, and 
   expect(after.status).toBe('stopped');
   expect(after.messages.filter((m: { role: string }) => m.role === 'user').map((m: { content: string }) => m.content)).toEqual(['A long answer, please', 'Go on']);
 });
+
+it('SIGTERM on the last instance mid-turn: the turn is stored interrupted and its lease released at once, and the process exits', async () => {
+  const turn = await chatStream(b.url, { agentId: AGENT, message: 'One more long answer' });
+  const id = await turn.conversationId();
+  await turn.until((e) => e.type === 'text-delta');
+  const asked = Date.now();
+  await b.stop();
+  expect(Date.now() - asked).toBeLessThan(10_000);
+  await turn.ended;
+  const [row] = await sql<{ status: string; last_turn: string }>(`SELECT status, last_turn FROM conversations WHERE id = '${id.replace(/'/g, "''")}'`);
+  expect(row!.status).toBe('interrupted');
+  expect(JSON.parse(row!.last_turn)).toMatchObject({ status: 'interrupted' });
+  expect(await sql(`SELECT 1 FROM turn_leases WHERE conversation_id = '${id.replace(/'/g, "''")}'`)).toEqual([]);
+});
