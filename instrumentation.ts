@@ -13,6 +13,14 @@ export async function register() {
       process.exit(1);
     }
     warmTokenizers(checked.config);
+    if (checked.config.store === 'postgres') {
+      // Migrates before the first request (instances starting together queue on a lock); a
+      // database not there yet is tried again by the store, and /api/health answers 503 meanwhile.
+      // Its own short-lived pool: the runtime (and its store) belong to the route handlers' bundle.
+      const { migrateDatabase } = await import('./lib/db');
+      const migrated = await migrateDatabase(checked.config.databaseUrl!);
+      if ('error' in migrated) process.stderr.write(`bmad-orchestrator: the database is not ready (${migrated.error}); /api/health answers 503 until it is.\n`);
+    }
     // Headless runs a previous process left are settled now, and the queued ones start.
     const { getRuntime } = await import('./lib/runtime');
     getRuntime();

@@ -14,6 +14,8 @@
  *   --context-turns N     turns of the context session (default 20)
  *   --skip-growth, --skip-rss, --skip-micro, --skip-context
  *   --only-context        just the context figures (section 7)
+ *   --skip-instances      no Postgres / nginx section (8)
+ *   --only-instances      just section 8: 1 vs 2 instances on Postgres behind nginx
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -26,6 +28,7 @@ import { makeFolders, REPO, snapshotBuild, startApp, startModel, treeCpuMs, tree
 import { seedConversations } from './seed';
 import { contextFigures, contextMarkdown, type ContextFigures } from './context';
 import { fmt, summary, type Summary } from './stats';
+import { instancesFigures, instancesMarkdown, type InstancesFigures } from './instances';
 
 process.env.LOG_LEVEL ??= 'silent'; // lib/ code run in this process (discovery, tools, seeding) stays quiet
 
@@ -53,6 +56,8 @@ const OPT = {
   contextTurns: Math.max(2, Math.round(num('context-turns', 20))),
   skipContext: flag('skip-context'),
   onlyContext: flag('only-context'),
+  skipInstances: flag('skip-instances'),
+  onlyInstances: flag('only-instances'),
 };
 
 const AGENT = 'product-lead';
@@ -410,6 +415,7 @@ interface Results {
   empty?: { stored: number; overhead: PhaseResult[]; history: PhaseResult; ttfb: TtfbFigures; workflow: WorkflowFigures; rss?: RssFigures; rssAfterStartMb: number };
   growth?: { stored: number; storedMessages: number; seedMs: number; overhead: PhaseResult[]; rssAfterStartMb: number };
   context?: ContextFigures;
+  instances?: InstancesFigures | { error: string };
   durationS?: number;
 }
 
@@ -571,6 +577,7 @@ function markdown(r: Results): string {
   }
 
   if (r.context) out.push(contextMarkdown(r.context));
+  if (r.instances) out.push('error' in r.instances ? `#### 8. Many instances\n\nNot measured: ${r.instances.error}` : instancesMarkdown(r.instances));
 
   out.push(
     '#### Method (one line per figure)\n\n' +
@@ -582,6 +589,7 @@ function markdown(r: Results): string {
         '5. Tools: lib/tools executeTool in-process with the audit log on, 3 warm-up calls then N timed calls; search = plain pattern over 1,000 files of ~1.7 kB in 10 folders.',
         `6. Growth: 1 repeated on a fresh server whose database was seeded through SqliteConversationStore with ${OPT.stored.toLocaleString('en')} conversations; RSS = VmRSS of the server process tree after ${OPT.rssConversations.toLocaleString('en')} conversations × ${OPT.rssTurns} plain turns at 50 concurrent.`,
         `7. Context: a server with MODELS_FILE (profiles \`roomy\`, 128 k, and \`small\`, 8 k with 1 k kept for the answer, on the same scripted model); one conversation per profile, sequential; every request counted at the model server with lib/context countRequest (cl100k_base); prefix share of request k = tokens of the tool schemas plus the leading messages equal (JSON) to those of request k−1, ÷ tokens of request k.`,
+        '8. Many instances: two `next start` servers on one fresh Postgres database and one shared folder; plain turns at 20 concurrent (4 per conversation) through nginx (keep-alive to the upstreams), first with one instance as its only upstream, then with both round robin, after 60 warm-up turns on each; turns/s = turns ÷ phase wall time.',
       ].join('\n'),
   );
   return out.join('\n\n');
@@ -611,6 +619,10 @@ async function main() {
       const folders = await makeFolders('bench-context');
       cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
       results.context = await contextFigures(appDir, folders, model, { OPENAI_API_KEY: 'bench', MAX_ITERATIONS: '10' }, OPT.contextTurns, say);
+    } else if (OPT.onlyInstances) {
+      const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
+      cleanups.push(() => model.stop());
+      await instancesRun(results, appDir, model);
     } else await fullRun(results, appDir, tmp, cleanups);
   } finally {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
@@ -680,6 +692,19 @@ async function fullRun(results: Results, appDir: string, tmp: string, cleanups: 
     const folders = await makeFolders('bench-context');
     cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
     results.context = await contextFigures(appDir, folders, model, { OPENAI_API_KEY: 'bench', MAX_ITERATIONS: '10' }, OPT.contextTurns, say);
+  }
+
+  if (!OPT.skipInstances) await instancesRun(results, appDir, model);
+}
+
+/** Section 8; a machine without Postgres or nginx gets the reason in the report instead. */
+async function instancesRun(results: Results, appDir: string, model: BenchModel) {
+  const env = { OPENAI_BASE_URL: model.url, OPENAI_API_KEY: 'bench', OPENAI_MODEL: 'scripted', MAX_ITERATIONS: '10' };
+  try {
+    results.instances = await instancesFigures(appDir, model, env, { concurrency: 20, turns: scaled(400), perConversation: OPT.turnsPerConversation }, say);
+  } catch (e) {
+    results.instances = { error: String((e as Error)?.message ?? e).slice(0, 300) };
+    say(`instances: not measured (${results.instances.error})`);
   }
 }
 

@@ -69,6 +69,8 @@ describe('architecture', () => {
     ['models', ['config', 'llm', 'loop', 'chat', 'conversations', 'tools', 'runtime', 'context', 'prompt', 'stream', 'agents', 'projects']],
     // The context budget works on messages and counts; it neither runs turns nor stores anything itself.
     ['context', ['chat', 'runtime', 'tools', 'stream', 'agents', 'projects', 'config']],
+    // The database connection and its schema: stores build on it, never the other way round.
+    ['db', ['conversations', 'chat', 'loop', 'tools', 'runtime', 'agents', 'projects', 'stream', 'config']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

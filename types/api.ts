@@ -71,11 +71,14 @@ export interface ProjectDetail extends ProjectView {
 }
 
 export interface HealthData {
-  status: 'ok';
+  /** `unavailable` (with status 503) while the store is unreachable or its schema is not current. */
+  status: 'ok' | 'unavailable';
   /** The default profile. */
   llm: { configured: boolean; model: string };
   /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap). */
   capabilities?: { scripts: boolean; sandbox: boolean };
+  /** The conversation store: reachable, and its migrations (applied, known to this version, current). */
+  store?: { kind: 'memory' | 'sqlite' | 'postgres'; ok: boolean; migrations: { applied: number; latest: number; current: boolean } };
 }
 
 /** One model profile as the API shows it: never a key, never an endpoint address. */

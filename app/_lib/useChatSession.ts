@@ -182,9 +182,15 @@ export function useChatSession(options: ChatSessionOptions) {
     [run],
   );
 
-  /** Aborting the fetch is the whole protocol: the server cancels the turn when the client goes. */
+  /**
+   * Aborting the fetch stops the turn on the instance serving the stream (first, so the answer is
+   * kept as far as the screen showed it); the Stop request reaches it through the database too,
+   * from whichever instance the load balancer picks.
+   */
   const stop = useCallback(() => {
+    const id = abortRef.current ? stateRef.current.conversationId : null;
     abortRef.current?.abort();
+    if (id) void fetch(`/api/conversations/${encodeURIComponent(id)}/stop`, { method: 'POST' }).catch(() => undefined);
   }, []);
 
   /**

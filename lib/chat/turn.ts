@@ -223,7 +223,8 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   if (text !== planned) command = resolveCommand(resolved.agent, text);
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent, profile, tokenizer, budget });
+  const remote = watchRemoteStop(deps, lease, signal);
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget });
   return {
     conversationId,
     messageId,
@@ -238,6 +239,29 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   };
 }
 
+/** The abort reason of a Stop asked for through the store (stored as stopped, like the client's own). */
+const REMOTE_STOP: Error = Object.assign(new Error('Stopped through POST /api/conversations/:id/stop.'), { name: 'AbortError' });
+
+/**
+ * The turn's signal: the request's, or a Stop asked for through the store (POST
+ * /api/conversations/:id/stop on any instance), which stops the turn as the client's own Stop
+ * does. A lease lost to another instance (this one stalled past its expiry) ends it as interrupted.
+ */
+function watchRemoteStop(deps: ChatDeps, lease: TurnLease, signal: AbortSignal): { signal: AbortSignal; end: () => void } {
+  const controller = new AbortController();
+  const forward = () => controller.abort(signal.reason);
+  if (signal.aborted) forward();
+  else signal.addEventListener('abort', forward, { once: true });
+  const unwatch = deps.store.watchTurn(lease, (why) => controller.abort(why === 'lost' ? SERVER_SHUTDOWN : REMOTE_STOP));
+  return {
+    signal: controller.signal,
+    end: () => {
+      unwatch();
+      signal.removeEventListener('abort', forward);
+    },
+  };
+}
+
 interface Turn {
   resolved: ResolvedAgent;
   conversationId: string;
@@ -247,6 +271,8 @@ interface Turn {
   appendUser: boolean;
   command: CommandResolution;
   signal: AbortSignal;
+  /** Ends the watch for a Stop asked for through the store. */
+  unwatch: () => void;
   messageId: string;
   lease: TurnLease;
   audit: AuditLog;
@@ -331,7 +357,8 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
           break;
         case 'assistant-message': {
           let keep = true;
-          if (!event.toolCalls.length && !event.byServer && signal.aborted && stopOutcome(signal) === 'stopped' && turn.sent.chars !== null) {
+          // A Stop through the store leaves the reader reading: it gets every token yielded so far, so all of them are kept.
+          if (!event.toolCalls.length && !event.byServer && signal.aborted && stopOutcome(signal) === 'stopped' && signal.reason !== REMOTE_STOP && turn.sent.chars !== null) {
             const shown = Math.max(0, turn.sent.chars - stepTextStart);
             if (shown < event.content.length) event = { ...event, content: event.content.slice(0, shown) };
             // Nothing of it reached the screen: there is no answer to keep.
@@ -391,6 +418,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     void audit.close();
     // No end was seen: the reader closed the events early (stopped), or the server is going down.
     outcome ??= signal.aborted ? stopOutcome(signal) : 'interrupted';
+    turn.unwatch();
     await store.endTurn(turn.lease, outcome);
     log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome: typeof outcome === 'string' ? outcome : outcome.status, durationMs: Math.round(performance.now() - started) });
   }

@@ -45,7 +45,11 @@ export interface Config {
   dataDir: string;
   maxIterations: number;
   turnTimeoutMs: number;
-  store: 'sqlite' | 'memory';
+  store: 'sqlite' | 'memory' | 'postgres';
+  /** DATABASE_URL when it is a postgres:// URL: the conversations live there (store 'postgres'). */
+  databaseUrl?: string;
+  /** How long a turn's lease outlives its last heartbeat on Postgres (TURN_LEASE_MS, at most 30 s). */
+  turnLeaseMs: number;
   /** The default profile's endpoint. */
   llm: LlmConfig;
   /** Every model profile and the routing to them (MODELS_FILE, or the OPENAI_* variables). */
@@ -65,6 +69,10 @@ function int(value: string | undefined, fallback: number, min = 1): number {
   if (value === undefined || value.trim() === '') return fallback;
   const n = Number(value);
   return Number.isFinite(n) && n >= min ? Math.floor(n) : fallback;
+}
+
+function postgresUrl(value: string | undefined): boolean {
+  return /^postgres(ql)?:\/\//i.test(value?.trim() ?? '');
 }
 
 function nonEmpty(value: string | undefined): string | undefined {
@@ -90,7 +98,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: abs(env.DATA_DIR, 'data'),
     maxIterations: int(env.MAX_ITERATIONS, 25),
     turnTimeoutMs: int(env.TURN_TIMEOUT_MS, 120_000),
-    store: env.CONVERSATION_STORE === 'memory' ? 'memory' : 'sqlite',
+    store: env.CONVERSATION_STORE === 'memory' ? 'memory' : postgresUrl(env.DATABASE_URL) ? 'postgres' : 'sqlite',
+    ...(postgresUrl(env.DATABASE_URL) ? { databaseUrl: env.DATABASE_URL!.trim() } : {}),
+    turnLeaseMs: Math.min(30_000, int(env.TURN_LEASE_MS, 30_000, 200)),
     llm: { apiKey: fallback.apiKey, baseURL: fallback.baseURL, model: fallback.model, configured: fallback.configured },
     models,
     limits: { ...DEFAULT_LIMITS },

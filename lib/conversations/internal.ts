@@ -269,7 +269,7 @@ export function settleTurn(outcome: TurnOutcome, at: string): { status: Conversa
 /** Longest search text taken into account. */
 const SEARCH_MAX_TERMS = 16;
 
-function foldText(text: string): string {
+export function foldText(text: string): string {
   return text.normalize('NFKD').replace(/\p{M}+/gu, '').toLowerCase();
 }
 

@@ -8,8 +8,10 @@ import type {
   CreateConversationInput,
   ListOptions,
   Page,
+  StoreHealth,
   StoredMessage,
   TurnLease,
+  TurnSignal,
   TurnOutcome,
   Usage,
 } from './types';
@@ -47,6 +49,8 @@ interface Entry {
   messages: StoredMessage[];
   preview: string | null;
   turn: string | null;
+  /** The turn a Stop was asked for, so a watch that starts later still hears it. */
+  stopTurn?: string;
 }
 
 /**
@@ -56,6 +60,8 @@ interface Entry {
  */
 export class MemoryConversationStore implements ConversationStore {
   private readonly entries = new Map<string, Entry>();
+  /** Watchers of running turns, by lease token. */
+  private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
 
   async create(input: CreateConversationInput): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
@@ -208,6 +214,34 @@ export class MemoryConversationStore implements ConversationStore {
     }
     e.conversation.updatedAt = monotonicNow();
     return removed;
+  }
+
+  async requestStop(id: string): Promise<boolean> {
+    const e = this.required(id);
+    if (e.turn === null) return false;
+    e.stopTurn = e.turn;
+    const watcher = this.watchers.get(e.turn);
+    this.watchers.delete(e.turn);
+    watcher?.('stop');
+    return true;
+  }
+
+  watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void {
+    let fired = false;
+    const once = (signal: TurnSignal) => {
+      if (fired) return;
+      fired = true;
+      on(signal);
+    };
+    this.watchers.set(lease.token, once);
+    if (this.entry(lease.conversationId)?.stopTurn === lease.token) queueMicrotask(() => once('stop'));
+    return () => {
+      if (this.watchers.get(lease.token) === once) this.watchers.delete(lease.token);
+    };
+  }
+
+  async health(): Promise<StoreHealth> {
+    return { kind: 'memory', ok: true, migrations: { applied: 0, latest: 0, current: true } };
   }
 
   async close(): Promise<void> {

@@ -183,6 +183,11 @@ export const MIGRATIONS: readonly Migration[] = [
   CREATE INDEX runs_running ON runs (id) WHERE status = 'running';
   CREATE INDEX runs_by_project ON runs (project_id, created_at, id);
   `,
+  `
+  -- A Stop asked for through any process on this file: the token of the turn it is for, so a
+  -- later turn (a new token) is never stopped by it and nothing has to clear it.
+  ALTER TABLE conversations ADD COLUMN stop_turn TEXT;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

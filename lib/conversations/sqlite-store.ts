@@ -11,8 +11,10 @@ import type {
   LastTurn,
   ListOptions,
   Page,
+  StoreHealth,
   StoredMessage,
   TurnLease,
+  TurnSignal,
   TurnOutcome,
   Usage,
 } from './types';
@@ -42,7 +44,7 @@ import {
   titleCandidates,
   unknownMessage,
 } from './internal';
-import { migrate } from './migrations';
+import { SCHEMA_VERSION, migrate } from './migrations';
 import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 
 const CONVERSATION_COLUMNS =
@@ -135,6 +137,9 @@ function listKind(options: Pick<ListOptions, 'agentId' | 'projectId'>, withCurso
 const MESSAGES_SQL = `SELECT id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens,
     cached_tokens, cost, profile, model, compacted, timestamp
   FROM messages WHERE conversation_id = ? ORDER BY seq`;
+
+/** How often a running turn looks for a Stop asked through another process on the same file. */
+const STOP_POLL_MS = 500;
 
 export interface SqliteStoreOptions {
   /** How long a writer waits for another process's write lock before failing (ms). */
@@ -473,6 +478,56 @@ export class SqliteConversationStore implements ConversationStore {
     this.closed = true;
     this.holder.release();
     this.db.close();
+  }
+
+  async requestStop(id: string): Promise<boolean> {
+    if (!isValidConversationId(id)) throw notFound(id);
+    const row = this.stops.request.get(id);
+    if (!row || !isHolderAlive(row.turn_owner)) {
+      if (!this.stmt.get.get(id)) throw notFound(id);
+      return false;
+    }
+    // A turn of this instance stops at once; one of another process on this file sees it on its next poll.
+    this.stopWatchers.get(row.active_turn)?.('stop');
+    return true;
+  }
+
+  watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void {
+    let fired = false;
+    const once = (signal: TurnSignal) => {
+      if (fired) return;
+      fired = true;
+      end();
+      on(signal);
+    };
+    // Another process may run the Stop route on this file: a cheap indexed read every half second.
+    const timer = setInterval(() => {
+      if (this.closed) return end();
+      if (this.stops.asked.get(lease.conversationId, lease.token)) once('stop');
+    }, STOP_POLL_MS);
+    timer.unref?.();
+    const end = () => {
+      clearInterval(timer);
+      if (this.stopWatchers.get(lease.token) === once) this.stopWatchers.delete(lease.token);
+    };
+    this.stopWatchers.set(lease.token, once);
+    if (!this.closed && this.stops.asked.get(lease.conversationId, lease.token)) queueMicrotask(() => once('stop'));
+    return end;
+  }
+
+  async health(): Promise<StoreHealth> {
+    const applied = this.closed ? 0 : (this.db.pragma('user_version', { simple: true }) as number);
+    return { kind: 'sqlite', ok: !this.closed, migrations: { applied, latest: SCHEMA_VERSION, current: applied === SCHEMA_VERSION } };
+  }
+
+  private readonly stopWatchers = new Map<string, (signal: TurnSignal) => void>();
+  private stopStatements?: { request: Database.Statement<[string], { active_turn: string; turn_owner: string | null }>; asked: Database.Statement<[string, string], { x: number }> };
+  private get stops() {
+    this.stopStatements ??= {
+      request: this.db.prepare('UPDATE conversations SET stop_turn = active_turn WHERE id = ? AND active_turn IS NOT NULL RETURNING active_turn, turn_owner'),
+      asked: this.db.prepare('SELECT 1 AS x FROM conversations WHERE id = ? AND stop_turn = ?'),
+    };
+    return this.stopStatements;
   }
 
   private release(lease: TurnLease, outcome: TurnOutcome): void {

@@ -1,18 +1,24 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import type { ConversationStore, StoredMessage } from './types';
 import { MemoryConversationStore } from './memory-store';
 import { SqliteConversationStore } from './sqlite-store';
+import { PgConversationStore } from './pg-store';
 import { DEFAULT_TITLE } from './title';
+import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 
-// The same contract for both stores: the app must not behave differently under CONVERSATION_STORE=memory.
+// The same contract for every store: the app must not behave differently under
+// CONVERSATION_STORE=memory or DATABASE_URL=postgres://….
 const tmpDirs: string[] = [];
-afterAll(() => {
+let pgDatabase: Promise<TestDatabase> | null = null;
+afterAll(async () => {
   for (const d of tmpDirs) fs.rmSync(d, { recursive: true, force: true });
+  if (pgDatabase) await (await pgDatabase).drop();
 });
 
-const factories: [string, () => ConversationStore][] = [
+const factories: [string, () => ConversationStore | Promise<ConversationStore>][] = [
   ['MemoryConversationStore', () => new MemoryConversationStore()],
   [
     'SqliteConversationStore',
@@ -22,7 +28,24 @@ const factories: [string, () => ConversationStore][] = [
       return new SqliteConversationStore(path.join(dir, 'conversations.db'));
     },
   ],
+  [
+    'PgConversationStore',
+    // One fresh database for the run; each case starts from empty tables.
+    async () => {
+      pgDatabase ??= createTestDatabase('contract');
+      const store = new PgConversationStore((await pgDatabase).url, { leaseMs: 5000 });
+      await store.ready;
+      await truncateAll((await pgDatabase).url);
+      return store;
+    },
+  ],
 ];
+
+async function truncateAll(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query('TRUNCATE conversations CASCADE').finally(() => client.end());
+}
 
 const history = (): StoredMessage[] => [
   { id: 'sys_1', role: 'system', content: 'Loaded config: user_name=Ada', timestamp: '2025-01-01T00:00:00.000Z' },
@@ -60,8 +83,8 @@ const history = (): StoredMessage[] => [
 
 describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
   let store: ConversationStore;
-  beforeEach(() => {
-    store = make();
+  beforeEach(async () => {
+    store = await make();
   });
   afterEach(() => store.close());
 
@@ -430,6 +453,80 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
     it('throws for unknown conversations', async () => {
       await expect(store.beginTurn('missing')).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
       await expect(store.endTurn({ conversationId: 'missing', token: 'x' }, 'done')).resolves.toBeUndefined();
+    });
+  });
+
+  describe('stop requests', () => {
+    const heard = (lease: { conversationId: string; token: string }) => {
+      const signals: string[] = [];
+      const unwatch = store.watchTurn(lease, (signal) => signals.push(signal));
+      return { signals, unwatch };
+    };
+    const until = async (cond: () => boolean, ms = 3000) => {
+      const end = Date.now() + ms;
+      while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    };
+
+    it('tells the running turn, once, and answers whether a turn was running', async () => {
+      const c = await newConv();
+      expect(await store.requestStop(c.id)).toBe(false);
+      const lease = (await store.beginTurn(c.id))!;
+      const w = heard(lease);
+      expect(await store.requestStop(c.id)).toBe(true);
+      await until(() => w.signals.length > 0);
+      expect(await store.requestStop(c.id)).toBe(true);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(w.signals).toEqual(['stop']);
+      // Asking is not stopping: the turn ends itself, as a local Stop would.
+      expect((await store.get(c.id))?.status).toBe('running');
+      await store.endTurn(lease, 'stopped');
+      expect(await store.requestStop(c.id)).toBe(false);
+      w.unwatch();
+    });
+
+    it('reaches a watch that starts after the request, and never the next turn', async () => {
+      const c = await newConv();
+      const first = (await store.beginTurn(c.id))!;
+      await store.requestStop(c.id);
+      const late = heard(first);
+      await until(() => late.signals.length > 0);
+      expect(late.signals).toEqual(['stop']);
+      await store.endTurn(first, 'stopped');
+      const second = (await store.beginTurn(c.id))!;
+      const next = heard(second);
+      await new Promise((r) => setTimeout(r, 700));
+      expect(next.signals).toEqual([]);
+      next.unwatch();
+      await store.endTurn(second, 'done');
+    });
+
+    it('stops only the conversation asked for; an ended watch hears nothing', async () => {
+      const a = await newConv();
+      const b = await newConv();
+      const la = (await store.beginTurn(a.id))!;
+      const lb = (await store.beginTurn(b.id))!;
+      const wa = heard(la);
+      const wb = heard(lb);
+      wa.unwatch();
+      await store.requestStop(a.id);
+      await new Promise((r) => setTimeout(r, 700));
+      expect(wa.signals).toEqual([]);
+      expect(wb.signals).toEqual([]);
+      wb.unwatch();
+    });
+
+    it('throws for unknown conversations', async () => {
+      await expect(store.requestStop('missing')).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
+      await expect(store.requestStop('../x')).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
+    });
+  });
+
+  describe('health', () => {
+    it('answers, with its schema current', async () => {
+      const h = await store.health();
+      expect(h).toMatchObject({ ok: true, migrations: { current: true } });
+      expect(['memory', 'sqlite', 'postgres']).toContain(h.kind);
+      expect(h.migrations.applied).toBe(h.migrations.latest);
     });
   });
 

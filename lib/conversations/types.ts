@@ -143,8 +143,23 @@ export interface TurnLease {
 }
 
 /**
+ * What a turn's watcher hears: a Stop was asked for (through any instance on the same database),
+ * or the turn's lease was lost (it expired and another instance took the conversation).
+ */
+export type TurnSignal = 'stop' | 'lost';
+
+/** GET /api/health's view of the store. */
+export interface StoreHealth {
+  kind: 'memory' | 'sqlite' | 'postgres';
+  /** The store answers. */
+  ok: boolean;
+  /** Schema migrations run on its database, those this code knows, and whether they agree. */
+  migrations: { applied: number; latest: number; current: boolean };
+}
+
+/**
  * Storage for conversations. Every method returns a Promise so that a store may sit across a
- * network (a Postgres store comes next); the memory and SQLite stores answer inside the call
+ * network (the Postgres store does); the memory and SQLite stores answer inside the call
  * (better-sqlite3 is synchronous) and only wrap the result. Errors come as rejections.
  *
  * The turn lock stays race-free because beginTurn checks and takes it in one step nothing can
@@ -183,5 +198,18 @@ export interface ConversationStore {
    * rejects with E_VALIDATION (field messageId) when the conversation has no such message.
    */
   truncateFrom(id: string, messageId: string): Promise<number>;
+  /**
+   * Records a Stop for the turn running on the conversation, for whichever instance runs it.
+   * Resolves false when no turn runs; rejects with E_CONVERSATION_NOT_FOUND for unknown ids.
+   */
+  requestStop(id: string): Promise<boolean>;
+  /**
+   * Calls `on` at most once: when the turn this lease holds is asked to stop (requestStop through
+   * any store on the same database: at once in this store, within about a second elsewhere), or
+   * when a store whose leases expire lost it. Returns the function that ends the watch.
+   */
+  watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void;
+  /** Whether the store answers and its schema is current. */
+  health(): Promise<StoreHealth>;
   close(): Promise<void>;
 }

@@ -2,4 +2,4 @@ export { expandVariables, expandDeep, isReservedVariable, withoutReserved, today
 export { resolvePath, resolveInRoot, toVirtual, redactPaths, isInside, isDeniedProjectName, walkFailure, type PathContext, type ResolvedPath } from './sandbox';
 export { openForRead, readResolved, hashResolved, writeFileAtomic, type WriteOutcome } from './safe-io';
 export { walkFolder, WalkError, type WalkEntry, type WalkOptions } from './walk';
-export { KeyedLock, withFileLock } from './file-lock';
+export { KeyedLock, setFileLockFolder, withFileLock } from './file-lock';

@@ -15,7 +15,12 @@ export { MemoryRunStore } from './memory-store';
 export { SqliteRunStore } from './sqlite-store';
 
 /** The runs' store beside the conversations: the same SQLite file, or memory with a memory store. */
-export function openRunStore(config: { store: 'sqlite' | 'memory'; dataDir: string }): RunStore {
+/**
+ * The runs' queue. With the conversations on Postgres it still lives in DATA_DIR's SQLite file,
+ * which the instances of one host share (its leases hold across processes); a Postgres run store
+ * is the step that lets instances on several hosts share one queue.
+ */
+export function openRunStore(config: { store: 'sqlite' | 'memory' | 'postgres'; dataDir: string }): RunStore {
   if (config.store === 'memory') return new MemoryRunStore();
   fs.mkdirSync(config.dataDir, { recursive: true });
   return new SqliteRunStore(path.join(config.dataDir, DATABASE_FILE));

@@ -12,6 +12,7 @@ import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
 import { openRunStore, RunService, runSettings } from '../runs';
 import { trackTurn } from './shutdown';
+import { setFileLockFolder } from '../paths';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -29,9 +30,11 @@ export interface Runtime extends ChatDeps {
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
   const clients = new Map<string, OpenAI>();
+  // Beside the versions in DATA_DIR, which every instance of a deployment shares.
+  setFileLockFolder(path.join(config.dataDir, 'locks'));
   const runtime: Omit<Runtime, 'runs'> = {
     config,
-    store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
+    store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000 }),

@@ -26,7 +26,12 @@ describe('GET endpoints', () => {
     const body = await (await health(get('/api/health'))).json();
     expect(body).toEqual({
       success: true,
-      data: { status: 'ok', llm: { configured: true, model: 'scripted-test' }, capabilities: { scripts: expect.any(Boolean), sandbox: expect.any(Boolean) } },
+      data: {
+        status: 'ok',
+        llm: { configured: true, model: 'scripted-test' },
+        capabilities: { scripts: expect.any(Boolean), sandbox: expect.any(Boolean) },
+        store: { kind: 'memory', ok: true, migrations: { applied: 0, latest: 0, current: true } },
+      },
     });
   });
 

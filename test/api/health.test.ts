@@ -31,3 +31,21 @@ it('both are off without bubblewrap', async () => {
 (hostReady || process.env.CI ? it : it.skip)('scripts are off without python3, the sandbox still on', async () => {
   expect(await capabilities({ SCRIPT_PYTHON: '/usr/nonexistent/python3' })).toEqual({ scripts: false, sandbox: true });
 });
+
+describe('the store', () => {
+  it('is reachable with its migrations current (SQLite)', async () => {
+    h = await startHarness({}, { store: 'sqlite' });
+    const res = await health(get('/api/health'));
+    expect(res.status).toBe(200);
+    const { data } = await res.json();
+    expect(data.store).toEqual({ kind: 'sqlite', ok: true, migrations: { applied: expect.any(Number), latest: data.store.migrations.applied, current: true } });
+  });
+
+  it('is 503 when the database cannot be reached (Postgres)', async () => {
+    h = await startHarness({ DATABASE_URL: 'postgres://postgres@127.0.0.1:1/nowhere' }, { store: 'sqlite' });
+    const res = await health(get('/api/health'));
+    expect(res.status).toBe(503);
+    const { data } = await res.json();
+    expect(data).toMatchObject({ status: 'unavailable', store: { kind: 'postgres', ok: false, migrations: { current: false } } });
+  });
+});

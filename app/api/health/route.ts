@@ -7,13 +7,19 @@ export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
   return handle('GET /api/health', request, async () => {
-    const { config } = getRuntime();
+    const { config, store } = getRuntime();
     // Probed once per process (a missing piece is asked again after a while), so this stays cheap.
-    const caps = await scriptCapabilities(config.scripts);
-    return ok({
-      status: 'ok',
-      llm: { configured: config.llm.configured, model: config.llm.model },
-      capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
-    });
+    const [caps, storeHealth] = await Promise.all([scriptCapabilities(config.scripts), store.health()]);
+    // A load balancer sends no requests to an instance whose database is unreachable or behind.
+    const ready = storeHealth.ok && storeHealth.migrations.current;
+    return ok(
+      {
+        status: ready ? 'ok' : 'unavailable',
+        llm: { configured: config.llm.configured, model: config.llm.model },
+        capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
+        store: storeHealth,
+      },
+      ready ? undefined : { status: 503 },
+    );
   });
 }

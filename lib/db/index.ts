@@ -1,0 +1,18 @@
+import { migratePostgres } from './migrate';
+import { openPostgres } from './postgres';
+
+export { openPostgres, isPostgresUrl, type Db } from './postgres';
+export { migratePostgres, migrationStatus, type MigrationStatus } from './migrate';
+export { POSTGRES_MIGRATIONS } from './migrations';
+
+/** Brings the database at `url` to the latest schema on a pool of its own, closed after. */
+export async function migrateDatabase(url: string): Promise<{ applied: string[] } | { error: string }> {
+  const { db, pool } = openPostgres(url, { poolSize: 2 });
+  try {
+    return { applied: await migratePostgres(db, pool) };
+  } catch (e) {
+    return { error: String((e as Error)?.message ?? e).slice(0, 300) };
+  } finally {
+    await db.destroy();
+  }
+}

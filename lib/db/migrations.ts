@@ -1,0 +1,84 @@
+import { sql, type Migration, type MigrationProvider } from 'kysely';
+import type { Db } from './postgres';
+
+/** Runs DDL statements one at a time (one statement per protocol message keeps errors precise). */
+function ddl(...statements: string[]): Migration {
+  return {
+    async up(db: Db) {
+      for (const s of statements) await sql.raw(s).execute(db);
+    },
+  };
+}
+
+/**
+ * The Postgres schema history, oldest first, by name (Kysely orders them by name). Append only:
+ * an edited migration would leave existing databases on a schema no code describes.
+ *
+ * Texts that are compared or sorted as keys (ids, ISO timestamps) use the "C" collation, so the
+ * order is the byte order the SQLite and memory stores use whatever the database's locale.
+ */
+export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001_conversations': ddl(
+    `CREATE TABLE conversations (
+       id                text COLLATE "C" PRIMARY KEY,
+       agent_id          text NOT NULL,
+       bundle_name       text NOT NULL,
+       project_id        text,
+       title             text NOT NULL,
+       title_state       smallint NOT NULL DEFAULT 0,
+       title_search      tsvector,
+       created_at        text COLLATE "C" NOT NULL,
+       updated_at        text COLLATE "C" NOT NULL,
+       status            text NOT NULL DEFAULT 'idle' CHECK (status IN ('idle', 'running', 'interrupted', 'stopped', 'failed')),
+       last_turn         text,
+       variables         text NOT NULL DEFAULT '{}',
+       prompt_tokens     bigint NOT NULL DEFAULT 0,
+       completion_tokens bigint NOT NULL DEFAULT 0,
+       cached_tokens     bigint NOT NULL DEFAULT 0,
+       cost              double precision,
+       model             text,
+       message_count     integer NOT NULL DEFAULT 0,
+       last_preview      text
+     )`,
+    // list(): newest first, keyset on (updated_at, id), per filter.
+    'CREATE INDEX conversations_by_updated ON conversations (updated_at, id)',
+    'CREATE INDEX conversations_by_agent ON conversations (agent_id, updated_at, id)',
+    'CREATE INDEX conversations_by_project ON conversations (project_id, updated_at, id) WHERE project_id IS NOT NULL',
+    'CREATE INDEX conversations_by_project_agent ON conversations (project_id, agent_id, updated_at, id) WHERE project_id IS NOT NULL',
+    'CREATE INDEX conversations_title_search ON conversations USING gin (title_search)',
+    // A message is kept whole as JSON (text cannot hold NUL, JSON escapes it); what the store
+    // queries by has columns of its own.
+    `CREATE TABLE messages (
+       conversation_id text COLLATE "C" NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+       seq             integer NOT NULL,
+       id              text NOT NULL,
+       role            text NOT NULL CHECK (role IN ('user', 'assistant', 'tool', 'system')),
+       body            text NOT NULL,
+       compacted       text,
+       search          tsvector,
+       PRIMARY KEY (conversation_id, seq)
+     )`,
+    'CREATE INDEX messages_search ON messages USING gin (search)',
+    // The turn lock: one row per running turn, held by one instance while it heartbeats, free
+    // to take once expired (its holder died). A Stop from any instance is recorded on it.
+    `CREATE TABLE turn_leases (
+       conversation_id   text COLLATE "C" PRIMARY KEY REFERENCES conversations (id) ON DELETE CASCADE,
+       token             text NOT NULL,
+       holder            text NOT NULL,
+       started_at        timestamptz NOT NULL,
+       heartbeat_at      timestamptz NOT NULL,
+       expires_at        timestamptz NOT NULL,
+       stop_requested_at timestamptz
+     )`,
+    'CREATE INDEX turn_leases_by_token ON turn_leases (token)',
+  ),
+};
+
+/** Migrations defined in code: nothing is read from disk at run time (the build bundles them). */
+export class CodeMigrationProvider implements MigrationProvider {
+  constructor(private readonly migrations: Readonly<Record<string, Migration>> = POSTGRES_MIGRATIONS) {}
+
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return { ...this.migrations };
+  }
+}
