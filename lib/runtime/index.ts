@@ -10,6 +10,8 @@ import type { ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
+import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
+import { externalToolCheck } from '../doctor/external-tools';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -21,16 +23,21 @@ export interface Runtime extends ChatDeps {
   doctor: DoctorCache;
   /** Who may see and change which project and conversation. */
   access: AccessPolicy;
+  /** The MCP servers of MCP_SERVERS_FILE, connected on first use. */
+  mcp: McpHub;
 }
 
-export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
+/** `options.mcp`: the MCP servers (tests); by default MCP_SERVERS_FILE of the process's environment. */
+export function createRuntime(config: Config = loadConfig(), store?: ConversationStore, options: { mcp?: McpSetup } = {}): Runtime {
   const clients = new Map<string, OpenAI>();
+  const mcp = createMcpHub(options.mcp ?? loadMcpSetup(process.env, config.projectRoot));
   return {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
-    doctor: createDoctorCache({ ttlMs: 5000 }),
+    doctor: createDoctorCache({ ttlMs: 5000, checks: [externalToolCheck(mcp)] }),
+    mcp,
     access: openAccess,
     auditDir: path.join(config.dataDir, 'audit'),
     llm: (name = config.models.defaultProfile) => {
@@ -59,5 +66,8 @@ export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
   const previous = holder.__bmadRuntime;
   // Swapped before the close, so no caller picks up a store that is closing.
   holder.__bmadRuntime = runtime;
-  if (previous && previous !== runtime) await previous.store.close();
+  if (previous && previous !== runtime) {
+    await previous.mcp?.close();
+    await previous.store.close();
+  }
 }
