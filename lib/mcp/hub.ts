@@ -29,15 +29,19 @@ export interface McpServerStatus {
   projects?: string[];
 }
 
-/** One server's tool as the model sees it. */
+/** One server's tool as a project's settings show it. */
 export interface McpToolInfo {
-  server: string;
-  tool: string;
   /** The function name (`<server>__<tool>`). */
   name: string;
+  /** The server's own name for it. */
+  tool: string;
   /** How BMAD's skills name it (`server:tool`). */
   reference: string;
-  description: string;
+}
+
+/** A server a project's agents may use, with its tools (once listed). */
+export interface McpProjectServer extends Omit<McpServerStatus, 'tools'> {
+  tools: McpToolInfo[];
 }
 
 export interface McpHub {
@@ -52,6 +56,8 @@ export interface McpHub {
    * listed before, if any: calling them is a tool error, and connects it again.
    */
   toolsFor(projectId: string | undefined): Promise<DynamicTool[]>;
+  /** The servers this project's agents may use, with their tools (listing them on first use) and states. */
+  forProject(projectId: string | undefined): Promise<McpProjectServer[]>;
   /** The tool names a server offers, listing them if needed; null when it cannot be reached. */
   toolNames(server: string): Promise<string[] | null>;
   close(): Promise<void>;
@@ -246,20 +252,30 @@ export function createMcpHub(setup: McpSetup): McpHub {
     return conn.tools;
   }
 
+  const statusOf = (c: Connection): McpServerStatus => ({
+    name: c.config.name,
+    transport: c.config.transport,
+    state: c.state,
+    tools: c.tools ? c.tools.map((t) => t.name) : null,
+    ...(c.problem ? { problem: c.problem } : {}),
+    restarts: c.restarts,
+    ...(c.config.projects ? { projects: c.config.projects } : {}),
+  });
+
   return {
     file: setup.file,
     servers: () => setup.servers,
-    status: () =>
-      [...connections.values()].map((c) => ({
-        name: c.config.name,
-        transport: c.config.transport,
-        state: c.state,
-        tools: c.tools ? c.tools.map((t) => t.name) : null,
-        ...(c.problem ? { problem: c.problem } : {}),
-        restarts: c.restarts,
-        ...(c.config.projects ? { projects: c.config.projects } : {}),
-      })),
+    status: () => [...connections.values()].map(statusOf),
     allows,
+    async forProject(projectId) {
+      const mine = [...connections.values()].filter((c) => allows(c.config.name, projectId));
+      await Promise.all(mine.filter((c) => !c.config.problem).map((c) => listed(c)));
+      return mine.map((c) => {
+        const { tools, ...status } = statusOf(c);
+        const server = c.config.name;
+        return { ...status, tools: (tools ?? []).map((tool) => ({ name: functionName(server, tool), tool, reference: bmadReference(server, tool) })) };
+      });
+    },
     async toolsFor(projectId) {
       const mine = [...connections.values()].filter((c) => allows(c.config.name, projectId) && !c.config.problem);
       const lists = await Promise.all(mine.map(async (c) => ({ c, tools: await listed(c) })));

@@ -136,7 +136,7 @@ function whenAborted(signal: AbortSignal | undefined): { promise: Promise<ToolRe
 
 /** What an audit line keeps of a dynamic tool's call: where it went and the argument names, never their values. */
 function dynamicInput(tool: DynamicTool, parsed: Parsed): unknown {
-  return { ...tool.origin, argumentNames: parsed.ok ? Object.keys(parsed.value).slice(0, 20) : [] };
+  return { ...tool.origin, argumentNames: parsed.ok ? Object.keys(parsed.value).slice(0, 20).join(', ').slice(0, 200) : '' };
 }
 
 async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: ToolResult; input: unknown }> {

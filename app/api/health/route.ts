@@ -7,13 +7,15 @@ export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
   return handle('GET /api/health', request, async () => {
-    const { config } = getRuntime();
+    const { config, mcp } = getRuntime();
     // Probed once per process (a missing piece is asked again after a while), so this stays cheap.
     const caps = await scriptCapabilities(config.scripts);
     return ok({
       status: 'ok',
       llm: { configured: config.llm.configured, model: config.llm.model },
       capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
+      // Each MCP server's state as last seen; asking never connects one (that happens on first use).
+      mcp: { servers: mcp.status() },
     });
   });
 }
