@@ -4,6 +4,7 @@ import { useId, useState } from 'react';
 import type { AgentSummary, ProjectView } from '@/types/api';
 import { Avatar } from './Avatar';
 import { NewProjectDialog } from './NewProjectDialog';
+import { ProjectMcpTools } from './ProjectMcpTools';
 import { PlusIcon, RefreshIcon, Spinner } from './icons';
 
 export function groupByBundle(agents: AgentSummary[]): [string, AgentSummary[]][] {
@@ -96,6 +97,7 @@ function WorkspaceBar({ projects, loading, error, projectId, onChange, onCreated
           </ul>
         </details>
       ) : null}
+      {project ? <ProjectMcpTools projectId={project.id} /> : null}
       {creating ? (
         <NewProjectDialog
           onCancel={() => setCreating(false)}

@@ -4,6 +4,7 @@ import type {
   ConversationListData,
   HealthData,
   OutputFileEntry,
+  ProjectMcpServer,
   ProjectView,
 } from '@/types/api';
 import type { DetailView, FileVersion, ModelProfile, NewProjectInput, ProjectFileEntry, SummaryView } from './types';
@@ -133,6 +134,11 @@ export const api = {
   fileDiff: async (projectId: string, path: string, version: string, signal?: AbortSignal): Promise<string> => {
     const data = await request<{ diff?: string }>(`${projectFileUrl(projectId, path)}?diff=${enc(version)}`, { signal });
     return data?.diff ?? '';
+  },
+  /** The MCP servers a project's agents may use; `list` reaches the ones not listed yet. */
+  projectMcp: async (projectId: string, list = false, signal?: AbortSignal): Promise<ProjectMcpServer[]> => {
+    const data = await request<{ servers?: ProjectMcpServer[] }>(`/api/projects/${enc(projectId)}/mcp${list ? '?list=1' : ''}`, { signal });
+    return Array.isArray(data?.servers) ? data.servers : [];
   },
   restore: (projectId: string, path: string, version: string) =>
     request<{ path: string; version: string }>(`/api/projects/${enc(projectId)}/restore`, { method: 'POST', body: JSON.stringify({ path, version }) }),

@@ -56,8 +56,11 @@ export interface McpHub {
    * listed before, if any: calling them is a tool error, and connects it again.
    */
   toolsFor(projectId: string | undefined): Promise<DynamicTool[]>;
-  /** The servers this project's agents may use, with their tools (listing them on first use) and states. */
-  forProject(projectId: string | undefined): Promise<McpProjectServer[]>;
+  /**
+   * The servers this project's agents may use, with their states and the tools known so far;
+   * `list`: reach each server not listed yet first (it is started if needed).
+   */
+  forProject(projectId: string | undefined, options?: { list?: boolean }): Promise<McpProjectServer[]>;
   /** The tool names a server offers, listing them if needed; null when it cannot be reached. */
   toolNames(server: string): Promise<string[] | null>;
   close(): Promise<void>;
@@ -267,9 +270,9 @@ export function createMcpHub(setup: McpSetup): McpHub {
     servers: () => setup.servers,
     status: () => [...connections.values()].map(statusOf),
     allows,
-    async forProject(projectId) {
+    async forProject(projectId, options = {}) {
       const mine = [...connections.values()].filter((c) => allows(c.config.name, projectId));
-      await Promise.all(mine.filter((c) => !c.config.problem).map((c) => listed(c)));
+      if (options.list) await Promise.all(mine.filter((c) => !c.config.problem).map((c) => listed(c)));
       return mine.map((c) => {
         const { tools, ...status } = statusOf(c);
         const server = c.config.name;

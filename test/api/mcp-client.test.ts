@@ -278,7 +278,7 @@ describe("BMAD's external tools", () => {
   });
 
   it("GET /api/projects/:id/mcp lists the project's MCP tools and each server's state", async () => {
-    const res = await projectMcp(get('/api/projects/shop/mcp'), params({ id: 'shop' }));
+    const res = await projectMcp(get('/api/projects/shop/mcp?list=1'), params({ id: 'shop' }));
     const data = (await res.json()).data as { servers: Array<{ name: string; state: string; tools: Array<{ name: string; tool: string }> }> };
     expect(data.servers.map((s) => s.name)).toEqual(['everything', 'web']);
     expect(data.servers[0]!.tools).toEqual(expect.arrayContaining([{ name: 'everything__echo', tool: 'echo', reference: 'everything:echo' }]));
