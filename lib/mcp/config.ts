@@ -83,7 +83,7 @@ const ServerSchema = z
 const SERVER_FIELDS = ['command', 'args', 'env', 'url', 'headers', 'timeoutMs', 'projects'];
 
 const FileSchema = z
-  .object({ servers: z.record(z.string().regex(SERVER_NAME, 'must be letters, digits, "_" or "-" (at most 32, no "__")'), ServerSchema, { error: 'is required: a mapping of server names to servers' }) }, { error: 'must be a mapping with servers' })
+  .object({ servers: z.record(z.string(), ServerSchema, { error: 'is required: a mapping of server names to servers' }) }, { error: 'must be a mapping with servers' })
   .strict();
 
 type Path = (string | number)[];
@@ -129,6 +129,12 @@ export function parseMcpServers(file: string, text: string, env: Record<string, 
     throw new McpServersFileError(file, `not valid YAML: ${e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '')}`, { line: e.linePos?.[0]?.line });
   }
   const raw: unknown = doc.toJS();
+  const named = (raw as { servers?: unknown } | null)?.servers;
+  if (named && typeof named === 'object' && !Array.isArray(named)) {
+    // Checked here: a record's key error would name the mapping, not the bad name.
+    const bad = Object.keys(named).find((k) => !SERVER_NAME.test(k));
+    if (bad !== undefined) throw new McpServersFileError(file, 'must be letters, digits, "_" or "-" (at most 32, no "__")', { line: lineOf(doc, lines, ['servers'], bad), field: `servers.${bad}` });
+  }
   const parsed = FileSchema.safeParse(raw ?? undefined);
   if (!parsed.success) {
     const issue = parsed.error.issues.find((i) => i.code === 'unrecognized_keys') ?? parsed.error.issues[0]!;
@@ -138,10 +144,8 @@ export function parseMcpServers(file: string, text: string, env: Record<string, 
       const known = at.length === 0 ? 'servers' : at[0] === 'servers' && at.length === 2 ? SERVER_FIELDS.join(', ') : '';
       throw new McpServersFileError(file, `unknown field "${key}"${known ? ` (known: ${known})` : ''}`, { line: lineOf(doc, lines, at, key), field: [...at, key].join('.') });
     }
-    // A bad server name is reported at its key.
-    const isKey = issue.code === 'invalid_format' && at.length === 2 && at[0] === 'servers' && !SERVER_NAME.test(String(at[1]));
     const missing = valueAt(raw, at) === undefined;
-    const line = isKey ? lineOf(doc, lines, ['servers'], String(at[1])) : missing ? lineOf(doc, lines, at.slice(0, -1)) : lineOf(doc, lines, at);
+    const line = missing ? lineOf(doc, lines, at.slice(0, -1)) : lineOf(doc, lines, at);
     throw new McpServersFileError(file, issue.message, { line, field: at.join('.') || '(top level)' });
   }
   const dir = path.dirname(file);
