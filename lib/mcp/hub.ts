@@ -66,6 +66,11 @@ export interface McpHub {
   close(): Promise<void>;
 }
 
+/** How long a turn waits for a server's first tool list before it starts without its tools. */
+const TURN_LIST_WAIT_MS = 10_000;
+/** A server whose connection failed is not tried again for a turn's tool list within this time (a call still tries). */
+const RETRY_AFTER_MS = 15_000;
+
 // What an MCP server's child process may never inherit, even from the SDK's own defaults: only PATH and what `env` names.
 const NOT_INHERITED = Object.fromEntries(DEFAULT_INHERITED_ENV_VARS.filter((k) => k !== 'PATH').map((k) => [k, undefined]));
 
@@ -112,6 +117,8 @@ class Connection {
   problem?: string;
   restarts = 0;
   tools: McpTool[] | null = null;
+  /** When the last connection attempt failed (performance.now()), null after a success. */
+  failedAt: number | null = null;
   private client: Client | null = null;
   private connecting: Promise<Client> | null = null;
   private connectedOnce = false;
@@ -160,6 +167,7 @@ class Connection {
         await client.close().catch(() => undefined);
         const reason = reasonOf(e);
         this.markDown(reason);
+        this.failedAt = performance.now();
         log.warn('mcp.connect_failed', { server: this.config.name, reason, durationMs: Math.round(performance.now() - started) });
         throw e;
       }
@@ -174,6 +182,7 @@ class Connection {
         }
       };
       this.client = client;
+      this.failedAt = null;
       this.state = 'ready';
       delete this.problem;
       log.info('mcp.connected', { server: this.config.name, transport: this.config.transport, tools: this.tools?.length ?? 0, durationMs: Math.round(performance.now() - started) });
@@ -250,8 +259,20 @@ export function createMcpHub(setup: McpSetup): McpHub {
     };
   }
 
-  async function listed(conn: Connection): Promise<McpTool[] | null> {
-    if (conn.state !== 'ready' || !conn.tools) await conn.connect().catch(() => undefined);
+  /**
+   * A server's tools: the ones it listed (kept while it is down: calling one is the tool error
+   * that connects it again), or listed now. A turn waits at most TURN_LIST_WAIT_MS for a first
+   * list (the connection goes on and its tools join the next turn), and does not try a server
+   * again within RETRY_AFTER_MS of a failed attempt.
+   */
+  async function listed(conn: Connection, waitMs = Number.POSITIVE_INFINITY): Promise<McpTool[] | null> {
+    if (conn.tools) return conn.tools;
+    if (conn.failedAt !== null && performance.now() - conn.failedAt < RETRY_AFTER_MS) return null;
+    const attempt = conn.connect().then(() => undefined, () => undefined);
+    if (Number.isFinite(waitMs)) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([attempt, new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)))]).finally(() => clearTimeout(timer));
+    } else await attempt;
     return conn.tools;
   }
 
@@ -281,7 +302,7 @@ export function createMcpHub(setup: McpSetup): McpHub {
     },
     async toolsFor(projectId) {
       const mine = [...connections.values()].filter((c) => allows(c.config.name, projectId) && !c.config.problem);
-      const lists = await Promise.all(mine.map(async (c) => ({ c, tools: await listed(c) })));
+      const lists = await Promise.all(mine.map(async (c) => ({ c, tools: await listed(c, Math.min(c.config.timeoutMs, TURN_LIST_WAIT_MS)) })));
       const out: DynamicTool[] = [];
       const seen = new Set<string>();
       for (const { c, tools } of lists) {
