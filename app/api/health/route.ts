@@ -14,8 +14,8 @@ export async function GET(request: Request) {
       status: 'ok',
       llm: { configured: config.llm.configured, model: config.llm.model },
       capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
-      // Each MCP server's state as last seen; asking never connects one (that happens on first use).
-      mcp: { servers: mcp.status() },
+      // Each MCP server's state as last seen (only when MCP_SERVERS_FILE names some); asking never connects one.
+      ...(mcp.servers().length ? { mcp: { servers: mcp.status() } } : {}),
     });
   });
 }
