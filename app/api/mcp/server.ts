@@ -22,7 +22,7 @@ function register(server: McpServer, t: McpServerTool, caller: Caller) {
     let outcome = 'ok';
     try {
       const data = await t.run(args as never, { caller, signal: extra.signal });
-      return { content: [{ type: 'text' as const, text: JSON.stringify(data, null, 2) }], structuredContent: { result: data } as Record<string, unknown> };
+      return { content: [{ type: 'text' as const, text: JSON.stringify(data, null, 2) }] };
     } catch (e) {
       outcome = isAppError(e) ? e.code : 'E_INTERNAL';
       return errorResult(e, t.name);
