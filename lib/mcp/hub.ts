@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, DEFAULT_INHERITED_ENV_VARS } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { log } from '../log';
 import { fail, type ToolResult } from '../results';
 import type { DynamicTool } from '../tools';
@@ -80,6 +80,7 @@ function reasonOf(e: unknown): string {
   const cause = (e as { cause?: { code?: unknown } } | undefined)?.cause;
   const code = typeof err?.code === 'string' ? err.code : typeof cause?.code === 'string' ? cause.code : undefined;
   if (code) return code;
+  if (e instanceof StreamableHTTPError && typeof e.code === 'number') return `HTTP ${e.code}`;
   if (typeof err?.code === 'number') {
     if (err.code === -32000 || err.code === -32001) return err.code === -32001 ? 'request timed out' : 'connection closed';
     return `MCP error ${err.code}`;
@@ -201,7 +202,7 @@ class Connection {
     await client?.close().catch(() => undefined);
   }
 
-  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult> {
+  async call(tool: string, args: Record<string, unknown>, signal: AbortSignal, retried = false): Promise<ToolResult> {
     const server = this.config.name;
     let client: Client;
     try {
@@ -218,13 +219,15 @@ class Connection {
       return toToolResult(server, tool, result as CallToolResult);
     } catch (e) {
       if (signal.aborted) return fail('E_ABORTED', 'The call was stopped before the tool finished');
-      const code = (e as { code?: unknown }).code;
-      // A protocol error about the call itself (unknown tool, bad arguments) leaves the connection as it is.
-      if (typeof code === 'number' && code !== -32000 && code !== -32001) {
-        return fail('E_EXTERNAL_TOOL', `${bmadReference(server, tool)} refused the call: ${String((e as Error).message ?? '').replace(/^MCP error -?\d+: /, '').slice(0, 500)}`, { details: { server, tool } });
+      // A JSON-RPC error about the call itself (unknown tool, bad arguments) leaves the connection as it is.
+      if (e instanceof McpError && e.code !== ErrorCode.ConnectionClosed && e.code !== ErrorCode.RequestTimeout) {
+        return fail('E_EXTERNAL_TOOL', `${bmadReference(server, tool)} refused the call: ${e.message.replace(/^MCP error -?\d+: /, '').slice(0, 500)}`, { details: { server, tool } });
       }
       const reason = reasonOf(e);
       await this.drop(reason);
+      // A session the server no longer knows (it restarted): refused before it ran (404 by the spec, 400 by some
+      // servers), so the call is made once more on a new session.
+      if (!retried && e instanceof StreamableHTTPError && (e.code === 404 || e.code === 400)) return this.call(tool, args, signal, true);
       return fail('E_UNAVAILABLE', `MCP server ${server} failed during the call (${reason}); it is started again for the next call.`, { details: { server, tool } });
     }
   }

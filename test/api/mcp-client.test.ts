@@ -251,6 +251,13 @@ describe('Streamable HTTP: server-everything on a loopback port', () => {
     expect(back.body.data.message.functionCalls[0].result).toMatchObject({ ok: true, content: 'Echo: back again' });
     expect((await servers()).find((s) => s.name === 'web')).toMatchObject({ state: 'ready' });
   }, 60_000);
+
+  it('a server restarted between two calls (its session gone) answers the next call on a new session', async () => {
+    await stopHttpServer();
+    httpServer = await startHttpServer(httpPort);
+    const { body } = await send({ projectId: 'shop', agentId: 'pm', message: 'call web__echo {"message":"new session"}' });
+    expect(body.data.message.functionCalls[0].result).toEqual({ ok: true, server: 'web', tool: 'echo', content: 'Echo: new session' });
+  }, 60_000);
 });
 
 describe("BMAD's external tools", () => {
