@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DELETE, GET, POST } from '@/app/api/mcp/route';
+import { GET as listProjects } from '@/app/api/projects/route';
 import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
 import { MemoryConversationStore } from '@/lib/conversations';
 import { bmadProject } from '../bmad-installs';
@@ -84,6 +85,16 @@ afterAll(async () => {
   await client?.close();
   await new Promise((r) => server?.close(r));
   await h.close();
+});
+
+it("asks for the REST API's credentials: a request without a token is answered as GET /api/projects answers it", async () => {
+  const initialize = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'no-token', version: '1' } } };
+  const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const bare = await fetch(url, { method: 'POST', headers, body: JSON.stringify(initialize) });
+  const rest = await listProjects(new Request('http://localhost/api/projects'));
+  expect(bare.status).toBe(rest.status);
+  if (rest.status === 401) expect(await bare.json()).toMatchObject({ success: false, code: (await rest.json()).code });
+  else expect((await bare.json()).result.serverInfo).toMatchObject({ name: 'bmad-orchestrator' });
 });
 
 it('lists its tools, each with an input schema', async () => {
