@@ -26,11 +26,13 @@ export function ProjectMcpTools({ projectId }: { projectId: string }) {
   const [servers, setServers] = useState<ProjectMcpServer[] | null>(null);
   const [listing, setListing] = useState(false);
   const [error, setError] = useState<string | null>(null);
+  const [listError, setListError] = useState<string | null>(null);
 
   useEffect(() => {
     const ac = new AbortController();
     setServers(null);
     setError(null);
+    setListError(null);
     api.projectMcp(projectId, false, ac.signal).then(setServers, (e: Error) => {
       if (e.name !== 'AbortError') setError(e.message);
     });
@@ -44,9 +46,10 @@ export function ProjectMcpTools({ projectId }: { projectId: string }) {
   const onToggle = (open: boolean) => {
     if (!open || listing || servers.every((s) => s.tools.length > 0 || s.state === 'unconfigured')) return;
     setListing(true);
+    setListError(null);
     api
       .projectMcp(projectId, true)
-      .then(setServers, (e: Error) => setError(e.message))
+      .then(setServers, (e: Error) => setListError(e.message))
       .finally(() => setListing(false));
   };
 
@@ -61,6 +64,7 @@ export function ProjectMcpTools({ projectId }: { projectId: string }) {
           <Spinner /> Asking the servers for their tools…
         </p>
       ) : null}
+      {listError ? <p role="alert">Could not ask the servers for their tools: {listError}</p> : null}
       <ul>
         {servers.map((s) => (
           <li key={s.name}>
