@@ -19,7 +19,7 @@ const NOT_SERVERS = new Set(['file', 'skill', 'http', 'https', 'mailto', 'ftp', 
 const MAX_ENTRY_CHARS = 4_000;
 const MAX_ENTRIES = 200;
 // A name, a colon, a tool name: `corp:confluence_upload`. Bounded classes, no nesting: linear in the entry.
-const REFERENCE = /(?<![\w.:/@-])([A-Za-z0-9][A-Za-z0-9_-]{0,31}):([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})/g;
+const REFERENCE = /(?<![\w.:/@-])([A-Za-z][A-Za-z0-9_-]{0,31}):([A-Za-z_][A-Za-z0-9_.-]{0,127})/g;
 
 /** A diagnosis waits this long for a server's tool list; a server slower than that is checked by name only. */
 const LIST_WAIT_MS = 3_000;
