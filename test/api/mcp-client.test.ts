@@ -132,6 +132,13 @@ beforeAll(async () => {
       '    headers: { X-Team-Token: MCP_TEST_HEADER }',
       '    timeoutMs: 20000',
       '    projects: [shop]',
+      '  broken:',
+      '    command: /nonexistent/mcp-server',
+      '    projects: [nowhere]',
+      '  needs:',
+      `    command: ${JSON.stringify(process.execPath)}`,
+      '    env: { TOKEN: MCP_TEST_UNSET }',
+      '    projects: [nowhere]',
       '',
     ].join('\n'),
   );
@@ -157,7 +164,19 @@ describe('stdio: server-everything started by the app', () => {
       expect.objectContaining({ name: 'everything', state: 'idle', tools: null }),
       expect.objectContaining({ name: 'slow', state: 'idle' }),
       expect.objectContaining({ name: 'web', state: 'idle' }),
+      expect.objectContaining({ name: 'broken', state: 'idle' }),
+      expect.objectContaining({ name: 'needs', state: 'unconfigured', problem: 'MCP_TEST_UNSET is not set' }),
     ]);
+  });
+
+  it('a server that cannot start is down with its reason; one missing a variable is never started', async () => {
+    expect(await rt.mcp.toolNames('broken')).toBeNull();
+    expect(await rt.mcp.toolNames('needs')).toBeNull();
+    const [broken, needs] = (await servers()).slice(3);
+    expect(broken).toMatchObject({ name: 'broken', state: 'down', problem: 'ENOENT', tools: null });
+    expect(needs).toMatchObject({ name: 'needs', state: 'unconfigured' });
+    expect(JSON.stringify(await servers())).not.toContain('/nonexistent');
+    expect(stdioChildren()).toEqual([]);
   });
 
   it('offers its tools as everything__<tool> with their schemas, and the scripted model calls one through the tool path', async () => {
