@@ -66,6 +66,10 @@ export interface McpHub {
   close(): Promise<void>;
 }
 
+/** OpenAI takes at most 128 tools a request: what one server may add, and all of them together. */
+const MAX_TOOLS_PER_SERVER = 64;
+const MAX_DYNAMIC_TOOLS = 100;
+const MAX_LIST_PAGES = 10;
 /** How long a turn waits for a server's first tool list before it starts without its tools. */
 const TURN_LIST_WAIT_MS = 10_000;
 /** A server whose connection failed is not tried again for a turn's tool list within this time (a call still tries). */
@@ -154,6 +158,7 @@ class Connection {
   /** The live client, connecting (again) when there is none; each attempt waits at most timeoutMs. */
   connect(): Promise<Client> {
     if (this.config.problem) return Promise.reject(Object.assign(new Error(this.config.problem), { code: 'unconfigured' }));
+    if (this.closed) return Promise.reject(Object.assign(new Error('closed'), { code: 'closed' }));
     if (this.client) return Promise.resolve(this.client);
     this.connecting ??= (async () => {
       this.state = 'connecting';
@@ -162,8 +167,17 @@ class Connection {
       const transport = this.transport();
       try {
         await client.connect(transport, { timeout: this.config.timeoutMs });
-        const listed = await client.listTools(undefined, { timeout: this.config.timeoutMs });
-        this.tools = listed.tools;
+        const tools: McpTool[] = [];
+        let cursor: string | undefined;
+        for (let page = 0; page < MAX_LIST_PAGES; page++) {
+          const listed = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.timeoutMs });
+          tools.push(...listed.tools);
+          cursor = listed.nextCursor;
+          if (!cursor || tools.length >= MAX_TOOLS_PER_SERVER) break;
+        }
+        if (tools.length > MAX_TOOLS_PER_SERVER) log.warn('mcp.tools_cut', { server: this.config.name, offered: tools.length, kept: MAX_TOOLS_PER_SERVER });
+        if (this.closed) throw Object.assign(new Error('closed'), { code: 'closed' });
+        this.tools = tools.slice(0, MAX_TOOLS_PER_SERVER);
       } catch (e) {
         await client.close().catch(() => undefined);
         const reason = reasonOf(e);
@@ -310,6 +324,7 @@ export function createMcpHub(setup: McpSetup): McpHub {
       const seen = new Set<string>();
       for (const { c, tools } of lists) {
         for (const t of tools ?? []) {
+          if (out.length >= MAX_DYNAMIC_TOOLS) break;
           const tool = dynamicTool(c, t);
           if (seen.has(tool.name)) continue;
           seen.add(tool.name);
