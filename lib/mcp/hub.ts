@@ -218,12 +218,13 @@ class Connection {
 
   async call(tool: string, args: Record<string, unknown>, signal: AbortSignal, retried = false): Promise<ToolResult> {
     const server = this.config.name;
+    const again = this.config.transport === 'stdio' ? 'it is started again' : 'it is reached again';
     let client: Client;
     try {
       client = await this.connect();
     } catch (e) {
       if (signal.aborted) return fail('E_ABORTED', 'The call was stopped before the tool finished');
-      return fail('E_UNAVAILABLE', `MCP server ${server} is not available (${this.problem ?? reasonOf(e)}); it is started again for the next call. Go on without ${bmadReference(server, tool)} or try again.`, {
+      return fail('E_UNAVAILABLE', `MCP server ${server} is not available (${this.problem ?? reasonOf(e)}); ${again} for the next call. Go on without ${bmadReference(server, tool)} or try again.`, {
         details: { server, tool },
       });
     }
@@ -242,7 +243,7 @@ class Connection {
       // A session the server no longer knows (it restarted): refused before it ran (404 by the spec, 400 by some
       // servers), so the call is made once more on a new session.
       if (!retried && e instanceof StreamableHTTPError && (e.code === 404 || e.code === 400)) return this.call(tool, args, signal, true);
-      return fail('E_UNAVAILABLE', `MCP server ${server} failed during the call (${reason}); it is started again for the next call.`, { details: { server, tool } });
+      return fail('E_UNAVAILABLE', `MCP server ${server} failed during the call (${reason}); ${again} for the next call.`, { details: { server, tool } });
     }
   }
 
