@@ -97,6 +97,12 @@ it("asks for the REST API's credentials: a request without a token is answered a
   else expect((await bare.json()).result.serverInfo).toMatchObject({ name: 'bmad-orchestrator' });
 });
 
+it('refuses a body larger than the REST API takes (413) before reading it', async () => {
+  const big = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'chat', arguments: { agentId: 'pm', message: 'x'.repeat(300 * 1024) } } };
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer test-token' }, body: JSON.stringify(big) });
+  expect(res.status).toBe(413);
+});
+
 it('lists its tools, each with an input schema', async () => {
   const { tools } = await client.listTools();
   expect(tools.map((t) => t.name).sort()).toEqual(['chat', 'list_agents', 'list_documents', 'list_projects', 'read_document']);

@@ -1,5 +1,5 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { handle } from '../_lib/http';
+import { handle, MAX_BODY_BYTES } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 import { createAppMcpServer } from './server';
 
@@ -15,7 +15,12 @@ async function serve(request: Request): Promise<Response> {
   return handle(`${request.method} /api/mcp`, request, async () => {
     const caller = await callerOf(request);
     const server = createAppMcpServer(caller);
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+      // The REST API's bound: a larger body is a 413 before anything is parsed.
+      maxRequestBodySize: MAX_BODY_BYTES,
+    });
     await server.connect(transport);
     try {
       return await transport.handleRequest(request);
