@@ -2,6 +2,9 @@ import type { Project } from '../projects';
 import type { Problem } from '../results';
 import { diagnoseProject } from './project';
 
+/** A check beyond the install's own, run with every diagnosis (e.g. the MCP tools skills name). */
+export type ProjectCheck = (project: Project) => Promise<Problem[]>;
+
 export interface DoctorCache {
   /** The project's diagnosis, at most `ttlMs` old; callers during one diagnosis share it. */
   project(project: Project): Promise<Problem[]>;
@@ -12,9 +15,6 @@ export interface DoctorCache {
  * while per project folder. No change stamp would do: an edit deep in a workflow folder changes
  * no folder the install lists, so the age is the only honest bound.
  */
-/** A check beyond the install's own, run with every diagnosis (e.g. the MCP tools skills name). */
-export type ProjectCheck = (project: Project) => Promise<Problem[]>;
-
 export function createDoctorCache(options: { ttlMs: number; now?: () => number; checks?: ProjectCheck[] }): DoctorCache {
   const now = options.now ?? (() => performance.now());
   const entries = new Map<string, { at: number; promise: Promise<Problem[]> }>();
