@@ -285,3 +285,16 @@ export interface JourneyStep {
   /** The catalog marks it required; the others are optional steps before it. */
   required: boolean;
 }
+
+/** An MCP server a project's agents may use (GET /api/projects/:id/mcp). */
+export interface ProjectMcpServer {
+  name: string;
+  transport: 'stdio' | 'http';
+  /** `idle`: not used yet (reached on first use); `down`: the last attempt failed, the next use tries again. */
+  state: 'idle' | 'connecting' | 'ready' | 'down' | 'unconfigured';
+  problem?: string;
+  restarts: number;
+  projects?: string[];
+  /** Known once the server was listed: the function name, the server's own name, the `server:tool` name skills use. */
+  tools: { name: string; tool: string; reference: string }[];
+}

@@ -5,6 +5,7 @@ import type { AgentSummary, ProjectDetail, ProjectView } from '@/types/api';
 import { projectLabel } from '../_lib/projects';
 import { Avatar } from './Avatar';
 import { NewProjectDialog } from './NewProjectDialog';
+import { ProjectMcpTools } from './ProjectMcpTools';
 import { PlusIcon, RefreshIcon, Spinner } from './icons';
 
 export function groupByBundle(agents: AgentSummary[]): [string, AgentSummary[]][] {
@@ -155,6 +156,7 @@ function WorkspaceBar({ projects, loading, error, projectId, detail = null, deta
         </p>
       ) : null}
       {project ? <ProjectDoctor detail={detail} error={detailError} /> : null}
+      {project ? <ProjectMcpTools projectId={project.id} /> : null}
       {creating ? (
         <NewProjectDialog
           onCancel={() => setCreating(false)}

@@ -7,6 +7,7 @@ import type {
   ProjectDetail,
   ProjectDocumentVersion,
   ProjectJourney,
+  ProjectMcpServer,
   ProjectView,
 } from '@/types/api';
 import type { DetailView, FileVersion, ModelProfile, NewProjectInput, ProjectFileEntry, SummaryView } from './types';
@@ -230,6 +231,11 @@ export const api = {
     if (!res.ok) throw await readApiError(res);
     const body = (await res.json()) as { data: SavedDocumentView };
     return body.data;
+  },
+  /** The MCP servers a project's agents may use; `list` reaches the ones not listed yet. */
+  projectMcp: async (projectId: string, list = false, signal?: AbortSignal): Promise<ProjectMcpServer[]> => {
+    const data = await request<{ servers?: ProjectMcpServer[] }>(`/api/projects/${enc(projectId)}/mcp${list ? '?list=1' : ''}`, { signal });
+    return Array.isArray(data?.servers) ? data.servers : [];
   },
   restore: (projectId: string, path: string, version: string) =>
     request<{ path: string; version: string }>(`/api/projects/${enc(projectId)}/restore`, { method: 'POST', body: JSON.stringify({ path, version }) }),

@@ -60,6 +60,20 @@ const VERBS: Record<string, [running: string, done: string, failed: string]> = {
 
 export type ToolCallState = 'running' | 'done' | 'failed';
 
+/**
+ * An MCP server's tool, from the function name the model calls (`<server>__<tool>`; server names
+ * hold no `__`) and, once it answered, the result's own `server` and `tool` (the real tool name,
+ * before any character was replaced).
+ */
+export function mcpToolOf(toolName: string, output?: unknown): { server: string; tool: string } | null {
+  const m = /^([A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*)__(.+)$/.exec(toolName);
+  if (!m) return null;
+  const o = obj(output);
+  const server = s(o.server) ?? m[1]!;
+  const tool = s(o.tool) ?? m[2]!;
+  return { server, tool };
+}
+
 /** The headline of a tool call, in the tense of its state: "Reading brief.md", "Ran workflow plan". */
 export function toolLabel(toolName: string, input: unknown, state: ToolCallState = 'running', output?: unknown): ToolLabel {
   const a = obj(input);
@@ -90,8 +104,11 @@ export function toolLabel(toolName: string, input: unknown, state: ToolCallState
       const name = s(obj(obj(output).workflow).name) ?? (path ? workflowName(path) : undefined);
       return { verb, ...(name ? { target: name } : {}), ...(path ? { path } : {}) };
     }
-    default:
+    default: {
+      const mcp = mcpToolOf(toolName, output);
+      if (mcp) return { verb, target: mcp.tool, suffix: `on ${mcp.server}` };
       return { verb, target: toolName };
+    }
   }
 }
 
@@ -114,8 +131,10 @@ export function toolStatusText(toolName: string): string {
       return 'Running workflow…';
     case 'spawn_subagent':
       return 'Subagent working…';
-    default:
-      return `Running ${toolName}…`;
+    default: {
+      const mcp = mcpToolOf(toolName);
+      return mcp ? `Running ${mcp.tool} on ${mcp.server}…` : `Running ${toolName}…`;
+    }
   }
 }
 

@@ -10,7 +10,9 @@ import { recorderFor } from '../versions';
 import { log } from '../log';
 import { conversationFreshness } from './freshness';
 import { today } from '../paths';
-import type { ToolContext } from '../tools';
+import { toolDefinitions, type DynamicTool, type ToolContext } from '../tools';
+import type { ToolDefinition } from '../llm/types';
+import type { McpHub } from '../mcp';
 
 /** What the chat service needs from the process. */
 export interface ChatDeps {
@@ -22,6 +24,8 @@ export interface ChatDeps {
   llm: (profile?: string) => OpenAI;
   auditDir: string;
   now?: () => Date;
+  /** The MCP servers whose tools agents may call (MCP_SERVERS_FILE); none when absent. */
+  mcp?: McpHub;
 }
 
 export function clock(deps: ChatDeps): () => Date {
@@ -120,4 +124,21 @@ export async function findAgent(deps: Pick<ChatDeps, 'catalog' | 'projects'>, re
   const agent = await deps.catalog.getAgent(ref.agentId);
   if (!agent) throw new AppError('E_AGENT_NOT_FOUND', `No agent with id "${ref.agentId}". GET /api/agents lists the available agents.`);
   return agent;
+}
+
+/** A turn's tools: the static ones and the MCP tools its project may use, with the context that runs them. */
+export interface TurnTools {
+  definitions: ToolDefinition[];
+  dynamicTools?: ReadonlyMap<string, DynamicTool>;
+}
+
+/**
+ * The tools a turn of this agent offers. MCP servers are reached on the first turn that needs them
+ * (so start-up stays fast) and their tool lists kept; a project outside a server's `projects`
+ * never sees its tools.
+ */
+export async function turnTools(deps: Pick<ChatDeps, 'mcp'>, resolved: ResolvedAgent): Promise<TurnTools> {
+  const dynamic = deps.mcp ? await deps.mcp.toolsFor(resolved.workspace.projectId) : [];
+  if (!dynamic.length) return { definitions: toolDefinitions() };
+  return { definitions: toolDefinitions(dynamic), dynamicTools: new Map(dynamic.map((t) => [t.name, t])) };
 }

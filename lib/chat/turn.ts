@@ -14,7 +14,7 @@ import { openAuditLog, type AuditLog } from '../audit';
 import { newConversationId } from '../conversations/ids';
 import { activate } from './activation';
 import { SERVER_SHUTDOWN } from './shutdown-reason';
-import { clock, findAgent, newId, toolContext, type ChatDeps } from './context';
+import { clock, findAgent, newId, toolContext, turnTools, type ChatDeps } from './context';
 import { subagentHost } from './subagent';
 import { chooseModel, unknownProfile } from './model-choice';
 
@@ -302,8 +302,8 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
-    const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);
-    const definitions = toolDefinitions();
+    const { definitions, dynamicTools } = await turnTools(deps, resolved);
+    const ctx = { ...toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal), ...(dynamicTools ? { dynamicTools } : {}) };
     const history = await store.messages(conversationId);
     const ws = resolved.workspace;
     const systemPrompt = buildSystemPrompt({

@@ -32,6 +32,10 @@ export type ToolErrorCode =
   | 'E_SUBAGENT_FAILED'
   /** The server lacks what the call needs (a sandbox, an interpreter, a package): the caller's fallback applies. */
   | 'E_UNAVAILABLE'
+  /** A call ran past its time limit (an external tool's `timeoutMs`). */
+  | 'E_TIMEOUT'
+  /** An external (MCP) tool answered with an error of its own. */
+  | 'E_EXTERNAL_TOOL'
   | 'E_INTERNAL';
 
 export interface ToolFailure {

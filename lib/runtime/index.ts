@@ -13,6 +13,8 @@ import { openAccess, type AccessPolicy } from '../access';
 import { openRunStore, RunService, runSettings } from '../runs';
 import { trackTurn } from './shutdown';
 import { setFileLockFolder } from '../paths';
+import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
+import { externalToolCheck } from '../doctor/external-tools';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -26,18 +28,23 @@ export interface Runtime extends ChatDeps {
   access: AccessPolicy;
   /** Headless runs: their queue, driven through the chat service. */
   runs: RunService;
+  /** The MCP servers of MCP_SERVERS_FILE, connected on first use. */
+  mcp: McpHub;
 }
 
-export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
+/** `options.mcp`: the MCP servers (tests); by default MCP_SERVERS_FILE of the process's environment. */
+export function createRuntime(config: Config = loadConfig(), store?: ConversationStore, options: { mcp?: McpSetup } = {}): Runtime {
   const clients = new Map<string, OpenAI>();
   // Beside the versions in DATA_DIR, which every instance of a deployment shares.
   setFileLockFolder(path.join(config.dataDir, 'locks'));
+  const mcp = createMcpHub(options.mcp ?? loadMcpSetup(process.env, config.projectRoot));
   const runtime: Omit<Runtime, 'runs'> = {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
-    doctor: createDoctorCache({ ttlMs: 5000 }),
+    doctor: createDoctorCache({ ttlMs: 5000, checks: [externalToolCheck(mcp)] }),
+    mcp,
     access: openAccess,
     auditDir: path.join(config.dataDir, 'audit'),
     llm: (name = config.models.defaultProfile) => {
@@ -75,6 +82,7 @@ export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
   holder.__bmadRuntime = runtime;
   if (previous && previous !== runtime) {
     await previous.runs.close();
+    await previous.mcp?.close();
     await previous.store.close();
   }
 }

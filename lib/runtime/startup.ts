@@ -1,18 +1,22 @@
 import { loadConfig, type Config } from '../config';
 import { loadTokenizer, tokenizerFor } from '../context';
 import { ModelsFileError } from '../models';
+import { loadMcpSetup, McpServersFileError } from '../mcp';
 
 /**
  * What the server checks before it serves anything: the configuration loads (a bad MODELS_FILE
- * is reported with its file, line and field, and the server refuses to start), and the token
+ * or MCP_SERVERS_FILE is reported with its file, line and field, and the server refuses to start;
+ * the MCP servers themselves are reached on first use, not here), and the token
  * vocabularies of the configured profiles are loaded ahead of the first turn that needs them.
  * Returns the error message instead of exiting, so it can be tested.
  */
 export function checkConfiguration(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): { config: Config } | { error: string } {
   try {
-    return { config: loadConfig(env, cwd) };
+    const config = loadConfig(env, cwd);
+    loadMcpSetup(env, cwd);
+    return { config };
   } catch (e) {
-    if (e instanceof ModelsFileError) return { error: e.message };
+    if (e instanceof ModelsFileError || e instanceof McpServersFileError) return { error: e.message };
     throw e;
   }
 }

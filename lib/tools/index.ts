@@ -10,13 +10,13 @@ import { listFilesTool } from './list-files';
 import { readFileTool } from './read-file';
 import { runScriptTool } from './run-script';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
-import { fail, type ToolResult } from '../results';
+import { byteLength, fail, type ToolResult } from '../results';
 import { saveOutputTool } from './save-output';
 import { searchFilesTool } from './search-files';
 import { spawnSubagentTool } from './spawn-subagent';
-import type { ToolContext } from './types';
+import type { DynamicTool, ToolContext } from './types';
 
-export type { SubagentRequest, SubagentRunner, ToolContext } from './types';
+export type { DynamicTool, SubagentRequest, SubagentRunner, ToolContext } from './types';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const TOOLS: Tool<any>[] = [
@@ -45,13 +45,59 @@ function parametersOf(schema: z.ZodType): Record<string, unknown> {
 
 let definitions: ToolDefinition[] | null = null;
 
-/** OpenAI function tools for chat completions `tools[]` (built once). */
-export function toolDefinitions(): ToolDefinition[] {
+/**
+ * OpenAI function tools for chat completions `tools[]`: the static ones (built once), then the
+ * conversation's dynamic ones (an MCP server's) in the order given. A dynamic tool never shadows
+ * a static one.
+ */
+export function toolDefinitions(dynamic?: Iterable<DynamicTool>): ToolDefinition[] {
   definitions ??= TOOLS.map((t) => ({
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: parametersOf(t.schema) },
   }));
-  return definitions;
+  if (!dynamic) return definitions;
+  const extra = [...dynamic].filter((t) => !BY_NAME.has(t.name)).map((t) => ({
+    type: 'function' as const,
+    function: { name: t.name, description: t.description, parameters: t.parameters },
+  }));
+  return extra.length ? [...definitions, ...extra] : definitions;
+}
+
+/** A dynamic tool's result, kept under the read limit: long text is cut and says so. */
+function capResult(result: ToolResult, maxBytes: number): ToolResult {
+  if (!result.ok) return result;
+  const size = byteLength(JSON.stringify(result));
+  if (size <= maxBytes) return result;
+  const text = typeof result.content === 'string' ? result.content : JSON.stringify(result);
+  const { structuredContent: _dropped, ...rest } = result as Record<string, unknown>;
+  void _dropped;
+  // Cut by bytes, leaving room for the other fields; a cut inside a character drops that character.
+  const room = Math.max(0, maxBytes - 512);
+  const cut = Buffer.from(text, 'utf8').subarray(0, room).toString('utf8').replace(/\uFFFD$/, '');
+  return { ...rest, ok: true, content: cut, truncated: true, totalBytes: size };
+}
+
+/** Runs a dynamic tool under its time limit; a stop or the limit aborts the signal it got. */
+async function runDynamic(tool: DynamicTool, args: Record<string, unknown>, ctx: ToolContext): Promise<ToolResult> {
+  const controller = new AbortController();
+  const stop = () => controller.abort(ctx.signal?.reason);
+  ctx.signal?.addEventListener('abort', stop, { once: true });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<ToolResult>((resolve) => {
+    timer = setTimeout(() => {
+      resolve(fail('E_TIMEOUT', `${tool.name} did not answer within its time limit of ${tool.timeoutMs} ms (timeoutMs); the call was cancelled. Try again later, with a smaller request, or go on without it.`, { details: { timeoutMs: tool.timeoutMs } }));
+      controller.abort();
+    }, tool.timeoutMs);
+  });
+  const abort = whenAborted(ctx.signal);
+  try {
+    const result = await Promise.race([tool.run(args, controller.signal), timeout, abort.promise]);
+    return capResult(result, ctx.limits.maxReadBytes);
+  } finally {
+    clearTimeout(timer);
+    abort.dispose();
+    ctx.signal?.removeEventListener('abort', stop);
+  }
 }
 
 type Parsed = { ok: true; value: Record<string, unknown> } | { ok: false; result: ToolResult; raw: unknown };
@@ -88,15 +134,28 @@ function whenAborted(signal: AbortSignal | undefined): { promise: Promise<ToolRe
   return { promise, dispose: () => signal.removeEventListener('abort', onAbort) };
 }
 
+/** What an audit line keeps of a dynamic tool's call: where it went and the argument names, never their values. */
+function dynamicInput(tool: DynamicTool, parsed: Parsed): unknown {
+  return { ...tool.origin, argumentNames: parsed.ok ? Object.keys(parsed.value).slice(0, 20).join(', ').slice(0, 200) : '' };
+}
+
 async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: ToolResult; input: unknown }> {
   const parsed = parseArguments(call.arguments);
-  const input = parsed.ok ? parsed.value : parsed.raw;
+  let input = parsed.ok ? parsed.value : parsed.raw;
   const tool = BY_NAME.get(call.name);
   if (!tool) {
+    const dynamic = typeof call.name === 'string' ? ctx.dynamicTools?.get(call.name) : undefined;
+    if (dynamic) {
+      input = dynamicInput(dynamic, parsed);
+      if (!parsed.ok) return { input, result: parsed.result };
+      if (ctx.signal?.aborted) return { input, result: abortedResult() };
+      return { input, result: await runDynamic(dynamic, parsed.value, ctx) };
+    }
+    const available = [...TOOL_NAMES, ...(ctx.dynamicTools?.keys() ?? [])];
     return {
       input,
-      result: fail('E_UNKNOWN_TOOL', `There is no tool named "${String(call.name).slice(0, 64)}". Available tools: ${TOOL_NAMES.join(', ')}.`, {
-        details: { available: TOOL_NAMES },
+      result: fail('E_UNKNOWN_TOOL', `There is no tool named "${String(call.name).slice(0, 64)}". Available tools: ${available.join(', ')}.`, {
+        details: { available },
       }),
     };
   }
@@ -158,10 +217,12 @@ export async function runToolCall(call: ToolCall, ctx: ToolContext): Promise<{ r
       log.warn('audit.append_failed', { error: e instanceof Error ? e.name : 'unknown', code: (e as NodeJS.ErrnoException)?.code });
     }
   }
+  const origin = typeof call?.name === 'string' ? ctx.dynamicTools?.get(call.name)?.origin : undefined;
   log.info('tool.call', {
     conversationId: ctx.conversationId,
     agent: ctx.agentId,
     tool: typeof call?.name === 'string' ? call.name.slice(0, 64) : undefined,
+    ...origin,
     durationMs,
     outcome: result.ok ? 'ok' : result.error.code,
   });

@@ -53,6 +53,25 @@ export interface SubagentRequest {
  */
 export type SubagentRunner = (request: SubagentRequest, signal?: AbortSignal) => Promise<ToolResult>;
 
+/**
+ * A tool known only at run time (an MCP server's): its JSON schema comes from its owner, who also
+ * validates the arguments. It runs through the same `runToolCall` as the static tools: abort, its
+ * time limit, the result size cap, one audit line and one log line.
+ */
+export interface DynamicTool {
+  /** The OpenAI function name (`^[a-zA-Z0-9_-]{1,64}$`). */
+  name: string;
+  description: string;
+  /** JSON schema of the arguments, sent to the model as given. */
+  parameters: Record<string, unknown>;
+  /** The call's time limit: past it the call is aborted and the model gets an E_TIMEOUT naming it. */
+  timeoutMs: number;
+  /** Where it comes from, for log and audit lines (e.g. `{ server, serverTool }`); never argument values. */
+  origin: Record<string, string>;
+  /** Resolves with the tool's result; rejections become E_INTERNAL. `signal` aborts at a stop or the time limit. */
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
+}
+
 /** Everything a tool may touch for one call. Absolute paths stay on the server side of this object. */
 export interface ToolContext extends PathContext {
   conversationId: string;
@@ -81,4 +100,6 @@ export interface ToolContext extends PathContext {
    * inside a subagent, so a subagent cannot spawn another.
    */
   subagent?: SubagentRunner;
+  /** Tools of this conversation beyond the static ones (its MCP servers'), by function name. */
+  dynamicTools?: ReadonlyMap<string, DynamicTool>;
 }

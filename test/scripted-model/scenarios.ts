@@ -204,6 +204,30 @@ export const SCENARIOS: Record<string, ScriptFn> = {
     if (!wanted || !toolNames(body).includes('read_file')) return reply.text('No file to read.');
     return reply.toolCalls([{ name: 'read_file', arguments: { file_path: wanted[1] } }]);
   },
+  /**
+   * Calls the tool the user names, `call <tool> {json arguments}`, once; then answers with the
+   * summary and what the tool returned (its `content` or its error message, cut at 4,000 chars).
+   * A tool not offered: the answer lists the offered ones.
+   */
+  'call-tool': ({ body }) => {
+    const result = currentTurn(body).find((m) => m.role === 'tool');
+    if (result) {
+      const text = textOf(result.content);
+      let said = text;
+      try {
+        const parsed = JSON.parse(text) as { content?: unknown; error?: { message?: unknown } };
+        said = String(parsed.content ?? parsed.error?.message ?? text);
+      } catch {
+        // keep the raw text
+      }
+      return reply.text(`Tool results: ${summariseToolResults(body).join(', ')}. Result: ${said.slice(0, 4000)}`);
+    }
+    const wanted = /\bcall\s+([A-Za-z0-9_-]{1,64})(?:\s+(\{[\s\S]*\}))?/.exec(lastUserText(body));
+    if (!wanted) return reply.text('Say "call <tool> {arguments}".');
+    const offered = toolNames(body);
+    if (!offered.includes(wanted[1])) return reply.text(`The ${wanted[1]} tool is not offered. Offered: ${offered.join(', ')}.`);
+    return reply.toolCalls([{ name: wanted[1], arguments: wanted[2] ?? '{}' }]);
+  },
   /** Calls list_files forever: exercises the step limit. */
   'loop-forever': ({ body }, ctx) => {
     const name = toolNames(body).includes('list_files') ? 'list_files' : toolNames(body)[0];
