@@ -105,7 +105,7 @@ it('refuses a body larger than the REST API takes (413) before reading it', asyn
 
 it('lists its tools, each with an input schema', async () => {
   const { tools } = await client.listTools();
-  expect(tools.map((t) => t.name).sort()).toEqual(['chat', 'list_agents', 'list_documents', 'list_projects', 'read_document']);
+  expect(tools.map((t) => t.name).sort()).toEqual(['chat', 'get_run', 'journey', 'list_agents', 'list_documents', 'list_projects', 'read_document', 'start_run']);
   expect(tools.find((t) => t.name === 'read_document')?.inputSchema).toMatchObject({ type: 'object', required: expect.arrayContaining(['projectId', 'path']) });
 });
 
@@ -160,4 +160,39 @@ it("chat: one turn with the project's agent, its answer and tool calls; the conv
   expect(hidden).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('E_PROJECT_NOT_FOUND') }] });
   const bad = await call('chat', { projectId: 'shop', agentId: 'nobody', message: 'hello' });
   expect(bad.content[0]!.text).toContain('E_AGENT_NOT_FOUND');
+}, 60_000);
+
+it("journey: the project's phases and next steps from its own catalog; another project is not found", async () => {
+  const journey = data(await call('journey', { projectId: 'shop' })) as { phases: Array<{ id: string; status: string }>; next: Array<{ agentId: string; command: string }> };
+  expect(journey.phases.map((p) => p.id)).toEqual(expect.arrayContaining(['plan']));
+  expect(journey.next[0]).toMatchObject({ agentId: expect.any(String), command: expect.stringMatching(/^\*/) });
+  const hidden = await call('journey', { projectId: 'hidden' });
+  expect(hidden.isError).toBe(true);
+  expect(hidden.content[0]!.text).toMatch(/No project with id "hidden"/);
+});
+
+it('start_run and get_run: a headless run of bmad-prd ends complete with its PRD; a skill without the contract and another project are refused', async () => {
+  h.model.setScript('headless-complete');
+  try {
+    const started = data(await call('start_run', { projectId: 'shop', skill: 'bmad-prd', intent: 'create', inputs: 'Brief: a plant shop for busy people.' })) as { runId: string; status: string };
+    expect(started).toMatchObject({ runId: expect.stringMatching(/^run_/), status: 'queued' });
+    let run: { status: string; result?: { status?: string }; artifacts?: Array<{ path: string; version: string }> } = { status: 'queued' };
+    for (let i = 0; i < 300 && ['queued', 'running'].includes(run.status); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      run = data(await call('get_run', { runId: started.runId }));
+    }
+    expect(run.status).toBe('complete');
+    expect(run.result).toMatchObject({ status: 'complete' });
+    expect(run.artifacts?.length).toBeGreaterThan(0);
+    const notHeadless = await call('start_run', { projectId: 'shop', skill: 'bmad-code-review', inputs: 'x' });
+    expect(notHeadless.isError).toBe(true);
+    expect(notHeadless.content[0]!.text).toMatch(/no headless contract/);
+    const hidden = await call('start_run', { projectId: 'hidden', skill: 'bmad-prd', inputs: 'x' });
+    expect(hidden.isError).toBe(true);
+    expect(hidden.content[0]!.text).toMatch(/No project with id "hidden"/);
+    const unknown = await call('get_run', { runId: 'run_000000000000000000000000' });
+    expect(unknown.isError).toBe(true);
+  } finally {
+    h.model.setScript('call-tool');
+  }
 }, 60_000);

@@ -4,11 +4,13 @@ import { getRuntime } from '@/lib/runtime';
 import { collectTurn, startTurn } from '@/lib/chat';
 import { isValidConversationId } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
-import { projectDocuments, type Project } from '@/lib/projects';
+import { projectDocuments, projectJourney, type Project } from '@/lib/projects';
+import { runView } from '@/lib/runs';
 import { trackTurn } from '@/lib/runtime/shutdown';
 import type { Caller } from '@/lib/access';
 import { projectOr404 } from '../_lib/projects';
 import { conversationOr404 } from '../_lib/conversations';
+import { runOr404 } from '../runs/_lib';
 
 /** What a tool of the app's MCP server runs with: who asks (the same caller as the REST API) and the request's signal. */
 export interface McpCall {
@@ -148,6 +150,50 @@ export const MCP_SERVER_TOOLS: McpServerTool[] = [
         untrack();
         signal.removeEventListener('abort', abort);
       }
+    },
+  }),
+  tool({
+    name: 'journey',
+    title: "Where a project stands on its BMAD journey",
+    description:
+      "The project's phases (done, started, not started) with their documents, and the next steps: each names an agent and the command that starts it (send it with chat).",
+    input: { projectId },
+    async run({ projectId }, { caller }) {
+      return projectJourney(getRuntime().projects, await projectOr404(projectId, caller));
+    },
+  }),
+  tool({
+    name: 'start_run',
+    title: 'Start a headless run of a BMAD skill',
+    description:
+      "Runs a skill that has BMAD's headless contract (e.g. bmad-prd) with no person, in a new conversation, and answers its run id at once; get_run tells its status and, when it ends, the skill's result JSON (complete, partial or blocked) and the documents it wrote.",
+    input: {
+      projectId,
+      skill: z.string().trim().min(1).max(200).describe("A skill name (bmad-prd) or an agent's menu code (PRD)"),
+      intent: z.string().trim().min(1).max(100).optional().describe('The skill\'s intent, e.g. create, update, validate'),
+      inputs: z.union([z.string().max(100_000), z.record(z.string(), z.unknown())]).describe('Everything the skill needs: text, or an object whose `files` are project paths to attach'),
+      model: z.string().trim().min(1).max(64).optional(),
+    },
+    async run({ projectId, skill, intent, inputs, model }, { caller }) {
+      const project = await projectOr404(projectId, caller, 'write');
+      const { run } = await getRuntime().runs.submit({
+        projectId: project.id,
+        ownerId: caller.id,
+        skill,
+        ...(intent ? { intent } : {}),
+        inputs,
+        ...(model ? { model } : {}),
+      });
+      return { runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId };
+    },
+  }),
+  tool({
+    name: 'get_run',
+    title: 'A headless run: status and result',
+    description: 'A run started with start_run: its status (queued, running, complete, partial, blocked, failed, cancelled, interrupted), the result JSON, the documents it wrote with their versions, its conversation, usage and cost.',
+    input: { runId: z.string().trim().min(1).max(100) },
+    async run({ runId }, { caller }) {
+      return runView(await runOr404(runId, caller));
     },
   }),
 ];
