@@ -21,7 +21,8 @@ async function readRaw(url: string, signal: AbortSignal): Promise<{ text: string
   const res = await fetch(url, { signal });
   if (!res.ok) throw new ApiError(`Could not open the document (${res.status}).`, 'E_HTTP', res.status);
   const bytes = await res.arrayBuffer();
-  return { text: new TextDecoder().decode(bytes), sha: (await sha256Hex(bytes)) ?? undefined };
+  const sha = res.headers.get('x-content-sha256') ?? (await sha256Hex(bytes));
+  return { text: new TextDecoder().decode(bytes), sha: sha ?? undefined };
 }
 
 /**

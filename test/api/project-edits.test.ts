@@ -53,6 +53,9 @@ describe.each(['e612', 'e604'])('PUT /api/projects/%s/files/<path>', (id) => {
     // The document panel reads it (paths there are relative to the output folder) with both versions.
     const versions = await (await getFile(get(`/api/projects/${id}/files/planning-artifacts/notes.md?versions`), params({ id, path: ['planning-artifacts', 'notes.md'] }))).json();
     expect(versions.data.versions.map((v: { agentId: string }) => v.agentId)).toEqual(['local', 'local']);
+    // The editor saves over what it read: the read names that content's sha256 (no browser digest needed).
+    const read = await getFile(get(`/api/projects/${id}/files/planning-artifacts/notes.md`), params({ id, path: ['planning-artifacts', 'notes.md'] }));
+    expect(read.headers.get('x-content-sha256')).toBe(sha('# Notes\n\nMore.\n'));
   });
 
   it('409 E_CONFLICT with the current sha for a stale sha, or none for a file that exists; nothing written', async () => {

@@ -2,6 +2,7 @@ import { NextResponse } from 'next/server';
 import type { z } from 'zod';
 import { AppError, isAppError } from '@/lib/errors';
 import { log } from '@/lib/log';
+import { sha256 } from '@/lib/results';
 
 export function ok<T>(data: T, init?: ResponseInit): NextResponse {
   return NextResponse.json({ success: true, data }, init);
@@ -90,6 +91,8 @@ export function fileResponse(file: { name: string; content: Buffer; contentType:
     'content-length': String(file.content.byteLength),
     'x-content-type-options': 'nosniff',
     'cache-control': 'no-store',
+    // What a save's if-match names: the browser needs no digest of its own (crypto.subtle exists only on https and localhost).
+    'x-content-sha256': sha256(file.content),
   };
   if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
   return new Response(new Uint8Array(file.content), { status: 200, headers });
