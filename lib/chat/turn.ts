@@ -4,7 +4,7 @@ import type { Conversation, StoredMessage, TurnLease, TurnOutcome } from '../con
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
 import { runTurn, TurnBudget, type TurnEvent } from '../loop';
-import { checkMessageFits, contextGuard, loadTokenizer, tokenizerFor, type ContextBudget, type Tokenizer } from '../context';
+import { checkMessageFitsAsync, contextGuard, loadTokenizer, tokenizerFor, type ContextBudget, type Tokenizer } from '../context';
 import { costOf, type ModelPrice, type ModelProfile } from '../models';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
@@ -153,7 +153,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const tokenizer = await loadTokenizer(tokenizerFor(profile.model, profile.tokenizer));
   const budget: ContextBudget = { profile: profile.name, contextWindow: profile.contextWindow, maxOutputTokens: profile.maxOutputTokens };
   // The least this turn's requests hold: refused now, before anything is stored.
-  const tooLarge = checkMessageFits(tokenizer, budget, {
+  const tooLarge = await checkMessageFitsAsync(tokenizer, budget, {
     systemPrompt: buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.workspace.name, toolNames: [] }),
     message: planned,
     tools: toolDefinitions(),
