@@ -1,4 +1,7 @@
 import { createTwoFilesPatch } from 'diff';
+
+/** The most time the diff shown back may take (it is a courtesy; the edit is already written). */
+const DIFF_TIMEOUT_MS = 200;
 import { z } from 'zod';
 import { readForEdit, underWriteLock, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
@@ -91,7 +94,10 @@ async function edit(args: z.infer<typeof schema>, target: ResolvedPath, ctx: Too
   const after = spliceAll(before, at, oldText.length, newText);
   const written = await writeBack(target, after, ctx, 'edited', 'edit_file', raw);
   if (isFailure(written)) return written;
-  let diff = createTwoFilesPatch(target.virtual, target.virtual, before, after, undefined, undefined, { context: 3 });
+  // Myers' diff is quadratic when most lines change: past DIFF_TIMEOUT_MS it gives up (undefined).
+  let diff: string =
+    createTwoFilesPatch(target.virtual, target.virtual, before, after, undefined, undefined, { context: 3, timeout: DIFF_TIMEOUT_MS }) ??
+    `[no diff: the change touches too many lines to show; read_file ${target.virtual} to see the result]\n`;
   if (diff.length > MAX_DIFF_CHARS) diff = `${diff.slice(0, MAX_DIFF_CHARS)}\n…[diff cut: ${diff.length - MAX_DIFF_CHARS} more characters]\n`;
   return {
     ok: true,

@@ -3,14 +3,30 @@ import type { z } from 'zod';
 import { AppError, isAppError } from '@/lib/errors';
 import { log } from '@/lib/log';
 
+/**
+ * Below this many bytes a JSON body goes out as it is. Next's gzip skips small bodies only when
+ * it sees their Content-Length, which it never forwards from a route handler; gzip then costs
+ * more CPU than the bytes it saves, so a small body says `no-transform`, which the compressor
+ * honours (and so does any proxy: the body is the same either way).
+ */
+const COMPRESS_MIN_BYTES = 1024;
+
+function json(body: unknown, init?: ResponseInit): NextResponse {
+  const text = JSON.stringify(body);
+  const headers = new Headers(init?.headers);
+  headers.set('content-type', 'application/json');
+  if (text.length < COMPRESS_MIN_BYTES && Buffer.byteLength(text) < COMPRESS_MIN_BYTES && !headers.has('cache-control')) headers.set('cache-control', 'no-transform');
+  return new NextResponse(text, { ...init, headers });
+}
+
 export function ok<T>(data: T, init?: ResponseInit): NextResponse {
-  return NextResponse.json({ success: true, data }, init);
+  return json({ success: true, data }, init);
 }
 
 export function fail(error: AppError): NextResponse {
   // A validation error names its field, so a form can show the message beside it.
   const field = typeof error.details?.field === 'string' ? { field: error.details.field } : {};
-  return NextResponse.json({ success: false, error: error.message, code: error.code, ...field }, { status: error.status });
+  return json({ success: false, error: error.message, code: error.code, ...field }, { status: error.status });
 }
 
 /** Maps anything thrown in a handler to the API's error shape; unknown errors never leak their text. */
