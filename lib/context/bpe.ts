@@ -67,6 +67,9 @@ export function latin1Of(text: string): string {
   return ASCII.test(text) ? text : Buffer.from(text, 'utf8').toString('latin1');
 }
 
+// A module binding, not a global: globals are slow to reach inside a vm context (jest runs one).
+const imul = Math.imul;
+
 /**
  * An open-addressing table (a, b) → rank in typed arrays: a merge looks up two pairs per step, and
  * a Map keyed by numbers past 2^31 (or a Map per left token) costs several times more. It forgets
@@ -82,7 +85,7 @@ class PairTable {
   /** The stored rank (-1: not a token), or -2 when the pair was never met. */
   get(a: number, b: number): number {
     const mask = PairTable.SLOTS - 1;
-    for (let i = (Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b)) & mask; ; i = (i + 1) & mask) {
+    for (let i = (imul(a, 0x9e3779b1) ^ imul(b, 0x85ebca6b)) & mask; ; i = (i + 1) & mask) {
       const l = this.left[i];
       if (l === -1) return -2;
       if (l === a && this.right[i] === b) return this.value[i];
@@ -95,7 +98,7 @@ class PairTable {
       this.left.fill(-1);
       this.size = 0;
     }
-    let i = (Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca6b)) & mask;
+    let i = (imul(a, 0x9e3779b1) ^ imul(b, 0x85ebca6b)) & mask;
     while (this.left[i] !== -1) i = (i + 1) & mask;
     this.left[i] = a;
     this.right[i] = b;
@@ -104,45 +107,67 @@ class PairTable {
   }
 }
 
+/** No pair: above every rank. */
+const NONE = 0x7fffffff;
+
 function pairRank(v: Vocabulary, a: number, b: number): number {
   let r = v.pairs.get(a, b);
   if (r === -2) {
     r = v.rank.get(v.bytes[a]! + v.bytes[b]!) ?? -1;
     v.pairs.set(a, b, r);
   }
-  return r < 0 ? Infinity : r;
+  return r < 0 ? NONE : r;
 }
+
+// Scratch for merge (never re-entered): the parts as a linked list over the byte positions.
+let scratch = { ids: new Int32Array(0), next: new Int32Array(0), prev: new Int32Array(0), ranks: new Int32Array(0) };
 
 /**
  * tiktoken's merge of one short byte string: token ranks, in order. The rank of a pair is the
- * id of the token it makes, so a part is known by its id alone.
+ * id of the token it makes, so a part is known by its id alone. Quadratic in the length (each
+ * step looks for the lowest pair), which callers keep to a few hundred bytes.
  */
 function merge(v: Vocabulary, b: string): number[] {
   const whole = v.rank.get(b);
   if (whole !== undefined) return [whole];
-  const ids: number[] = new Array(b.length);
-  for (let i = 0; i < b.length; i++) ids[i] = v.byte[b.charCodeAt(i)];
-  const ranks: number[] = new Array(b.length - 1);
-  for (let i = 0; i + 1 < b.length; i++) {
-    const r = v.bytePairs[(b.charCodeAt(i) << 8) | b.charCodeAt(i + 1)];
-    ranks[i] = r < 0 ? Infinity : r;
+  const n = b.length;
+  if (scratch.ids.length < n) {
+    const size = Math.max(n, 256);
+    scratch = { ids: new Int32Array(size), next: new Int32Array(size), prev: new Int32Array(size), ranks: new Int32Array(size) };
   }
+  const { ids, next, prev, ranks } = scratch;
+  for (let i = 0; i < n; i++) {
+    ids[i] = v.byte[b.charCodeAt(i)];
+    next[i] = i + 1 < n ? i + 1 : -1;
+    prev[i] = i - 1;
+  }
+  for (let i = 0; i + 1 < n; i++) {
+    const r = v.bytePairs[(b.charCodeAt(i) << 8) | b.charCodeAt(i + 1)];
+    ranks[i] = r < 0 ? NONE : r;
+  }
+  ranks[n - 1] = NONE;
   for (;;) {
-    let min = Infinity;
+    let min = NONE;
     let at = -1;
-    for (let i = 0; i < ranks.length; i++) {
+    // Ties go to the leftmost pair, as in tiktoken.
+    for (let i = 0; i !== -1; i = next[i]) {
       if (ranks[i] < min) {
         min = ranks[i];
         at = i;
       }
     }
-    if (at < 0) return ids;
+    if (at < 0) break;
     ids[at] = min;
-    ids.splice(at + 1, 1);
-    ranks.splice(at, 1);
-    if (at + 1 < ids.length) ranks[at] = pairRank(v, ids[at], ids[at + 1]);
-    if (at > 0) ranks[at - 1] = pairRank(v, ids[at - 1], ids[at]);
+    const after = next[next[at]];
+    next[at] = after;
+    if (after !== -1) prev[after] = at;
+    ranks[at] = after === -1 ? NONE : pairRank(v, min, ids[after]);
+    const before = prev[at];
+    if (before !== -1) ranks[before] = pairRank(v, ids[before], min);
   }
+  const out: number[] = [];
+  for (let i = 0; i !== -1; i = next[i]) out.push(ids[i]);
+  return out;
 }
 
 const compatible = new WeakMap<Vocabulary, Map<number, boolean>>();
@@ -170,6 +195,8 @@ class LongCount {
   private readonly kept: number[] = [];
   private cut = 0;
   private size = PIECE;
+  private lastPiece = '';
+  private lastIds: number[] = [];
   // A failed join costs one more merge; this many for the whole pre-token is plenty (they are rare).
   private retries: number;
   result: number | undefined;
@@ -187,7 +214,13 @@ class LongCount {
     while (this.cut < b.length) {
       if (spent >= budget) return spent;
       const end = Math.min(b.length, this.cut + this.size);
-      const ids = mergePiece(v, b.slice(this.cut, end));
+      // Runs of one character repeat the same piece: its merge is reused.
+      const piece = b.slice(this.cut, end);
+      if (piece !== this.lastPiece) {
+        this.lastIds = merge(v, piece);
+        this.lastPiece = piece;
+      }
+      const ids = this.lastIds;
       spent += end - this.cut;
       if (kept.length && !isCompatible(v, kept[kept.length - 1], ids[0])) {
         if (--this.retries < 0) {
@@ -214,21 +247,6 @@ class LongCount {
 
 /** A piece after a failed join grows up to this (its merge stays a few milliseconds). */
 const MAX_PIECE = 2048;
-
-// Runs of one character repeat the same pieces: their merges are kept.
-const pieceCache = new WeakMap<Vocabulary, Map<string, number[]>>();
-
-function mergePiece(v: Vocabulary, b: string): number[] {
-  let cache = pieceCache.get(v);
-  if (!cache) pieceCache.set(v, (cache = new Map()));
-  let ids = cache.get(b);
-  if (!ids) {
-    ids = merge(v, b);
-    if (cache.size >= 4096) cache.clear();
-    cache.set(b, ids);
-  }
-  return ids;
-}
 
 /** Tokens of one pre-token given as bytes; never fewer than its exact BPE count. */
 export function countBytes(v: Vocabulary, b: string): number {

@@ -87,10 +87,14 @@ type RankTable = readonly (string | readonly number[] | undefined)[];
  * version of the library keeps it elsewhere: counting then falls back to the library's own,
  * exact but quadratic in one pre-token — a test fails first, so an upgrade cannot do it quietly.
  */
-function rankTableOf(encoding: object): RankTable | null {
-  const core = (encoding as { bytePairEncodingCoreProcessor?: { bytePairRankDecoder?: unknown } }).bytePairEncodingCoreProcessor;
-  const table = core?.bytePairRankDecoder;
-  return Array.isArray(table) ? (table as RankTable) : null;
+function rankTableOf(module: object): RankTable | null {
+  // The module's default export is the encoding (one level deeper when CommonJS is wrapped).
+  type Shape = { default?: Shape; bytePairEncodingCoreProcessor?: { bytePairRankDecoder?: unknown } };
+  for (let m: Shape | undefined = module as Shape, depth = 0; m && depth < 3; m = m.default, depth++) {
+    const table = m.bytePairEncodingCoreProcessor?.bytePairRankDecoder;
+    if (Array.isArray(table)) return table as RankTable;
+  }
+  return null;
 }
 
 const loaded = new Map<TokenizerName, Promise<CachedTokenizer>>();

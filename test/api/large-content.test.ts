@@ -24,6 +24,8 @@ afterEach(async () => {
 });
 
 const AGENT = 'product-lead';
+// A window that holds what these tests send, so all of it is counted and sent, not compacted away.
+const WIDE = { OPENAI_CONTEXT_WINDOW: '2000000' };
 const send = async (body: Record<string, unknown>) => {
   const started = performance.now();
   const res = await chat(jsonRequest('/api/chat', { agentId: AGENT, ...body }));
@@ -74,7 +76,7 @@ const toolResults = (messages: ChatMessage[] | undefined) => (messages ?? []).fi
 
 describe('one long word never stalls the server', () => {
   it('answers a 19,000-letter message without spaces within 5 s, /api/health within 500 ms meanwhile', async () => {
-    h = await startHarness({}, { store: 'sqlite' });
+    h = await startHarness(WIDE, { store: 'sqlite' });
     h.model.setScript([reply.text('Read it all.')]);
     const watch = watchHealth();
     const r = await send({ message: letters(19_000) });
@@ -87,7 +89,7 @@ describe('one long word never stalls the server', () => {
   });
 
   it('ends a turn whose tool call carries a 200 kB one-word argument within 20 s; later turns stay fast', async () => {
-    h = await startHarness({}, { store: 'sqlite' });
+    h = await startHarness(WIDE, { store: 'sqlite' });
     const word = letters(200_000, 7);
     h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: 'word.md', content: word } }], { argumentChunks: 40 }), reply.text('Saved, or told why not.')]);
     const watch = watchHealth();
@@ -112,7 +114,7 @@ describe('one long word never stalls the server', () => {
   });
 
   it('counts a 1 MB minified file an agent reads while /api/health answers within 500 ms', async () => {
-    h = await startHarness({}, { store: 'sqlite' });
+    h = await startHarness(WIDE, { store: 'sqlite' });
     h.model.setScript([reply.text('Ready.')]);
     const opened = await send({ message: 'Hello' });
     const id = opened.body.data.conversationId;
@@ -136,7 +138,7 @@ describe('one long word never stalls the server', () => {
 
 describe('limits on what a model sends', () => {
   it('ends a step whose tool-call arguments pass the cap with E_ARGS_TOO_LARGE, and the turn goes on', async () => {
-    h = await startHarness({}, { store: 'sqlite' });
+    h = await startHarness(WIDE, { store: 'sqlite' });
     const cap = MODEL_OUTPUT_LIMITS.toolArgumentChars;
     h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: 'huge.md', content: 'a'.repeat(cap + 100_000) } }], { argumentChunks: 60 }), reply.text('I will write it in parts.')]);
     const watch = watchHealth();
@@ -157,7 +159,7 @@ describe('limits on what a model sends', () => {
   });
 
   it('cuts an answer that passes the cap and ends the turn with what it kept', async () => {
-    h = await startHarness({}, { store: 'sqlite' });
+    h = await startHarness(WIDE, { store: 'sqlite' });
     const cap = MODEL_OUTPUT_LIMITS.answerChars;
     h.model.setScript([reply.text('b'.repeat(cap + 200_000), { chunkSize: 50_000 })]);
     const r = await send({ message: 'Say b forever.' });
@@ -185,7 +187,7 @@ const HOST_READY = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/python3'
   });
 
   it('counts a script printing megabytes of one letter (cut to 1 MB) while /api/health answers within 500 ms', async () => {
-    h = await startHarness({ PROJECTS_ROOT: projectsRoot }, { store: 'sqlite' });
+    h = await startHarness({ ...WIDE, PROJECTS_ROOT: projectsRoot }, { store: 'sqlite' });
     h.model.setScript([reply.toolCalls([{ name: 'run_script', arguments: { script: '{project-root}/_bmad/scripts/flood.py' } }]), reply.text('That was a lot of a.')]);
     const watch = watchHealth();
     const r = await send({ projectId: 'shop', agentId: 'bmad-agent-pm', message: 'Run the flood script.' });
@@ -200,7 +202,7 @@ const HOST_READY = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/python3'
   });
 
   it("fills {project_name} with the project's folder name when no config layer sets it", async () => {
-    h = await startHarness({ PROJECTS_ROOT: projectsRoot }, { store: 'sqlite' });
+    h = await startHarness({ ...WIDE, PROJECTS_ROOT: projectsRoot }, { store: 'sqlite' });
     h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{output_folder}/{project_name}-run/notes.md', content: '# Notes\n' } }]), reply.text('Saved.')]);
     const r = await send({ projectId: 'shop', agentId: 'bmad-agent-pm', message: 'Save notes.' });
     expect(r.status).toBe(200);
