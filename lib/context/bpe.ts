@@ -5,7 +5,7 @@
  * in time quadratic in its length, and each rank lookup decodes bytes to a string: 100,000
  * letters without a space take 25 s, 1 MB of base64 close to a second. This counter runs the same
  * algorithm (tiktoken's: split by the regex, then merge the lowest-ranked adjacent pair until none
- * is left) on bytes held as a latin1 string, so a rank lookup is one Map hit; and it merges a
+ * is left) on bytes held as a latin1 string, with pair ranks in typed tables; and it merges a
  * pre-token longer than PIECE bytes in pieces that it joins only where the join is provably exact:
  *
  * - the encoding of a piece is the BPE of that piece, and any prefix of a BPE encoding is the BPE
