@@ -190,7 +190,7 @@ export class SqliteConversationStore implements ConversationStore {
   };
   private readonly beginTx: (id: string, messages: StoredMessage[]) => TurnLease | null;
   private readonly commitTx: (id: string, batch: TurnBatch) => void;
-  private readonly indexTx: (max: number) => number;
+  private readonly indexTx: Database.Transaction<(max: number) => number>;
   private indexTimer: NodeJS.Timeout | null = null;
   private readonly appendTx: (id: string, message: StoredMessage) => void;
   private readonly truncateTx: (id: string, messageId: string) => number;
@@ -513,7 +513,8 @@ export class SqliteConversationStore implements ConversationStore {
       this.indexTimer = null;
     }
     if (this.closed) return;
-    while (this.indexTx(500) === 500);
+    // IMMEDIATE: it reads, then writes; another process indexing at once waits instead of failing.
+    while (this.indexTx.immediate(500) === 500);
   }
 
   private indexSoon(): void {
