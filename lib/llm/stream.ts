@@ -67,11 +67,18 @@ interface OpenCall {
   args: string;
   /** Characters received once past the cap (the arguments are no longer kept). */
   over?: number;
+  /** The last characters of `args`. */
+  tail: string;
 }
 
-function isJson(text: string): boolean {
-  // Only a text that ends like an object can be one; parsing growing fragments would be quadratic.
-  if (!/[}\]]\s*$/.test(text.slice(-64))) return false;
+/**
+ * Whether a call's arguments are complete JSON. Only text that ends like an object can be: its
+ * last characters are kept apart (`tail`), as reading the end of a string built by appending
+ * flattens it, and parsing the growing arguments at every fragment would be quadratic.
+ */
+function isJson(call: OpenCall): boolean {
+  if (!/[}\]]\s*$/.test(call.tail)) return false;
+  const text = call.args;
   try {
     JSON.parse(text);
     return true;
@@ -112,11 +119,11 @@ export class ToolCallAccumulator {
       // call's arguments are complete JSON, starts another call; servers that repeat the name in
       // every fragment keep appending to the open one.
       const last = this.calls[this.calls.length - 1];
-      const startsAnother = last && name && last.name && (name !== last.name || (last.args !== '' && isJson(last.args)));
+      const startsAnother = last && name && last.name && (name !== last.name || (last.args !== '' && isJson(last)));
       call = startsAnother ? undefined : last;
     }
     if (!call) {
-      call = { id, name: '', args: '' };
+      call = { id, name: '', args: '', tail: '' };
       this.calls.push(call);
     }
     if (index !== undefined) this.byIndex.set(index, call);
@@ -132,7 +139,10 @@ export class ToolCallAccumulator {
     else if (call.args.length + more.length > this.maxArgumentChars) {
       call.over = call.args.length + more.length;
       call.args = '';
-    } else call.args += more;
+    } else {
+      call.args += more;
+      call.tail = (call.tail + more).slice(-16);
+    }
   }
 
   get size(): number {
