@@ -1,7 +1,4 @@
 import { createTwoFilesPatch } from 'diff';
-
-/** The most time the diff shown back may take (it is a courtesy; the edit is already written). */
-const DIFF_TIMEOUT_MS = 200;
 import { z } from 'zod';
 import { readForEdit, underWriteLock, writeBack } from './edit-target';
 import { coerceArgs, defineTool } from './define';
@@ -11,6 +8,8 @@ import type { ResolvedPath } from '../paths';
 import type { ToolContext } from './types';
 
 const MAX_DIFF_CHARS = 20_000;
+/** The most time the diff shown back may take (it is a courtesy; the edit is already written). */
+const DIFF_TIMEOUT_MS = 200;
 
 const schema = z.object({
   file_path: z.string().min(1).describe('File in the output folder to edit, e.g. {output_folder}/plan.md.'),
