@@ -235,3 +235,80 @@ http.createServer((q, s) => {
 }).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
   return inlineServerCpuMs(script, 'POST', turns, 100);
 }
+
+export interface RelayFigures {
+  concurrency: number;
+  turns: number;
+  /** user + sys CPU of the relay process per turn. */
+  cpuPerTurnMs: number;
+  /** Wall time of each turn (client), and the model's own time for it (by tag). */
+  wallMs: number[];
+  tags: string[];
+}
+
+/**
+ * The bare relay of bareRelayCpuMs driven like the bench's phases: `concurrency` clients, each
+ * turn tagged in its message so the model server's own time can be subtracted (overhead), CPU of
+ * the relay process over the phase. The client reads the request body and the answer as our
+ * server's clients do.
+ */
+export async function relayPhase(modelUrl: string, turns: number, concurrency: number, label: string): Promise<RelayFigures> {
+  const script = `
+const http = require('http');
+const up = new URL(${JSON.stringify(modelUrl)} + '/chat/completions');
+const agent = new http.Agent({ keepAlive: true });
+http.createServer((q, s) => {
+  let raw = '';
+  q.setEncoding('utf8');
+  q.on('data', (c) => (raw += c));
+  q.on('end', () => {
+    const { tag } = JSON.parse(raw || '{}');
+    const body = JSON.stringify({ model: 'scripted', stream: true, messages: [{ role: 'user', content: 'bench#' + tag + ' hi' }] });
+    const r = http.request({ agent, host: up.hostname, port: up.port, path: up.pathname, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (m) => {
+      s.writeHead(200, { 'content-type': 'text/event-stream' });
+      m.on('data', (c) => s.write(c));
+      m.on('end', () => s.end());
+    });
+    r.end(body);
+  });
+}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });`;
+  const { spawn } = await import('node:child_process');
+  const http = await import('node:http');
+  const { treeCpuMs } = await import('./proc');
+  const p = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
+  try {
+    const port = await new Promise<number>((resolve) => p.stdout!.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const call = (tag: string) =>
+      new Promise<number>((resolve, reject) => {
+        const t = performance.now();
+        const req = http.request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (r) => {
+          r.resume();
+          r.on('end', () => resolve(performance.now() - t));
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify({ tag }));
+      });
+    for (let i = 0; i < 50; i++) await call(`${label}-warm-${i}`);
+    const wallMs: number[] = [];
+    const tags: string[] = [];
+    let next = 0;
+    const c0 = treeCpuMs(p.pid!);
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        for (;;) {
+          const i = next++;
+          if (i >= turns) return;
+          const tag = `${label}-${i}`;
+          wallMs.push(await call(tag));
+          tags.push(tag);
+        }
+      }),
+    );
+    const c1 = treeCpuMs(p.pid!);
+    return { concurrency, turns, cpuPerTurnMs: (c1.userMs + c1.sysMs - c0.userMs - c0.sysMs) / turns, wallMs, tags };
+  } finally {
+    agent.destroy();
+    p.kill();
+  }
+}

@@ -22,7 +22,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { getJson, post, postJson } from './client';
-import { bareHttpCpuUs, bareRelayCpuMs, discovery, tools, type DiscoveryFigures, type ToolFigures } from './micro';
+import { bareHttpCpuUs, bareRelayCpuMs, discovery, relayPhase, tools, type DiscoveryFigures, type ToolFigures } from './micro';
 import type { BenchMode, ModelRecord } from './model';
 import { makeFolders, REPO, snapshotBuild, startApp, startModel, treeCpuMs, treeRssMb, type AppServer, type BenchModel } from './proc';
 import { seedConversations } from './seed';
@@ -416,7 +416,50 @@ interface Results {
   growth?: { stored: number; storedMessages: number; seedMs: number; overhead: PhaseResult[]; rssAfterStartMb: number };
   context?: ContextFigures;
   instances?: InstancesFigures | { error: string };
+  /** The bare relay driven like the plain phases, beside them in the same run. */
+  relay?: RelayResult[];
   durationS?: number;
+}
+
+interface RelayResult {
+  concurrency: number;
+  turns: number;
+  cpuPerTurnMs: number;
+  overheadMs: Summary;
+}
+
+/** The bare node:http relay at one concurrency, its overhead measured as the phases measure ours. */
+async function relayVersus(ctx: Ctx, concurrency: number, turns: number): Promise<RelayResult> {
+  await ctx.mode('plain');
+  await ctx.collect();
+  const label = `relay${concurrency}`;
+  const r = await relayPhase(ctx.model.url, turns, concurrency, label);
+  const records = await ctx.collect();
+  const modelMs = new Map<string, number>();
+  for (const rec of records) modelMs.set(rec.tag, (modelMs.get(rec.tag) ?? 0) + rec.serviceMs);
+  const overheads: number[] = [];
+  r.tags.forEach((tag, i) => {
+    const m = modelMs.get(tag);
+    if (m !== undefined) overheads.push(r.wallMs[i] - m);
+  });
+  say(`bare relay at ${concurrency}: CPU ${fmt(r.cpuPerTurnMs)} ms/turn, overhead p50 ${fmt(summary(overheads).median)} ms`);
+  return { concurrency, turns, cpuPerTurnMs: r.cpuPerTurnMs, overheadMs: summary(overheads) };
+}
+
+function relayTable(r: Results): string | null {
+  if (!r.relay?.length) return null;
+  const lines = [
+    '| conc. | plain turn CPU | bare relay CPU | ratio | plain turn overhead p50 | bare relay overhead p50 | later by |',
+    '|---:|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const x of r.relay) {
+    const ours = find(r.empty?.overhead, 'plain', x.concurrency);
+    if (!ours) continue;
+    lines.push(
+      `| ${x.concurrency} | ${ms(ours.cpuPerTurnMs)} | ${ms(x.cpuPerTurnMs)} | ${fmt(ours.cpuPerTurnMs / x.cpuPerTurnMs, 1)}× | ${ms(ours.overheadMs.median)} | ${ms(x.overheadMs.median)} | ${ms(ours.overheadMs.median - x.overheadMs.median)} |`,
+    );
+  }
+  return '#### Plain turn beside a bare relay (same run, same scripted model)\n\n' + lines.join('\n');
 }
 
 const ms = (x: number) => `${fmt(x)} ms`;
@@ -576,6 +619,8 @@ function markdown(r: Results): string {
     out.push('#### 6. Growth\n\n' + parts.join('\n\n'));
   }
 
+  const relay = relayTable(r);
+  if (relay) out.push(relay);
   if (r.context) out.push(contextMarkdown(r.context));
   if (r.instances) out.push('error' in r.instances ? `#### 8. Many instances\n\nNot measured: ${r.instances.error}` : instancesMarkdown(r.instances));
 
@@ -662,6 +707,7 @@ async function fullRun(results: Results, appDir: string, tmp: string, cleanups: 
     results.calibration!.healthCpuMs = await healthCpuMs(ctx, scaled(1000));
     say(`GET /api/health: ${fmt(results.calibration!.healthCpuMs)} ms CPU per request`);
     const overhead = await overheadSet(ctx, 'empty');
+    results.relay = [await relayVersus(ctx, 1, scaled(100)), await relayVersus(ctx, 50, scaled(300))];
     const history = await historyPhase(ctx);
     const tt = await ttfb(ctx, scaled(30));
     const wf = await workflow(ctx, 5);

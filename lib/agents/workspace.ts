@@ -28,6 +28,16 @@ export interface Workspace {
   limits: FsLimitOverrides;
 }
 
+/**
+ * Variables a workspace defines before any config is read, which a config may override: a
+ * project's `{project_name}` is its folder's name. BMAD 6.10 on writes no `project_name` and its
+ * skills fall back to neutral defaults; without one the placeholder stayed literal in run folder
+ * names.
+ */
+export function workspaceVariables(ws: Pick<Workspace, 'kind' | 'projectId'>): Record<string, string> {
+  return ws.kind === 'project' && ws.projectId ? { project_name: ws.projectId } : {};
+}
+
 /** The workspace of a bundle agent: the bundle read-only, a fresh output folder per conversation. */
 export function bundleWorkspace(
   roots: { coreRoot: string; projectRoot: string; outputPath: string },

@@ -5,6 +5,7 @@ import type { ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
 import { expandVariables, isReservedVariable } from '../paths';
 import { classifyCriticalActions, startupActions } from '../agents/startup';
+import { workspaceVariables } from '../agents/workspace';
 import { isFailure } from '../results';
 import { globFiles } from '../skills';
 import { runToolCall } from '../tools';
@@ -44,7 +45,7 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
   const actions = startupActions(resolved.agent);
   if (!actions.length) return { variables: {}, context: null };
   const notLoaded: string[] = [];
-  const variables: Record<string, string> = {};
+  const variables: Record<string, string> = workspaceVariables(resolved.workspace);
   const loaded: string[] = [];
   const instructions: string[] = [];
   const facts: string[] = [];

@@ -4,6 +4,7 @@ import type { AuditLog } from '../audit';
 import type { Config, ToolLimits } from '../config';
 import type { ConversationStore } from '../conversations/types';
 import { resolveCommand, type Catalog, type ResolvedAgent } from '../agents';
+import { workspaceVariables } from '../agents/workspace';
 import { AppError } from '../errors';
 import { helpCommand, journeyBrief, projectJourney, projectVersions, type Project, type ProjectCatalog } from '../projects';
 import { recorderFor } from '../versions';
@@ -74,7 +75,7 @@ export function toolContext(
     outputRoot: ws.outputRoot(conversationId),
     ...(ws.writable ? { project: { writable: ws.writable } } : {}),
     ...(ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId }) } : {}),
-    variables: { ...variables, date: today(clock(deps)()) },
+    variables: { ...workspaceVariables(ws), ...variables, date: today(clock(deps)()) },
     limits: effectiveLimits(deps.config.limits, ws.limits),
     scripts: deps.config.scripts,
     auditDir: deps.auditDir,

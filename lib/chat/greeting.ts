@@ -4,6 +4,7 @@ import type { ResolvedAgent } from '../agents';
 import { expandVariables, readResolved, resolvePath } from '../paths';
 import { isFailure } from '../results';
 import { startupActions } from '../agents/startup';
+import { workspaceVariables } from '../agents/workspace';
 import { findAgent, type ChatDeps } from './context';
 
 const TTL_MS = 2000;
@@ -17,8 +18,8 @@ async function greetingVariables(deps: Pick<ChatDeps, 'config'>, resolved: Resol
   const key = `${resolved.workspace.projectId ?? ''}/${resolved.agent.id}`;
   const hit = cache.get(key);
   if (hit && Date.now() - hit.at < TTL_MS) return hit.variables;
-  const variables: Record<string, string> = {};
   const ws = resolved.workspace;
+  const variables: Record<string, string> = workspaceVariables(ws);
   const ctx = {
     bundleRoot: ws.bundleRoot,
     coreRoot: ws.coreRoot,

@@ -1,10 +1,10 @@
 import { AppError } from '../errors';
 import { log } from '../log';
-import type { Conversation, StoredMessage, TurnLease, TurnOutcome } from '../conversations/types';
+import type { Conversation, StoredMessage, TurnBatch, TurnLease, TurnOutcome } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
 import { runTurn, TurnBudget, type TurnEvent } from '../loop';
-import { checkMessageFits, contextGuard, loadTokenizer, tokenizerFor, type ContextBudget, type Tokenizer } from '../context';
+import { checkMessageFitsAsync, contextGuard, loadTokenizer, tokenizerFor, type ContextBudget, type Tokenizer } from '../context';
 import { costOf, type ModelPrice, type ModelProfile } from '../models';
 import { buildSystemPrompt, toModelMessages } from '../prompt';
 import type { ResolvedAgent } from '../agents';
@@ -153,7 +153,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const tokenizer = await loadTokenizer(tokenizerFor(profile.model, profile.tokenizer));
   const budget: ContextBudget = { profile: profile.name, contextWindow: profile.contextWindow, maxOutputTokens: profile.maxOutputTokens };
   // The least this turn's requests hold: refused now, before anything is stored.
-  const tooLarge = checkMessageFits(tokenizer, budget, {
+  const tooLarge = await checkMessageFitsAsync(tokenizer, budget, {
     systemPrompt: buildSystemPrompt({ agent: resolved.agent, bundleName: resolved.workspace.name, toolNames: [] }),
     message: planned,
     tools: toolDefinitions(),
@@ -166,6 +166,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   let text = req.message ?? '';
   let userMessageId = newId('msg');
   let appendUser = true;
+  let noteStored = false;
   try {
     if (isNew) {
       // Before anything is stored: a missing critical file fails the request, not a half-made conversation.
@@ -184,7 +185,20 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
         await deps.store.append(conversationId, { id: newId('sys'), role: 'system', content: activation.context, timestamp: clock(deps)().toISOString() });
       }
     }
-    lease = await deps.store.beginTurn(conversationId);
+    // A plain turn's user message (and the note about the command it picked) goes in with the
+    // lock: one commit. A rewrite changes the history under the lock first, so it stores it later.
+    const first: StoredMessage[] = [];
+    if (!rewrite) {
+      const stamp = clock(deps)().toISOString();
+      first.push({ id: userMessageId, role: 'user', content: text, timestamp: stamp });
+      const note = commandNote(command);
+      if (note) first.push({ id: newId('sys'), role: 'system', content: note, timestamp: stamp });
+    }
+    lease = await deps.store.beginTurn(conversationId, first);
+    if (lease && first.length) {
+      appendUser = false;
+      noteStored = true;
+    }
     if (!lease) throw new AppError('E_CONVERSATION_BUSY', `A turn is already running on conversation "${conversationId}". Wait for it to finish or stop it.`);
     if (rewrite && existing) {
       const held = lease;
@@ -224,7 +238,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
   const remote = watchRemoteStop(deps, lease, signal);
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget });
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget });
   return {
     conversationId,
     messageId,
@@ -267,8 +281,10 @@ interface Turn {
   conversationId: string;
   message: string;
   userMessageId: string;
-  /** False for a regenerate: the user message is stored already. */
+  /** False for a regenerate, or when the lock was taken with it: the user message is stored already. */
   appendUser: boolean;
+  /** The command's note went in with the lock. */
+  noteStored: boolean;
   command: CommandResolution;
   signal: AbortSignal;
   /** Ends the watch for a Stop asked for through the store. */
@@ -294,11 +310,20 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   let textYielded = 0;
   let stepTextStart = 0;
   const started = performance.now();
+  // The answer and its usage, written with the turn's end (before the last event goes out, so a
+  // reader that sees the end finds the answer stored and the conversation free).
+  let final: TurnBatch | null = null;
+  let ended = false;
+  const end = async (how: TurnOutcome) => {
+    if (ended) return;
+    ended = true;
+    await store.commit(conversationId, { ...(final ?? {}), end: { lease: turn.lease, outcome: how } });
+  };
   try {
     if (turn.appendUser) await store.append(conversationId, { id: turn.userMessageId, role: 'user', content: turn.message, timestamp: stamp() });
     // Several menu items fit what the user typed: the server guesses none and has the agent ask.
     // A prompt item the user picked: its prompt follows their message.
-    const note = commandNote(turn.command);
+    const note = turn.noteStored ? null : commandNote(turn.command);
     if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
@@ -375,9 +400,14 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
             ...(cost !== undefined ? { cost } : {}),
             timestamp: stamp(),
           };
-          if (keep) await store.append(conversationId, msg);
-          if (event.byServer) break;
-          await store.addUsage(conversationId, event.usage, cost);
+          if (event.byServer) {
+            if (keep) await store.append(conversationId, msg);
+            break;
+          }
+          const batch: TurnBatch = { messages: keep ? [msg] : [], usage: { usage: event.usage, ...(cost !== undefined ? { cost } : {}) } };
+          // The answer (no tool calls) is the turn's last write: it goes in with the turn's end.
+          if (event.toolCalls.length) await store.commit(conversationId, batch);
+          else final = batch;
           log.info('model.call', {
             conversationId,
             agent: resolved.agent.id,
@@ -401,9 +431,11 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
           break;
         case 'finish':
           outcome = event.stopReason === 'aborted' ? stopOutcome(signal) : 'done';
+          await end(outcome);
           break;
         case 'error':
           outcome = { status: 'failed', error: { code: event.error.code, message: event.error.message } };
+          await end(outcome);
           break;
       }
       yield event;
@@ -419,7 +451,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     // No end was seen: the reader closed the events early (stopped), or the server is going down.
     outcome ??= signal.aborted ? stopOutcome(signal) : 'interrupted';
     turn.unwatch();
-    await store.endTurn(turn.lease, outcome);
+    await end(outcome);
     log.info('turn.end', { conversationId, agent: resolved.agent.id, outcome: typeof outcome === 'string' ? outcome : outcome.status, durationMs: Math.round(performance.now() - started) });
   }
 }

@@ -3,7 +3,7 @@ import type { Compaction, CompactionMark, StoredMessage } from '../conversations
 import { AppError } from '../errors';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
 import type { CompactionReport } from '../loop/types';
-import { countMessage, countRequest, FRAMING } from './count';
+import { countMessage, countRequest, countRequestAsync, FRAMING } from './count';
 import type { Tokenizer } from './tokens';
 
 export interface ContextBudget {
@@ -82,6 +82,32 @@ function shortenArguments(raw: string, t: Tokenizer): string | null {
   };
   const out = walk(parsed.value);
   return changed ? JSON.stringify(out) : null;
+}
+
+/**
+ * Counts, yielding to the event loop, the large texts planCompaction will count, so its own
+ * (synchronous) counts are answered from the tokenizer's cache: the rendered history, each tool
+ * result as stored and each call's arguments with their long strings.
+ */
+export async function warmCompaction(input: PlanInput): Promise<void> {
+  const t = input.tokenizer;
+  await countRequestAsync(t, { messages: input.render(input.history), tools: input.tools });
+  for (const m of input.history) {
+    if (m.role === 'tool') await t.countAsync(JSON.stringify(m.result));
+    if (m.role !== 'assistant') continue;
+    for (const c of m.toolCalls ?? []) {
+      await t.countAsync(c.arguments);
+      const parsed = c.arguments.length >= LONG_ARGUMENT_CHARS ? parseToolArguments(c.arguments) : null;
+      if (parsed?.ok) for (const s of longStrings(parsed.value)) await t.countAsync(s);
+    }
+  }
+}
+
+function longStrings(v: unknown, out: string[] = []): string[] {
+  if (typeof v === 'string' && v.length >= LONG_ARGUMENT_CHARS) out.push(v);
+  else if (Array.isArray(v)) v.forEach((x) => longStrings(x, out));
+  else if (v && typeof v === 'object') Object.values(v).forEach((x) => longStrings(x, out));
+  return out;
 }
 
 /**

@@ -27,6 +27,27 @@ function textOf(content: unknown): string {
   return '';
 }
 
+/** What one message adds beside its texts (framing, separators), and the texts to count. */
+function partsOf(m: Param): { fixed: number; texts: string[] } {
+  let fixed = FRAMING.perMessage;
+  const texts = [m.role, textOf(m.content)];
+  const name = (m as { name?: unknown }).name;
+  if (typeof name === 'string') {
+    fixed += 1;
+    texts.push(name);
+  }
+  if (m.role === 'assistant') {
+    for (const call of m.tool_calls ?? []) {
+      const fn = (call as { function?: { name?: string; arguments?: string } }).function;
+      fixed += FRAMING.perToolCall;
+      texts.push(call.id ?? '', fn?.name ?? '', fn?.arguments ?? '');
+    }
+    texts.push(textOf((m as { refusal?: unknown }).refusal));
+  }
+  if (m.role === 'tool') texts.push(m.tool_call_id ?? '');
+  return { fixed, texts };
+}
+
 // The loop hands the same message objects to every model call of a turn: each is counted once.
 const perObject = new WeakMap<object, { tokenizer: string; n: number }>();
 
@@ -34,17 +55,20 @@ const perObject = new WeakMap<object, { tokenizer: string; n: number }>();
 export function countMessage(t: Tokenizer, m: Param): number {
   const cached = perObject.get(m);
   if (cached && cached.tokenizer === t.name) return cached.n;
-  let n = FRAMING.perMessage + t.count(m.role) + t.count(textOf(m.content));
-  const name = (m as { name?: unknown }).name;
-  if (typeof name === 'string') n += 1 + t.count(name);
-  if (m.role === 'assistant') {
-    for (const call of m.tool_calls ?? []) {
-      const fn = (call as { function?: { name?: string; arguments?: string } }).function;
-      n += FRAMING.perToolCall + t.count(call.id ?? '') + t.count(fn?.name ?? '') + t.count(fn?.arguments ?? '');
-    }
-    n += t.count(textOf((m as { refusal?: unknown }).refusal));
-  }
-  if (m.role === 'tool') n += t.count(m.tool_call_id ?? '');
+  const { fixed, texts } = partsOf(m);
+  let n = fixed;
+  for (const text of texts) n += t.count(text);
+  perObject.set(m, { tokenizer: t.name, n });
+  return n;
+}
+
+/** countMessage, yielding to the event loop while it counts large texts. */
+export async function countMessageAsync(t: Tokenizer, m: Param): Promise<number> {
+  const cached = perObject.get(m);
+  if (cached && cached.tokenizer === t.name) return cached.n;
+  const { fixed, texts } = partsOf(m);
+  let n = fixed;
+  for (const text of texts) n += await t.countAsync(text);
   perObject.set(m, { tokenizer: t.name, n });
   return n;
 }
@@ -74,6 +98,14 @@ export interface RequestCount {
  */
 export function countRequest(t: Tokenizer, request: { messages: readonly Param[]; tools?: readonly ToolDefinition[] }): RequestCount {
   const messages = request.messages.map((m) => countMessage(t, m));
+  const tools = countTools(t, request.tools);
+  return { total: FRAMING.priming + tools + messages.reduce((a, b) => a + b, 0), tools, messages };
+}
+
+/** countRequest, giving the event loop a turn while it counts large texts (the guard's path). */
+export async function countRequestAsync(t: Tokenizer, request: { messages: readonly Param[]; tools?: readonly ToolDefinition[] }): Promise<RequestCount> {
+  const messages: number[] = [];
+  for (const m of request.messages) messages.push(await countMessageAsync(t, m));
   const tools = countTools(t, request.tools);
   return { total: FRAMING.priming + tools + messages.reduce((a, b) => a + b, 0), tools, messages };
 }

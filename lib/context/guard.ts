@@ -3,8 +3,8 @@ import type { CompactionMark, StoredMessage } from '../conversations/types';
 import { AppError } from '../errors';
 import type { ToolDefinition } from '../llm/types';
 import type { PrepareRequest } from '../loop/types';
-import { planCompaction, requestLimit, type ContextBudget } from './compact';
-import { countRequest } from './count';
+import { planCompaction, requestLimit, warmCompaction, type ContextBudget } from './compact';
+import { countRequest, countRequestAsync, type RequestCount } from './count';
 import type { Tokenizer } from './tokens';
 
 export interface ContextGuardOptions {
@@ -31,12 +31,15 @@ export interface ContextGuardOptions {
 export function contextGuard(o: ContextGuardOptions): PrepareRequest {
   const limit = requestLimit(o.budget);
   return async (messages) => {
-    const n = countRequest(o.tokenizer, { messages, tools: o.tools }).total;
+    // Counted a slice at a time: a request holding a megabyte never holds up other requests.
+    const n = (await countRequestAsync(o.tokenizer, { messages, tools: o.tools })).total;
     if (n <= limit) {
       o.onCount?.(n);
       return { messages };
     }
-    const plan = planCompaction({ history: await o.load(), render: o.render, tools: o.tools, tokenizer: o.tokenizer, budget: o.budget });
+    const input = { history: await o.load(), render: o.render, tools: o.tools, tokenizer: o.tokenizer, budget: o.budget };
+    await warmCompaction(input);
+    const plan = planCompaction(input);
     if (!plan.ok) return { error: plan.error };
     o.onCount?.(plan.report.tokensAfter);
     if (!plan.marks.length) return { messages: plan.messages };
@@ -49,19 +52,29 @@ export function contextGuard(o: ContextGuardOptions): PrepareRequest {
  * Before anything is stored: a message that cannot fit even beside nothing but the system prompt
  * and the tool schemas is refused at once (the least a request of this turn will hold).
  */
-export function checkMessageFits(
-  t: Tokenizer,
-  budget: ContextBudget,
-  request: { systemPrompt: string; message: string; tools: ToolDefinition[] },
-): AppError | null {
-  const limit = requestLimit(budget);
-  const count = countRequest(t, {
+export function checkMessageFits(t: Tokenizer, budget: ContextBudget, request: FitRequest): AppError | null {
+  return fits(budget, countRequest(t, fitMessages(request)));
+}
+
+/** checkMessageFits, counting a long message a slice at a time. */
+export async function checkMessageFitsAsync(t: Tokenizer, budget: ContextBudget, request: FitRequest): Promise<AppError | null> {
+  return fits(budget, await countRequestAsync(t, fitMessages(request)));
+}
+
+type FitRequest = { systemPrompt: string; message: string; tools: ToolDefinition[] };
+
+function fitMessages(request: FitRequest): { messages: ChatCompletionMessageParam[]; tools: ToolDefinition[] } {
+  return {
     messages: [
       { role: 'system', content: request.systemPrompt },
       { role: 'user', content: request.message },
     ],
     tools: request.tools,
-  });
+  };
+}
+
+function fits(budget: ContextBudget, count: RequestCount): AppError | null {
+  const limit = requestLimit(budget);
   if (count.total <= limit) return null;
   const [system, user] = count.messages;
   const fmt = (n: number) => n.toLocaleString('en');

@@ -10,6 +10,7 @@ import type {
   Page,
   StoreHealth,
   StoredMessage,
+  TurnBatch,
   TurnLease,
   TurnSignal,
   TurnOutcome,
@@ -129,6 +130,10 @@ export class MemoryConversationStore implements ConversationStore {
 
   async append(id: string, message: StoredMessage): Promise<void> {
     assertMessage(message);
+    this.appendNow(id, message);
+  }
+
+  private appendNow(id: string, message: StoredMessage): void {
     const e = this.required(id);
     // JSON round trip, not structuredClone: the SQLite store keeps JSON, so both stores hand
     // back the same shapes (undefined keys dropped, no class instances).
@@ -180,14 +185,24 @@ export class MemoryConversationStore implements ConversationStore {
     });
   }
 
-  async beginTurn(id: string): Promise<TurnLease | null> {
+  async beginTurn(id: string, messages?: StoredMessage[]): Promise<TurnLease | null> {
+    messages?.forEach(assertMessage);
     const e = this.required(id);
     // No await between this check and the set below: that is what keeps a second turn out.
     if (e.turn !== null) return null;
     e.turn = randomUUID();
     e.conversation.status = 'running';
     delete e.conversation.lastTurn;
+    for (const m of messages ?? []) this.appendNow(id, m);
     return { conversationId: id, token: e.turn };
+  }
+
+  async commit(id: string, batch: TurnBatch): Promise<void> {
+    batch.messages?.forEach(assertMessage);
+    this.required(id);
+    for (const m of batch.messages ?? []) this.appendNow(id, m);
+    if (batch.usage) await this.addUsage(id, batch.usage.usage, batch.usage.cost);
+    if (batch.end) await this.endTurn(batch.end.lease, batch.end.outcome);
   }
 
   async endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void> {

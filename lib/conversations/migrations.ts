@@ -188,6 +188,47 @@ export const MIGRATIONS: readonly Migration[] = [
   -- later turn (a new token) is never stopped by it and nothing has to clear it.
   ALTER TABLE conversations ADD COLUMN stop_turn TEXT;
   `,
+  `
+  -- Search indexing off the turn's path: a write only notes what needs indexing (one small row);
+  -- the FTS rows are made in batches after the turn, and before any search (indexPending in the
+  -- store), so a search never misses a stored message. seq -1 stands for the title.
+  CREATE TABLE search_pending (
+    conversation_id TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
+    PRIMARY KEY (conversation_id, seq)
+  ) WITHOUT ROWID;
+  DROP TRIGGER search_message_added;
+  DROP TRIGGER search_title_added;
+  DROP TRIGGER search_title_changed;
+  DROP TRIGGER search_message_removed;
+  DROP TRIGGER search_conversation_removed;
+  CREATE TRIGGER search_message_added AFTER INSERT ON messages
+  WHEN new.role IN ('user', 'assistant') AND new.content IS NOT NULL AND new.content <> ''
+  BEGIN
+    INSERT OR IGNORE INTO search_pending (conversation_id, seq) VALUES (new.conversation_id, new.seq);
+  END;
+  CREATE TRIGGER search_message_removed AFTER DELETE ON messages
+  BEGIN
+    DELETE FROM search_pending WHERE conversation_id = old.conversation_id AND seq = old.seq;
+    DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE conversation_id = old.conversation_id AND seq = old.seq);
+    DELETE FROM search_docs WHERE conversation_id = old.conversation_id AND seq = old.seq;
+  END;
+  CREATE TRIGGER search_title_added AFTER INSERT ON conversations
+  BEGIN
+    INSERT OR IGNORE INTO search_pending (conversation_id, seq) VALUES (new.id, -1);
+  END;
+  CREATE TRIGGER search_title_changed AFTER UPDATE OF title ON conversations
+  WHEN old.title IS NOT new.title
+  BEGIN
+    INSERT OR IGNORE INTO search_pending (conversation_id, seq) VALUES (new.id, -1);
+  END;
+  CREATE TRIGGER search_conversation_removed AFTER DELETE ON conversations
+  BEGIN
+    DELETE FROM search_pending WHERE conversation_id = old.id;
+    DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE conversation_id = old.id AND seq IS NULL);
+    DELETE FROM search_docs WHERE conversation_id = old.id AND seq IS NULL;
+  END;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

@@ -15,6 +15,7 @@ import type {
   Page,
   StoreHealth,
   StoredMessage,
+  TurnBatch,
   TurnLease,
   TurnOutcome,
   TurnSignal,
@@ -384,14 +385,19 @@ export class PgConversationStore implements ConversationStore {
   async append(id: string, m: StoredMessage): Promise<void> {
     assertMessage(m);
     if (!isValidConversationId(id)) throw notFound(id);
+    const r = await this.q(this.appendQuery(id, m));
+    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
+  }
+
+  /** One message appended, with the count, preview and automatic title (one statement). */
+  private appendQuery(id: string, m: StoredMessage): RawBuilder<unknown> {
     const titles = titleCandidates(m);
     const userTitle = titles.userTitle === null ? null : text(titles.userTitle);
     const workflowTitle = titles.workflowTitle === null ? null : text(titles.workflowTitle);
     const words = m.role === 'user' || m.role === 'assistant' ? indexWords(m.content) : null;
     // One statement: the count, preview and automatic title move with the insert (see the SQLite
     // store's touch); SET expressions all see the row as it was.
-    const r = await this.q(
-      sql`WITH t AS (
+    return sql`WITH t AS (
           UPDATE conversations SET
             message_count = message_count + 1,
             updated_at = ${monotonicNow()},
@@ -413,9 +419,7 @@ export class PgConversationStore implements ConversationStore {
         INSERT INTO messages (conversation_id, seq, id, role, body, compacted, search)
         SELECT ${id}, t.message_count, ${text(m.id)}, ${m.role}, ${messageBody(m)}, ${m.compacted !== undefined ? JSON.stringify(m.compacted) : null},
                array_to_tsvector(${words}::text[])
-        FROM t`,
-    );
-    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
+        FROM t`;
   }
 
   async setVariables(id: string, variables: Record<string, string>): Promise<void> {
@@ -426,16 +430,18 @@ export class PgConversationStore implements ConversationStore {
   }
 
   async addUsage(id: string, usage: Usage, cost?: number): Promise<void> {
+    if (!isValidConversationId(id)) throw notFound(id);
+    const r = await this.q(this.usageQuery(id, usage, cost));
+    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
+  }
+
+  private usageQuery(id: string, usage: Usage, cost?: number): RawBuilder<unknown> {
     const u = cleanUsage(usage);
     const c = cleanCost(cost) ?? null;
-    if (!isValidConversationId(id)) throw notFound(id);
-    const r = await this.q(
-      sql`UPDATE conversations SET prompt_tokens = prompt_tokens + ${u.promptTokens}, completion_tokens = completion_tokens + ${u.completionTokens},
+    return sql`UPDATE conversations SET prompt_tokens = prompt_tokens + ${u.promptTokens}, completion_tokens = completion_tokens + ${u.completionTokens},
           cached_tokens = cached_tokens + ${u.cachedTokens},
           cost = CASE WHEN ${c}::float8 IS NULL THEN cost ELSE COALESCE(cost, 0) + ${c}::float8 END
-        WHERE id = ${id}`,
-    );
-    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
+        WHERE id = ${id}`;
   }
 
   async setModel(id: string, model: string | null): Promise<Conversation | null> {
@@ -462,13 +468,14 @@ export class PgConversationStore implements ConversationStore {
     });
   }
 
-  async beginTurn(id: string): Promise<TurnLease | null> {
+  async beginTurn(id: string, messages: StoredMessage[] = []): Promise<TurnLease | null> {
     if (!isValidConversationId(id)) throw notFound(id);
+    messages.forEach(assertMessage);
     const token = randomUUID();
     // The lock in one statement: a new lease row, or an expired one replaced; a live lease
-    // (another instance's running turn) makes the conflict clause change nothing.
-    const { rows } = await this.q(
-      sql<{ id: string }>`WITH taken AS (
+    // (another instance's running turn) makes the conflict clause change nothing. The turn's
+    // first messages go in the same transaction, only when the lock was taken.
+    const lock = sql<{ id: string }>`WITH taken AS (
           INSERT INTO turn_leases (conversation_id, token, holder, started_at, heartbeat_at, expires_at)
           SELECT ${id}, ${token}, ${this.holderId}, now(), now(), now() + ${this.leaseMs}::int * interval '1 millisecond'
           WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ${id})
@@ -476,8 +483,17 @@ export class PgConversationStore implements ConversationStore {
             heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, stop_requested_at = NULL
           WHERE turn_leases.expires_at <= now()
           RETURNING conversation_id)
-        UPDATE conversations SET status = 'running', last_turn = NULL WHERE id IN (SELECT conversation_id FROM taken) RETURNING id`,
-    );
+        UPDATE conversations SET status = 'running', last_turn = NULL WHERE id IN (SELECT conversation_id FROM taken) RETURNING id`;
+    let rows: { id: string }[];
+    if (!messages.length) rows = (await this.q(lock)).rows;
+    else {
+      await this.ensureReady();
+      rows = await this.db.transaction().execute(async (tx) => {
+        const taken = (await lock.execute(tx)).rows;
+        if (taken.length) for (const m of messages) await this.appendQuery(id, m).execute(tx);
+        return taken;
+      });
+    }
     if (!rows.length) {
       const { rows: exists } = await this.q(sql`SELECT 1 FROM conversations WHERE id = ${id}`);
       if (!exists.length) throw notFound(id);
@@ -494,12 +510,41 @@ export class PgConversationStore implements ConversationStore {
   }
 
   private async release(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
+    this.forget(lease);
+    await this.ready;
+    await this.releaseQuery(lease, outcome).execute(this.db);
+  }
+
+  private forget(lease: TurnLease): void {
     if (this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
     this.watchers.delete(lease.token);
+  }
+
+  private releaseQuery(lease: TurnLease, outcome: TurnOutcome): RawBuilder<unknown> {
     const { status, lastTurn } = endArgs(outcome);
-    await this.ready;
-    await sql`WITH gone AS (DELETE FROM turn_leases WHERE conversation_id = ${lease.conversationId} AND token = ${key(String(lease.token))} RETURNING conversation_id)
-        UPDATE conversations SET status = ${status}, last_turn = ${lastTurn} WHERE id IN (SELECT conversation_id FROM gone)`.execute(this.db);
+    return sql`WITH gone AS (DELETE FROM turn_leases WHERE conversation_id = ${lease.conversationId} AND token = ${key(String(lease.token))} RETURNING conversation_id)
+        UPDATE conversations SET status = ${status}, last_turn = ${lastTurn} WHERE id IN (SELECT conversation_id FROM gone)`;
+  }
+
+  async commit(id: string, batch: TurnBatch): Promise<void> {
+    if (!isValidConversationId(id)) throw notFound(id);
+    const messages = batch.messages ?? [];
+    messages.forEach(assertMessage);
+    await this.ensureReady();
+    if (this.closed) throw new Error('The conversation store is closed.');
+    await this.db.transaction().execute(async (tx) => {
+      for (const m of messages) {
+        const r = await this.appendQuery(id, m).execute(tx);
+        if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
+      }
+      if (batch.usage) {
+        const r = await this.usageQuery(id, batch.usage.usage, batch.usage.cost).execute(tx);
+        if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
+      }
+      if (batch.end) await this.releaseQuery(batch.end.lease, batch.end.outcome).execute(tx);
+    });
+    // The lease is ours no more once the transaction that ended it committed.
+    if (batch.end) this.forget(batch.end.lease);
   }
 
   async truncateFrom(id: string, messageId: string): Promise<number> {

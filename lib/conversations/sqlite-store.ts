@@ -13,6 +13,7 @@ import type {
   Page,
   StoreHealth,
   StoredMessage,
+  TurnBatch,
   TurnLease,
   TurnSignal,
   TurnOutcome,
@@ -183,7 +184,19 @@ export class SqliteConversationStore implements ConversationStore {
     messagesBefore: Database.Statement<[string, number], MessageRow>;
     dropFrom: Database.Statement<[string, number]>;
     truncated: Database.Statement<[Record<string, unknown>]>;
+    pending: Database.Statement<[number], { conversation_id: string; seq: number }>;
+    unpend: Database.Statement<[string, number]>;
+    addDoc: Database.Statement<[string, number | null]>;
+    addFts: Database.Statement<[number | bigint, string]>;
+    dropTitleDoc: Database.Statement<[string]>;
+    dropTitleFts: Database.Statement<[string]>;
+    messageText: Database.Statement<[string, number], { content: string | null }>;
+    titleText: Database.Statement<[string], { title: string }>;
   };
+  private readonly beginTx: (id: string, messages: StoredMessage[]) => TurnLease | null;
+  private readonly commitTx: (id: string, batch: TurnBatch) => void;
+  private readonly indexTx: Database.Transaction<(max: number) => number>;
+  private indexTimer: NodeJS.Timeout | null = null;
   private readonly appendTx: (id: string, message: StoredMessage) => void;
   private readonly truncateTx: (id: string, messageId: string) => number;
   private readonly compactTx: (id: string, marks: CompactionMark[]) => void;
@@ -276,9 +289,17 @@ export class SqliteConversationStore implements ConversationStore {
            title_state = CASE WHEN title_state = ${TitleState.FIXED} THEN title_state ELSE @titleState END
          WHERE id = @id`,
       ),
+      pending: db.prepare('SELECT conversation_id, seq FROM search_pending LIMIT ?'),
+      unpend: db.prepare('DELETE FROM search_pending WHERE conversation_id = ? AND seq = ?'),
+      addDoc: db.prepare('INSERT INTO search_docs (conversation_id, seq) VALUES (?, ?)'),
+      addFts: db.prepare('INSERT INTO search_fts (rowid, text) VALUES (?, ?)'),
+      dropTitleFts: db.prepare('DELETE FROM search_fts WHERE rowid IN (SELECT id FROM search_docs WHERE conversation_id = ? AND seq IS NULL)'),
+      dropTitleDoc: db.prepare('DELETE FROM search_docs WHERE conversation_id = ? AND seq IS NULL'),
+      messageText: db.prepare('SELECT content FROM messages WHERE conversation_id = ? AND seq = ?'),
+      titleText: db.prepare('SELECT title FROM conversations WHERE id = ?'),
     };
 
-    this.appendTx = db.transaction((id: string, m: StoredMessage) => {
+    const appendRow = (id: string, m: StoredMessage) => {
       const titles = titleCandidates(m);
       const row = this.stmt.touch.get({
         id,
@@ -308,6 +329,46 @@ export class SqliteConversationStore implements ConversationStore {
         compacted: m.compacted !== undefined ? JSON.stringify(m.compacted) : null,
         timestamp: m.timestamp,
       });
+    };
+    this.appendTx = db.transaction(appendRow);
+
+    this.beginTx = db.transaction((id: string, messages: StoredMessage[]): TurnLease | null => {
+      const token = randomUUID();
+      const args = { id, token, owner: this.holder.tag, now: new Date().toISOString() };
+      if (this.stmt.begin.run(args).changes !== 1) {
+        const row = this.stmt.turnOf.get(id);
+        if (!row) throw notFound(id);
+        // The holder died without releasing (another process was killed): take the lock over,
+        // conditional on its token so two takers cannot both win.
+        if (row.active_turn === null || isHolderAlive(row.turn_owner)) return null;
+        if (this.stmt.takeOver.run({ ...args, stale: row.active_turn }).changes !== 1) return null;
+      }
+      for (const m of messages) appendRow(id, m);
+      return { conversationId: id, token };
+    });
+
+    this.commitTx = db.transaction((id: string, batch: TurnBatch) => {
+      for (const m of batch.messages ?? []) appendRow(id, m);
+      if (batch.usage) this.addUsageRow(id, batch.usage.usage, batch.usage.cost);
+      if (batch.end) this.release(batch.end.lease, batch.end.outcome);
+    });
+
+    // Search rows for what was written since the last batch (see search_pending).
+    this.indexTx = db.transaction((max: number): number => {
+      const rows = this.stmt.pending.all(max);
+      for (const r of rows) {
+        if (r.seq < 0) {
+          this.stmt.dropTitleFts.run(r.conversation_id);
+          this.stmt.dropTitleDoc.run(r.conversation_id);
+          const title = this.stmt.titleText.get(r.conversation_id)?.title;
+          if (title !== undefined) this.stmt.addFts.run(this.stmt.addDoc.run(r.conversation_id, null).lastInsertRowid, title);
+        } else {
+          const content = this.stmt.messageText.get(r.conversation_id, r.seq)?.content;
+          if (content) this.stmt.addFts.run(this.stmt.addDoc.run(r.conversation_id, r.seq).lastInsertRowid, content);
+        }
+        this.stmt.unpend.run(r.conversation_id, r.seq);
+      }
+      return rows.length;
     });
 
     this.truncateTx = db.transaction((id: string, messageId: string): number => {
@@ -378,6 +439,7 @@ export class SqliteConversationStore implements ConversationStore {
     const search = options?.q !== undefined;
     const terms = searchTerms(options?.q);
     if (search && !terms.length) return { items: [] };
+    if (search) this.indexPending();
     const kind = listKind(options ?? {}, after !== null, search);
     // One row more than the page says whether there is a next page without a COUNT.
     const rows = this.stmt.list[kind].all({
@@ -423,11 +485,54 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   async addUsage(id: string, usage: Usage, cost?: number): Promise<void> {
+    if (!isValidConversationId(id)) throw notFound(id);
+    this.addUsageRow(id, usage, cost);
+  }
+
+  private addUsageRow(id: string, usage: Usage, cost?: number): void {
     const u = cleanUsage(usage);
     const c = cleanCost(cost);
-    if (!isValidConversationId(id) || this.stmt.addUsage.run({ id, prompt: u.promptTokens, completion: u.completionTokens, cached: u.cachedTokens, cost: c ?? null }).changes !== 1) {
+    if (this.stmt.addUsage.run({ id, prompt: u.promptTokens, completion: u.completionTokens, cached: u.cachedTokens, cost: c ?? null }).changes !== 1) {
       throw notFound(id);
     }
+  }
+
+  async commit(id: string, batch: TurnBatch): Promise<void> {
+    batch.messages?.forEach(assertMessage);
+    if (!isValidConversationId(id)) throw notFound(id);
+    if (batch.usage) {
+      cleanUsage(batch.usage.usage);
+      cleanCost(batch.usage.cost);
+    }
+    this.commitTx(id, batch);
+    if (batch.end) this.indexSoon();
+  }
+
+  /**
+   * Indexes for search what was written since the last time, in batches of 500 rows: shortly
+   * after a turn ends (never on its path) and before every search, so results stay complete.
+   */
+  indexPending(): void {
+    if (this.indexTimer) {
+      clearTimeout(this.indexTimer);
+      this.indexTimer = null;
+    }
+    if (this.closed) return;
+    // IMMEDIATE: it reads, then writes; another process indexing at once waits instead of failing.
+    while (this.indexTx.immediate(500) === 500);
+  }
+
+  private indexSoon(): void {
+    if (this.indexTimer || this.closed) return;
+    this.indexTimer = setTimeout(() => {
+      this.indexTimer = null;
+      try {
+        this.indexPending();
+      } catch {
+        // A busy database or a closed store: the next search indexes what is left.
+      }
+    }, 250);
+    this.indexTimer.unref();
   }
 
   async setModel(id: string, model: string | null): Promise<Conversation | null> {
@@ -443,24 +548,17 @@ export class SqliteConversationStore implements ConversationStore {
     this.compactTx(id, marks);
   }
 
-  async beginTurn(id: string): Promise<TurnLease | null> {
+  async beginTurn(id: string, messages: StoredMessage[] = []): Promise<TurnLease | null> {
+    messages.forEach(assertMessage);
     if (!isValidConversationId(id)) throw notFound(id);
-    const token = randomUUID();
-    const args = { id, token, owner: this.holder.tag, now: new Date().toISOString() };
-    if (this.stmt.begin.run(args).changes !== 1) {
-      const row = this.stmt.turnOf.get(id);
-      if (!row) throw notFound(id);
-      // The holder died without releasing (another process was killed): take the lock over,
-      // conditional on its token so two takers cannot both win.
-      if (row.active_turn === null || isHolderAlive(row.turn_owner)) return null;
-      if (this.stmt.takeOver.run({ ...args, stale: row.active_turn }).changes !== 1) return null;
-    }
-    this.held.set(id, token);
-    return { conversationId: id, token };
+    const lease = this.beginTx(id, messages);
+    if (lease) this.held.set(id, lease.token);
+    return lease;
   }
 
   async endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
     this.release(lease, outcome);
+    this.indexSoon();
   }
 
   async truncateFrom(id: string, messageId: string): Promise<number> {
@@ -473,6 +571,8 @@ export class SqliteConversationStore implements ConversationStore {
   async close(): Promise<void> {
     // All in one go, no await: a call that comes in meanwhile cannot take a turn close() misses.
     if (this.closed) return;
+    if (this.indexTimer) clearTimeout(this.indexTimer);
+    this.indexTimer = null;
     for (const [conversationId, token] of this.held) this.release({ conversationId, token }, 'interrupted');
     this.held.clear();
     this.closed = true;

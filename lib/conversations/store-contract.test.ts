@@ -530,6 +530,58 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
     });
   });
 
+  describe('a turn written in few commits', () => {
+    it('stores the user message with the lock, only when the lock is taken', async () => {
+      const c = await newConv();
+      const user: StoredMessage = { id: 'u1', role: 'user', content: 'hello there', timestamp: 't' };
+      const lease = (await store.beginTurn(c.id, [user]))!;
+      expect(lease).not.toBeNull();
+      expect(await store.messages(c.id)).toEqual([user]);
+      expect((await store.get(c.id))?.status).toBe('running');
+      // Refused: a turn runs, and its message is not stored either.
+      expect(await store.beginTurn(c.id, [{ id: 'u2', role: 'user', content: 'again', timestamp: 't' }])).toBeNull();
+      expect((await store.messages(c.id)).map((m) => m.id)).toEqual(['u1']);
+      await store.endTurn(lease, 'done');
+    });
+
+    it('commits a message, its usage and the turn end together', async () => {
+      const c = await newConv();
+      const lease = (await store.beginTurn(c.id))!;
+      const call: StoredMessage = { id: 'a1', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'read_file', arguments: '{}' }], usage: { promptTokens: 10, completionTokens: 2 }, timestamp: 't' };
+      await store.commit(c.id, { messages: [call], usage: { usage: { promptTokens: 10, completionTokens: 2 } } });
+      expect((await store.get(c.id))?.status).toBe('running');
+      const answer: StoredMessage = { id: 'a2', role: 'assistant', content: 'done it', usage: { promptTokens: 20, completionTokens: 3 }, timestamp: 't' };
+      await store.commit(c.id, { messages: [answer], usage: { usage: { promptTokens: 20, completionTokens: 3, cachedTokens: 5 }, cost: 0.5 }, end: { lease, outcome: 'done' } });
+      const after = await store.get(c.id);
+      expect(after?.status).toBe('idle');
+      expect(after?.usage).toEqual({ promptTokens: 30, completionTokens: 5, cachedTokens: 5 });
+      expect(after?.cost).toBe(0.5);
+      expect((await store.messages(c.id)).map((m) => m.id)).toEqual(['a1', 'a2']);
+      expect(await store.beginTurn(c.id)).not.toBeNull();
+    });
+
+    it('commits nothing of a batch that fails', async () => {
+      const c = await newConv();
+      const lease = (await store.beginTurn(c.id))!;
+      const bad = { id: 'x', role: 'assistant', content: 42 } as unknown as StoredMessage;
+      await expect(store.commit(c.id, { messages: [{ id: 'ok', role: 'assistant', content: 'fine', timestamp: 't' }, bad], end: { lease, outcome: 'done' } })).rejects.toThrow();
+      expect(await store.messages(c.id)).toEqual([]);
+      expect((await store.get(c.id))?.status).toBe('running');
+    });
+
+    it('finds a message in search as soon as it is stored (indexing catches up before a search)', async () => {
+      const c = await newConv();
+      const lease = (await store.beginTurn(c.id, [{ id: 'u', role: 'user', content: 'zebra crossing', timestamp: 't' }]))!;
+      expect((await store.list({ q: 'zebra' })).items.map((x) => x.id)).toEqual([c.id]);
+      await store.commit(c.id, { messages: [{ id: 'a', role: 'assistant', content: 'giraffe neck', timestamp: 't' }], end: { lease, outcome: 'done' } });
+      expect((await store.list({ q: 'giraffe' })).items.map((x) => x.id)).toEqual([c.id]);
+      await store.rename(c.id, 'Okapi notes');
+      expect((await store.list({ q: 'okapi' })).items.map((x) => x.id)).toEqual([c.id]);
+      await store.truncateFrom(c.id, 'a');
+      expect((await store.list({ q: 'giraffe' })).items).toEqual([]);
+    });
+  });
+
   describe('how a turn ended', () => {
     const end = async (id: string, outcome: Parameters<ConversationStore['endTurn']>[1]) => store.endTurn((await store.beginTurn(id))!, outcome);
 

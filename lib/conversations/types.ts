@@ -168,6 +168,13 @@ export interface StoreHealth {
  * the async method in the memory store. A network store must do the same on the server, in one
  * atomic statement.
  */
+/** What ConversationStore.commit writes at once. */
+export interface TurnBatch {
+  messages?: StoredMessage[];
+  usage?: { usage: Usage; cost?: number };
+  end?: { lease: TurnLease; outcome: TurnOutcome };
+}
+
 export interface ConversationStore {
   create(input: CreateConversationInput): Promise<Conversation>;
   get(id: string): Promise<Conversation | null>;
@@ -187,10 +194,19 @@ export interface ConversationStore {
    * the conversation's messages; all marks are written or none.
    */
   compact(id: string, marks: CompactionMark[]): Promise<void>;
-  /** Takes the conversation's turn lock; null when a turn is already running. */
-  beginTurn(id: string): Promise<TurnLease | null>;
+  /**
+   * Takes the conversation's turn lock; null when a turn is already running. `messages` (the
+   * turn's user message) are appended in the same transaction, only when the lock is taken.
+   */
+  beginTurn(id: string, messages?: StoredMessage[]): Promise<TurnLease | null>;
   /** Releases the lock and records how the turn ended (status and lastTurn). */
   endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void>;
+  /**
+   * Several writes of one turn as one transaction, in this order: `messages` appended, `usage`
+   * added, the turn ended (`end`). A turn stores a model call's message with its usage this way,
+   * and its answer with the turn's end: one commit each instead of three.
+   */
+  commit(id: string, batch: TurnBatch): Promise<void>;
   /**
    * Removes the message `messageId` and every message after it; call it holding the turn lock.
    * Message count, preview and an automatic title (one the store took from the messages, never a

@@ -281,4 +281,29 @@ describe('ToolCallAccumulator', () => {
     acc.add({ index: 0 });
     expect(acc.finish()).toEqual([]);
   });
+
+  it('stops keeping arguments past the cap: the call comes back oversized, with "{}" and what was received', () => {
+    const acc = new ToolCallAccumulator(1_000);
+    acc.add({ index: 0, id: 'c1', function: { name: 'save_output', arguments: '{"content":"' } });
+    for (let i = 0; i < 30; i++) acc.add({ index: 0, function: { arguments: 'a'.repeat(50) } });
+    expect(acc.overflowed).toBe(true);
+    acc.add({ index: 1, id: 'c2', function: { name: 'read_file', arguments: '{"file_path":"x"}' } });
+    expect(acc.finish()).toEqual([
+      { id: 'c1', name: 'save_output', arguments: '{}', oversized: 12 + 30 * 50 },
+      { id: 'c2', name: 'read_file', arguments: '{"file_path":"x"}' },
+    ]);
+  });
+
+  it('takes a call repeated whole-name-per-fragment without index or id in linear time', () => {
+    // Each fragment repeats the name; one without a closing brace cannot be a whole call, so it
+    // is never parsed (parsing the growing arguments at every fragment was quadratic).
+    const acc = new ToolCallAccumulator();
+    const started = performance.now();
+    acc.add({ function: { name: 'save_output', arguments: '{"content":"' } } as never);
+    for (let i = 0; i < 20_000; i++) acc.add({ function: { name: 'save_output', arguments: 'abcdefghij' } } as never);
+    acc.add({ function: { name: 'save_output', arguments: '"}' } } as never);
+    const [call] = acc.finish();
+    expect(call.arguments.length).toBe(12 + 200_000 + 2);
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
 });

@@ -6,7 +6,7 @@ import type {
   ChatCompletionChunk,
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
-import type { ToolCall, ToolDefinition, Usage } from './types';
+import { MODEL_OUTPUT_LIMITS, type ToolCall, type ToolDefinition, type Usage } from './types';
 import { isTimeoutSignal, mapLlmError } from './errors';
 import { nodeBody } from './transport';
 
@@ -21,6 +21,8 @@ export interface StreamChatInput {
   signal?: AbortSignal;
   /** Named in errors (see LlmErrorContext). */
   profile?: string;
+  /** Defaults: MODEL_OUTPUT_LIMITS. */
+  limits?: { toolArgumentChars: number; answerChars: number };
 }
 
 type UsageChunk = NonNullable<ChatCompletionChunk['usage']> & { prompt_cache_hit_tokens?: number };
@@ -63,9 +65,20 @@ interface OpenCall {
   id?: string;
   name: string;
   args: string;
+  /** Characters received once past the cap (the arguments are no longer kept). */
+  over?: number;
+  /** The last characters of `args`. */
+  tail: string;
 }
 
-function isJson(text: string): boolean {
+/**
+ * Whether a call's arguments are complete JSON. Only text that ends like an object can be: its
+ * last characters are kept apart (`tail`), as reading the end of a string built by appending
+ * flattens it, and parsing the growing arguments at every fragment would be quadratic.
+ */
+function isJson(call: OpenCall): boolean {
+  if (!/[}\]]\s*$/.test(call.tail)) return false;
+  const text = call.args;
   try {
     JSON.parse(text);
     return true;
@@ -83,6 +96,13 @@ export class ToolCallAccumulator {
   private readonly calls: OpenCall[] = [];
   private readonly byIndex = new Map<number, OpenCall>();
 
+  constructor(private readonly maxArgumentChars: number = MODEL_OUTPUT_LIMITS.toolArgumentChars) {}
+
+  /** Whether a call's arguments passed the cap. */
+  get overflowed(): boolean {
+    return this.calls.some((c) => c.over !== undefined);
+  }
+
   add(d: ToolCallDelta): void {
     const index = typeof d.index === 'number' ? d.index : undefined;
     const id = d.id || undefined;
@@ -99,11 +119,11 @@ export class ToolCallAccumulator {
       // call's arguments are complete JSON, starts another call; servers that repeat the name in
       // every fragment keep appending to the open one.
       const last = this.calls[this.calls.length - 1];
-      const startsAnother = last && name && last.name && (name !== last.name || (last.args !== '' && isJson(last.args)));
+      const startsAnother = last && name && last.name && (name !== last.name || (last.args !== '' && isJson(last)));
       call = startsAnother ? undefined : last;
     }
     if (!call) {
-      call = { id, name: '', args: '' };
+      call = { id, name: '', args: '', tail: '' };
       this.calls.push(call);
     }
     if (index !== undefined) this.byIndex.set(index, call);
@@ -113,7 +133,16 @@ export class ToolCallAccumulator {
       if (!call.name) call.name = name;
       else if (call.name !== name) call.name += name;
     }
-    if (typeof d.function?.arguments === 'string') call.args += d.function.arguments;
+    const more = d.function?.arguments;
+    if (typeof more !== 'string' || !more) return;
+    if (call.over !== undefined) call.over += more.length;
+    else if (call.args.length + more.length > this.maxArgumentChars) {
+      call.over = call.args.length + more.length;
+      call.args = '';
+    } else {
+      call.args += more;
+      call.tail = (call.tail + more).slice(-16);
+    }
   }
 
   get size(): number {
@@ -129,7 +158,7 @@ export class ToolCallAccumulator {
       // Tool results are matched by id, so two calls may never share one.
       if (!id || seen.has(id)) id = newToolCallId();
       seen.add(id);
-      out.push({ id, name: c.name, arguments: c.args.trim() === '' ? '{}' : c.args });
+      out.push({ id, name: c.name, arguments: c.args.trim() === '' ? '{}' : c.args, ...(c.over !== undefined ? { oversized: c.over } : {}) });
     }
     return out;
   }
@@ -284,7 +313,10 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
   let content = '';
   let finishReason: string | null = null;
   let usage: Usage = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
-  const calls = new ToolCallAccumulator();
+  const limits = input.limits ?? MODEL_OUTPUT_LIMITS;
+  const calls = new ToolCallAccumulator(limits.toolArgumentChars);
+  // Set once the answer passed a cap: reading stops there, and the end of the body is not awaited.
+  let cut = false;
 
   let response: Response;
   try {
@@ -325,9 +357,18 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
         for (const tc of delta.tool_calls ?? []) calls.add(tc);
         if (choice.finish_reason) finishReason = choice.finish_reason;
       }
+      if (content.length + text.length > limits.answerChars) {
+        text = text.slice(0, Math.max(0, limits.answerChars - content.length));
+        cut = true;
+      }
       if (text) {
         content += text;
         yield { type: 'text-delta', delta: text };
+      }
+      if (cut || calls.overflowed) {
+        cut = true;
+        finishReason = 'length';
+        break;
       }
     }
   } catch (e) {
@@ -340,7 +381,7 @@ export async function* streamChat(input: StreamChatInput): AsyncGenerator<Stream
   if (signal?.aborted) return fail(signal.reason);
   // A body that just stops, with neither [DONE] nor a finish reason, lost its end (a proxy or a
   // dying server closing the connection cleanly); it must not pass for a whole answer.
-  if (!reader.sawDone && finishReason === null) {
+  if (!cut && !reader.sawDone && finishReason === null) {
     return fail(Object.assign(new Error('terminated: the answer ended without [DONE] or a finish reason'), { code: 'ECONNRESET' }));
   }
 

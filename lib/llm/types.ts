@@ -11,7 +11,23 @@ export interface ToolCall {
   id: string;
   name: string;
   arguments: string;
+  /**
+   * Set when the arguments passed MODEL_OUTPUT_LIMITS.toolArgumentChars: the characters received
+   * before the answer was cut off. `arguments` is then "{}" and the call does not run.
+   */
+  oversized?: number;
 }
+
+/**
+ * What one model answer may hold. A model stuck repeating itself can stream without end; past
+ * these the server stops reading the answer (closing the connection) instead of holding it.
+ */
+export const MODEL_OUTPUT_LIMITS = {
+  /** One tool call's arguments, in characters (1 MB of ASCII). */
+  toolArgumentChars: 1_000_000,
+  /** The text of one answer, in characters. */
+  answerChars: 1_000_000,
+} as const;
 
 /** OpenAI function tool definition (chat completions `tools[]`). */
 export interface ToolDefinition {

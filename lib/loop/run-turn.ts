@@ -7,7 +7,7 @@ import type {
 import { AppError } from '../errors';
 import { mapLlmError, noToolsError, streamChat } from '../llm';
 import type { CompletionResult } from '../llm';
-import { parseToolArguments, toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
+import { MODEL_OUTPUT_LIMITS, parseToolArguments, toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
 import type { ToolResult } from '../results';
 import { TurnBudget } from './budget';
 import type { LoopTools, PrepareRequest, ToolOutcome, TurnEvent } from './types';
@@ -71,8 +71,24 @@ function abortedResult(): ToolResult {
   return { ok: false, error: { code: 'E_ABORTED', message: 'The turn was stopped before this tool finished.' } };
 }
 
+const fmtChars = (n: number) => n.toLocaleString('en');
+
+/** The answer to a call whose arguments passed the cap: what happened, and what to do instead. */
+function oversizedResult(call: ToolCall): ToolResult {
+  const cap = MODEL_OUTPUT_LIMITS.toolArgumentChars;
+  return {
+    ok: false,
+    error: {
+      code: 'E_ARGS_TOO_LARGE',
+      message: `This ${call.name} call did not run: its arguments passed ${fmtChars(cap)} characters (${fmtChars(call.oversized ?? cap)} received before the server stopped reading), the most one tool call may carry. Send large content in parts, each call under ${fmtChars(cap)} characters (several calls, or several files), and do not repeat text.`,
+      details: { limitChars: cap, receivedChars: call.oversized ?? cap },
+    },
+  };
+}
+
 /** A tool that throws is still an answer the model must get, or the history would be invalid. */
 async function execute(tools: LoopTools, call: ToolCall, signal: AbortSignal): Promise<ToolOutcome> {
+  if (call.oversized !== undefined) return { result: oversizedResult(call), durationMs: 0 };
   try {
     return await tools.execute(call, signal);
   } catch (e) {
@@ -184,7 +200,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
    * the turn was interrupted (the terminal event is already out then).
    */
   async function* runTools(toolCalls: ToolCall[]): AsyncGenerator<TurnEvent, boolean, undefined> {
-    const calls: ToolCall[] = toolCalls.map((t) => ({ id: t.id, name: t.name, arguments: t.arguments }));
+    const calls: ToolCall[] = toolCalls.map((t) => ({ id: t.id, name: t.name, arguments: t.arguments, ...(t.oversized !== undefined ? { oversized: t.oversized } : {}) }));
     for (const call of calls) yield { type: 'tool-call', call, input: toolArgumentsView(call.arguments) };
     const started = performance.now();
     const running = calls.map((call) => execute(tools, call, signal));

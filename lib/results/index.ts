@@ -16,6 +16,8 @@ export type ToolErrorCode =
   | 'E_READ_LIMIT'
   | 'E_WRITE_LIMIT'
   | 'E_INVALID_ARGS'
+  /** A call's arguments passed the cap on what a model may send in one call; it did not run. */
+  | 'E_ARGS_TOO_LARGE'
   | 'E_UNKNOWN_TOOL'
   | 'E_NO_MATCH'
   | 'E_AMBIGUOUS_MATCH'

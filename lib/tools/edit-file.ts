@@ -8,6 +8,8 @@ import type { ResolvedPath } from '../paths';
 import type { ToolContext } from './types';
 
 const MAX_DIFF_CHARS = 20_000;
+/** The most time the diff shown back may take (it is a courtesy; the edit is already written). */
+const DIFF_TIMEOUT_MS = 200;
 
 const schema = z.object({
   file_path: z.string().min(1).describe('File in the output folder to edit, e.g. {output_folder}/plan.md.'),
@@ -91,7 +93,10 @@ async function edit(args: z.infer<typeof schema>, target: ResolvedPath, ctx: Too
   const after = spliceAll(before, at, oldText.length, newText);
   const written = await writeBack(target, after, ctx, 'edited', 'edit_file', raw);
   if (isFailure(written)) return written;
-  let diff = createTwoFilesPatch(target.virtual, target.virtual, before, after, undefined, undefined, { context: 3 });
+  // Myers' diff is quadratic when most lines change: past DIFF_TIMEOUT_MS it gives up (undefined).
+  let diff: string =
+    createTwoFilesPatch(target.virtual, target.virtual, before, after, undefined, undefined, { context: 3, timeout: DIFF_TIMEOUT_MS }) ??
+    `[no diff: the change touches too many lines to show; read_file ${target.virtual} to see the result]\n`;
   if (diff.length > MAX_DIFF_CHARS) diff = `${diff.slice(0, MAX_DIFF_CHARS)}\n…[diff cut: ${diff.length - MAX_DIFF_CHARS} more characters]\n`;
   return {
     ok: true,

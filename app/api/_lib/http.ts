@@ -4,8 +4,24 @@ import { AppError, isAppError } from '@/lib/errors';
 import { log } from '@/lib/log';
 import { sha256 } from '@/lib/results';
 
+/**
+ * Below this many bytes a JSON body goes out as it is. Next's gzip skips small bodies only when
+ * it sees their Content-Length, which it never forwards from a route handler; gzip then costs
+ * more CPU than the bytes it saves, so a small body says `no-transform`, which the compressor
+ * honours (and so does any proxy: the body is the same either way).
+ */
+const COMPRESS_MIN_BYTES = 1024;
+
+function json(body: unknown, init?: ResponseInit): NextResponse {
+  const text = JSON.stringify(body);
+  const headers = new Headers(init?.headers);
+  headers.set('content-type', 'application/json');
+  if (text.length < COMPRESS_MIN_BYTES && Buffer.byteLength(text) < COMPRESS_MIN_BYTES && !headers.has('cache-control')) headers.set('cache-control', 'no-transform');
+  return new NextResponse(text, { ...init, headers });
+}
+
 export function ok<T>(data: T, init?: ResponseInit): NextResponse {
-  return NextResponse.json({ success: true, data }, init);
+  return json({ success: true, data }, init);
 }
 
 export function fail(error: AppError): NextResponse {
@@ -13,7 +29,7 @@ export function fail(error: AppError): NextResponse {
   const field = typeof error.details?.field === 'string' ? { field: error.details.field } : {};
   // What an error chooses to show beside its message (a conflict's current sha256).
   const shown = error.details?.response && typeof error.details.response === 'object' ? (error.details.response as Record<string, unknown>) : {};
-  return NextResponse.json({ ...shown, success: false, error: error.message, code: error.code, ...field }, { status: error.status });
+  return json({ ...shown, success: false, error: error.message, code: error.code, ...field }, { status: error.status });
 }
 
 /** Maps anything thrown in a handler to the API's error shape; unknown errors never leak their text. */
