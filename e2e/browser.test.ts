@@ -176,11 +176,22 @@ describe('with a scripted model', () => {
     await model.waitFor(() => model.chatRequests().at(-1)?.clientClosed === true, 5_000);
     await page.getByTestId('stopped-notice').waitFor({ timeout: 5_000 });
     await page.getByTestId('send-button').waitFor();
+    // Once the turn has ended the screen takes the stored answer (the words the server delivered
+    // before it saw the Stop), and then nothing more arrives.
+    const storedText = async () => {
+      const id = new URL(page.url()).searchParams.get('c');
+      const detail = (await (await fetch(`${app.url}/api/conversations/${id}`)).json()).data;
+      return String(detail.messages.at(-1)?.content ?? '');
+    };
+    const settle = Date.now() + 5_000;
+    while (!(await answer.innerText()).includes((await storedText()).trim()) && Date.now() < settle) await sleep(100);
     const atStop = await answer.innerText();
+    expect(atStop).toContain((await storedText()).trim());
     await sleep(1_000);
     const later = await answer.innerText();
     expect(later).toBe(atStop);
     expect(later).not.toContain('word399');
+    expect(later).not.toContain('0 tokens');
     expect(await page.getByTestId('chat-status').innerText()).toContain('Stopped');
     expect(await page.getByTestId('chat-error').count()).toBe(0);
 

@@ -51,11 +51,17 @@ beforeAll(async () => {
   model = await startScriptedModel({});
   // Project documents are written by a script (each save names its conversation); the other turns
   // stream the slow scenario, one word every 40 ms.
-  model.setScript(({ body }) =>
-    (body.messages ?? []).at(-1)?.role === 'tool'
-      ? reply.text('Saved.')
-      : reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{planning_artifacts}/prd.md', content: `# PRD\n\n${lastUserText(body)}\n` } }]),
-  );
+  // A write refused as stale (the other instance's conversation wrote the document first) is
+  // followed by a read and the write again, as the tool error tells a model to.
+  model.setScript(({ body }) => {
+    const messages = body.messages ?? [];
+    const last = messages.at(-1);
+    const save = reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{planning_artifacts}/prd.md', content: `# PRD\n\n${lastUserText(body)}\n` } }]);
+    if (last?.role !== 'tool') return save;
+    if (String(last.content).includes('E_STALE')) return reply.toolCalls([{ name: 'read_file', arguments: { file_path: '{planning_artifacts}/prd.md' } }]);
+    const called = (messages.at(-2) as { tool_calls?: Array<{ function: { name: string } }> } | undefined)?.tool_calls?.[0]?.function.name;
+    return called === 'read_file' ? save : reply.text('Saved.');
+  });
   database = await createTestDatabase('instances');
   folders = await makeFolders('instances');
   const projectsRoot = path.join(folders.root, 'projects');

@@ -72,7 +72,7 @@ it("an agent calls a stdio server's tool; health shows its state; an IDE reaches
   const client = new Client({ name: 'e2e-ide', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${app.url}/api/mcp`), { requestInit: { headers: { Authorization: 'Bearer e2e' } } }));
   try {
-    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['chat', 'list_agents', 'list_documents', 'list_projects', 'read_document']);
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual(['chat', 'get_run', 'journey', 'list_agents', 'list_documents', 'list_projects', 'read_document', 'start_run']);
     const projects = (await client.callTool({ name: 'list_projects', arguments: {} })) as { content: Array<{ text: string }> };
     expect(JSON.parse(projects.content[0]!.text)).toEqual([expect.objectContaining({ id: 'shop' })]);
     const doc = (await client.callTool({ name: 'read_document', arguments: { projectId: 'shop', path: 'brief.md' } })) as { content: Array<{ text: string }> };

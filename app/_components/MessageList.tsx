@@ -188,7 +188,10 @@ function GroupFiles({ parts, onOpenFile, canOpenFile }: { parts: ToolPart[]; onO
   );
 }
 
-function AnswerMeta({ message }: { message: UIMessage }) {
+function AnswerMeta({ message: full }: { message: UIMessage }) {
+  // An answer stopped before the model reported usage has none to show ("0 tokens" says nothing).
+  const counted = full.usage && full.usage.promptTokens + full.usage.completionTokens > 0 ? full.usage : undefined;
+  const message = { ...full, usage: counted };
   const model = message.model?.profile ?? message.model?.model;
   if (!message.usage && !model) return null;
   const title = message.usage
