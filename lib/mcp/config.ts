@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { isMap, isScalar, LineCounter, parseDocument, type Document } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { z } from 'zod';
+import { lineOf, valueAt } from '../yaml/locate';
 
 /** One MCP server of `MCP_SERVERS_FILE`, with the app's variables it names already looked up. */
 export interface McpServerConfig {
@@ -86,29 +87,6 @@ const FileSchema = z
   .object({ servers: z.record(z.string(), ServerSchema, { error: 'is required: a mapping of server names to servers' }) }, { error: 'must be a mapping with servers' })
   .strict();
 
-type Path = (string | number)[];
-
-/** The 1-based line where a path's value (or, for a missing key, its mapping) starts. */
-function lineOf(doc: Document, lines: LineCounter, at: Path, key?: string): number | undefined {
-  for (let n = at.length; n >= 0; n--) {
-    const node = n === 0 ? doc.contents : (doc.getIn(at.slice(0, n), true) as unknown);
-    if (!node || typeof node !== 'object') continue;
-    if (key !== undefined && n === at.length && isMap(node)) {
-      const pair = node.items.find((p) => isScalar(p.key) && p.key.value === key);
-      const range = (pair?.key as { range?: [number, number, number] } | undefined)?.range;
-      if (range) return lines.linePos(range[0]).line;
-    }
-    const range = (node as { range?: [number, number, number] }).range;
-    if (range) return lines.linePos(range[0]).line;
-  }
-  return undefined;
-}
-
-function valueAt(value: unknown, at: Path): unknown {
-  let v = value;
-  for (const k of at) v = v && typeof v === 'object' ? (v as Record<string | number, unknown>)[k] : undefined;
-  return v;
-}
 
 function lookUp(names: Record<string, string>, env: Record<string, string | undefined>, missing: string[]): Record<string, string> {
   const out: Record<string, string> = {};
