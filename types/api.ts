@@ -180,6 +180,17 @@ export interface ConversationSummaryView {
   lastMessagePreview?: string;
   /** The profile the conversation is set to; absent when each turn's is chosen by command, agent or default. */
   model?: string;
+  /** With accounts: the id of the person who started it (they wrote its messages). */
+  ownerId?: string;
+  /** Present (true) when the project's members may read it. */
+  shared?: boolean;
+}
+
+/** A person as others see them: who started a conversation, who wrote a version. */
+export interface PersonRef {
+  id: string;
+  name: string;
+  email?: string;
 }
 
 export interface ConversationListData {
@@ -191,6 +202,8 @@ export interface ConversationListData {
 export interface ConversationDetail extends ConversationSummaryView {
   messages: ChatMessageView[];
   usage: UsageView;
+  /** With accounts: who started the conversation, and so wrote its user messages. */
+  owner?: PersonRef;
 }
 
 export interface OutputFileEntry {

@@ -35,6 +35,8 @@ export interface ChatRequest {
   editMessageId?: string;
   /** A model profile by name; the conversation keeps it for its later turns. */
   model?: string;
+  /** Who starts a new conversation (with accounts); it is theirs. */
+  ownerId?: string;
 }
 
 export interface TurnHandle {
@@ -178,6 +180,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
         bundleName: resolved.workspace.name,
         ...(projectId ? { projectId } : {}),
         ...(req.model !== undefined ? { model: req.model } : {}),
+        ...(req.ownerId !== undefined ? { ownerId: req.ownerId } : {}),
       });
       await deps.store.setVariables(conversationId, activation.variables);
       if (activation.context) {

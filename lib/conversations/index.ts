@@ -8,6 +8,8 @@ export type * from './types';
 export { MemoryConversationStore } from './memory-store';
 export { SqliteConversationStore } from './sqlite-store';
 export { isValidConversationId, newConversationId } from './ids';
+/** The list cursor that resumes after this conversation (for lists filtered after the store). */
+export { encodeCursor as cursorAfter } from './internal';
 
 export const DATABASE_FILE = 'conversations.db';
 

@@ -10,6 +10,8 @@ import type { ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
+import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
+import { DATABASE_FILE } from '../conversations';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -21,17 +23,29 @@ export interface Runtime extends ChatDeps {
   doctor: DoctorCache;
   /** Who may see and change which project and conversation. */
   access: AccessPolicy;
+  /** People, sessions, tokens and memberships; null in the single-user mode (AUTH=off). */
+  accounts: Accounts | null;
 }
 
-export function createRuntime(config: Config = loadConfig(), store?: ConversationStore): Runtime {
+export interface RuntimeOptions {
+  /** The account settings; by default those of the environment (AUTH, ADMIN_*, OIDC_*, ...). */
+  auth?: AuthSettings;
+}
+
+export function createRuntime(config: Config = loadConfig(), store?: ConversationStore, options: RuntimeOptions = {}): Runtime {
   const clients = new Map<string, OpenAI>();
+  const settings = options.auth ?? authSettings();
+  const accounts = settings.enabled
+    ? openAccounts({ dataDir: config.dataDir, store: config.store, file: DATABASE_FILE, settings })
+    : null;
   return {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000 }),
-    access: openAccess,
+    access: accounts ? accountsPolicy(accounts) : openAccess,
+    accounts,
     auditDir: path.join(config.dataDir, 'audit'),
     llm: (name = config.models.defaultProfile) => {
       const profile = config.models.profiles.get(name);
@@ -59,5 +73,8 @@ export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
   const previous = holder.__bmadRuntime;
   // Swapped before the close, so no caller picks up a store that is closing.
   holder.__bmadRuntime = runtime;
-  if (previous && previous !== runtime) await previous.store.close();
+  if (previous && previous !== runtime) {
+    await previous.store.close();
+    if (previous.accounts && previous.accounts !== runtime?.accounts) await previous.accounts.close();
+  }
 }

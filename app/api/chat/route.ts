@@ -78,6 +78,7 @@ export async function POST(request: Request) {
           ...(body.editMessageId !== undefined ? { editMessageId: body.editMessageId } : {}),
           ...(body.projectId ? { projectId: body.projectId } : {}),
           ...(body.model ? { model: body.model } : {}),
+          ...(caller.kind !== 'local' ? { ownerId: caller.id } : {}),
         },
         controller.signal,
       );

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { createProject } from '@/lib/projects';
+import { AppError } from '@/lib/errors';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 
@@ -34,10 +35,13 @@ export async function GET(request: Request) {
 
 export async function POST(request: Request) {
   return handle('POST /api/projects', request, async () => {
-    await callerOf(request);
+    const caller = await callerOf(request);
+    if (caller.projectIds) throw new AppError('E_FORBIDDEN', 'This token is limited to some projects; it cannot create one.');
     const body = await readJson(request, NewProjectBody);
-    const { projects } = getRuntime();
+    const { projects, accounts } = getRuntime();
     const project = await createProject(projects, body);
+    // The creator owns it; nobody else sees it until they add members.
+    if (accounts && caller.kind !== 'local') await accounts.setMember(project.id, caller.id, 'owner');
     return ok(await projects.view(project), { status: 201 });
   });
 }

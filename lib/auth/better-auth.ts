@@ -1,0 +1,104 @@
+import { betterAuth, type BetterAuthOptions } from 'better-auth';
+import { genericOAuth } from 'better-auth/plugins';
+import { apiKey } from '@better-auth/api-key';
+import type { Kysely } from 'kysely';
+import type { AuthSettings } from './settings';
+
+/** Better Auth's provider id of the single sign-on; accounts link on it and the subject. */
+export const OIDC_PROVIDER_ID = 'oidc';
+
+/** Sign-in and sign-up attempts per address and minute before a 429. */
+export const SIGN_IN_ATTEMPTS_PER_MINUTE = 5;
+
+export interface AuthDatabase {
+  db: Kysely<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+  type: 'sqlite' | 'postgres';
+}
+
+/** Every origin the request itself came to: the server works on whatever HOST:PORT it started on. */
+function requestOrigin(request?: Request): string | undefined {
+  if (!request) return undefined;
+  const host = request.headers.get('host');
+  if (!host) return new URL(request.url).origin;
+  const proto = new URL(request.url).protocol;
+  return `${proto}//${host}`;
+}
+
+function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: string) {
+  const oidc = settings.oidc;
+  return {
+    appName: 'BMAD Orchestrator',
+    secret,
+    basePath: '/api/auth',
+    database: { db: database.db, type: database.type, transaction: true },
+    // Derived from each request (the Host it came to); the callback and redirect URLs follow it.
+    baseURL: { allowedHosts: ['*'], protocol: 'auto' },
+    trustedOrigins: (request?: Request) => [requestOrigin(request)],
+    telemetry: { enabled: false },
+    user: {
+      additionalFields: {
+        // `admin` or `member`; never taken from a sign-up body.
+        role: { type: 'string', required: false, defaultValue: 'member', input: false },
+      },
+    },
+    emailAndPassword: { enabled: true, disableSignUp: !settings.allowSignup, minPasswordLength: 8, maxPasswordLength: 256 },
+    session: { expiresIn: 60 * 60 * 24 * 14, updateAge: 60 * 60 * 24 },
+    account: {
+      // Better Auth links an SSO identity to an existing local person only when the provider says
+      // the email is verified (and the local row is verified too); otherwise sign-in is refused.
+      accountLinking: { enabled: true, trustedProviders: [] },
+    },
+    rateLimit: {
+      enabled: true,
+      storage: 'memory',
+      window: 60,
+      max: 300,
+      customRules: {
+        '/sign-in/email': { window: 60, max: SIGN_IN_ATTEMPTS_PER_MINUTE },
+        '/sign-up/email': { window: 60, max: SIGN_IN_ATTEMPTS_PER_MINUTE },
+      },
+    },
+    plugins: [
+      apiKey({
+        // Stored as a hash (the plugin's default); shown once by POST /api/tokens.
+        defaultPrefix: 'bmad_',
+        enableMetadata: true,
+        // Expiry is any future moment (minimum 0 days) up to five years.
+        keyExpiration: { minExpiresIn: 0, maxExpiresIn: 365 * 5 },
+        // The plugin's default counts 10 uses a day; a token for CI is used far more.
+        rateLimit: { enabled: false },
+      }),
+      ...(oidc
+        ? [
+            genericOAuth({
+              config: [
+                {
+                  providerId: OIDC_PROVIDER_ID,
+                  discoveryUrl: `${oidc.issuer.replace(/\/$/, '')}/.well-known/openid-configuration`,
+                  clientId: oidc.clientId,
+                  clientSecret: oidc.clientSecret,
+                  scopes: ['openid', 'email', 'profile', ...(oidc.adminGroup ? ['groups'] : [])],
+                  pkce: true,
+                  requireIdTokenVerification: true,
+                  mapProfileToUser: (profile: Record<string, unknown>) => {
+                    const groups = Array.isArray(profile.groups) ? profile.groups : [];
+                    return oidc.adminGroup && groups.includes(oidc.adminGroup) ? { role: 'admin' } : {};
+                  },
+                },
+              ],
+            }),
+          ]
+        : []),
+    ],
+  } satisfies BetterAuthOptions;
+}
+
+/**
+ * The one place Better Auth is configured, on the database it is given (the conversations'
+ * SQLite file today; Postgres later, on the same tables).
+ */
+export function createBetterAuth(database: AuthDatabase, settings: AuthSettings, secret: string) {
+  return betterAuth(optionsFor(database, settings, secret));
+}
+
+export type BetterAuth = ReturnType<typeof createBetterAuth>;
