@@ -32,9 +32,20 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     basePath: '/api/auth',
     database: { db: database.db, type: database.type, transaction: true },
     // Derived from each request (the Host it came to); the callback and redirect URLs follow it.
-    baseURL: { allowedHosts: ['*'], protocol: 'auto' },
+    // (The fallback only serves the server's own calls, which carry no request: they build no URL.)
+    baseURL: { allowedHosts: ['*'], protocol: 'auto', fallback: 'http://localhost' },
     trustedOrigins: (request?: Request) => [requestOrigin(request)],
     telemetry: { enabled: false },
+    logger: {
+      level: 'warn',
+      // A wrong or revoked token is an ordinary 401, not an error of the server.
+      log: (level: string, message: string) => {
+        if (/validate API key/i.test(message)) return;
+        process.stderr.write(`[auth] ${level}: ${message}\n`);
+      },
+    },
+    // Checked before the migrations run (Accounts.ready), where it could only report tables still to come.
+    advanced: { database: { validateSchema: false } },
     user: {
       additionalFields: {
         // `admin` or `member`; never taken from a sign-up body.

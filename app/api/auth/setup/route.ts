@@ -38,7 +38,7 @@ export async function POST(request: Request) {
     const accounts = accountsOr404();
     const body = await readJson(request, FirstAdmin);
     const person = await accounts.createFirstAdmin(body);
-    const signedIn = await accounts.auth.api.signInEmail({ body: { email: person.email, password: body.password }, headers: request.headers, asResponse: true });
+    const signedIn = await accounts.auth.api.signInEmail({ body: { email: person.email, password: body.password }, request, headers: request.headers, asResponse: true });
     const res = ok(person, { status: 201 });
     for (const cookie of signedIn.headers.getSetCookie()) res.headers.append('set-cookie', cookie);
     return res;
