@@ -235,4 +235,6 @@ export interface ProjectDocumentVersion {
   size: number;
   kind: 'write' | 'restore' | 'untracked';
   restoredFrom?: string;
+  /** With accounts: the person (or token) whose turn or restore made it. */
+  by?: string;
 }

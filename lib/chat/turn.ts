@@ -37,6 +37,8 @@ export interface ChatRequest {
   model?: string;
   /** Who starts a new conversation (with accounts); it is theirs. */
   ownerId?: string;
+  /** Who the turn is for, as versions name them (`authorOf`). */
+  author?: string;
 }
 
 export interface TurnHandle {
@@ -226,7 +228,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   if (text !== planned) command = resolveCommand(resolved.agent, text);
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent, profile, tokenizer, budget });
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, command, signal, messageId, lease, audit, sent, profile, tokenizer, budget, ...(req.author ? { author: req.author } : {}) });
   return {
     conversationId,
     messageId,
@@ -258,6 +260,7 @@ interface Turn {
   profile: ModelProfile;
   tokenizer: Tokenizer;
   budget: ContextBudget;
+  author?: string;
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
@@ -279,7 +282,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
-    const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal);
+    const ctx = toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal, turn.author);
     const definitions = toolDefinitions();
     const history = await store.messages(conversationId);
     const ws = resolved.workspace;

@@ -17,7 +17,8 @@ export interface ProjectDocuments {
   versions(relPath: string): Promise<ProjectDocumentVersion[]>;
   readVersion(relPath: string, version: string): Promise<{ name: string; content: Buffer; contentType: string }>;
   diff(relPath: string, version: string): Promise<string>;
-  restore(relPath: string, version: string): Promise<{ path: string; version: string }>;
+  /** `by`: who restored it (with accounts). */
+  restore(relPath: string, version: string, by?: string): Promise<{ path: string; version: string }>;
 }
 
 function flatten(entries: OutputFileEntry[]): OutputFileEntry[] {
@@ -40,6 +41,7 @@ const view = (v: VersionInfo): ProjectDocumentVersion => ({
   size: v.size,
   kind: v.kind,
   ...(v.restoredFrom ? { restoredFrom: v.restoredFrom } : {}),
+  ...(v.by ? { by: v.by } : {}),
 });
 
 export function projectDocuments(dataDir: string, project: Project): ProjectDocuments {
@@ -83,11 +85,11 @@ export function projectDocuments(dataDir: string, project: Project): ProjectDocu
     async diff(relPath, version) {
       return (await store()).diff(storeKey(relPath), version).catch((e) => versionError(e, relPath));
     },
-    async restore(relPath, version) {
+    async restore(relPath, version, by) {
       const key = storeKey(relPath);
       const s = await store();
       // A person restored it, through the API: no agent, no conversation.
-      const restored = await s.restore(key, version, { agentId: 'user', conversationId: 'api' }).catch((e) => versionError(e, relPath));
+      const restored = await s.restore(key, version, { agentId: 'user', conversationId: 'api', ...(by ? { by } : {}) }).catch((e) => versionError(e, relPath));
       return { path: relPath, version: restored };
     },
   };

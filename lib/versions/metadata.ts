@@ -22,6 +22,8 @@ export interface VersionInfo {
   sha256: string;
   /** The tool that wrote it (save_output, edit_file, ...), when known. */
   tool?: string;
+  /** The person (or token) whose turn or request caused it, with accounts. */
+  by?: string;
   /** The version a restore brought back. */
   restoredFrom?: string;
   /** A caller's one-line note. */
@@ -40,6 +42,7 @@ const TRAILERS: Array<[keyof VersionMeta, string]> = [
   ['sha256', 'Sha256'],
   ['at', 'At'],
   ['restoredFrom', 'Restored-From'],
+  ['by', 'By'],
 ];
 
 /** One line, no control characters: a value that could never start a trailer of its own. */
@@ -84,6 +87,8 @@ export function parseCommitMessage(message: string): VersionMeta | null {
   };
   const tool = fields.get('Tool');
   if (tool) meta.tool = tool;
+  const by = fields.get('By');
+  if (by) meta.by = by;
   const restoredFrom = fields.get('Restored-From');
   if (restoredFrom) meta.restoredFrom = restoredFrom;
   // The subject is generated unless the caller gave a message.

@@ -31,6 +31,8 @@ export class VersionError extends Error {
 export interface VersionAuthor {
   agentId: string;
   conversationId: string;
+  /** The person (or token) who caused it, with accounts. */
+  by?: string;
 }
 
 export interface RecordInput {
@@ -137,7 +139,8 @@ function checkAuthor(author: VersionAuthor): VersionAuthor {
   if (!author || !ok(author.agentId) || !ok(author.conversationId)) {
     throw new VersionError('E_INVALID_AUTHOR', 'An author needs an agentId and a conversationId (one line each, at most 200 characters)');
   }
-  return { agentId: author.agentId, conversationId: author.conversationId };
+  const by = typeof author.by === 'string' ? oneLine(author.by) : '';
+  return { agentId: author.agentId, conversationId: author.conversationId, ...(by ? { by } : {}) };
 }
 
 function isBinary(data: Buffer): boolean {
@@ -343,6 +346,7 @@ class GitVersionStore implements VersionStore {
     const fields = {
       agentId: author.agentId,
       conversationId: author.conversationId,
+      ...(author.by ? { by: author.by } : {}),
       kind: 'write' as const,
       ...(input.tool ? { tool: oneLine(input.tool, 64) } : {}),
       ...(input.message ? { message: oneLine(input.message) } : {}),
@@ -421,7 +425,7 @@ class GitVersionStore implements VersionStore {
       const previous = await this.current(target);
       const written = await writeFileAtomic(target, content);
       if (isFailure(written)) throw new VersionError('E_WRITE', written.error.message);
-      const fields = { agentId: who.agentId, conversationId: who.conversationId, kind: 'restore' as const, restoredFrom: info.version };
+      const fields = { agentId: who.agentId, conversationId: who.conversationId, ...(who.by ? { by: who.by } : {}), kind: 'restore' as const, restoredFrom: info.version };
       return this.exclusive(() => this.commit(rel, content, fields, previous));
     });
   }

@@ -175,6 +175,29 @@ describe('accounts, one step after the other on one server', () => {
     expect(await listed(bob)).toEqual([]);
   });
 
+  it('names the person in the versions their turns and restores make', async () => {
+    h.model.setScript([
+      reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{output_folder}/prd.md', content: '# PRD one\n' } }]),
+      reply.text('Saved.'),
+    ]);
+    const first = await json(await chat(req('POST', '/api/chat', { ...alice, body: { projectId: 'shop', agentId: 'pm', message: 'write', conversationId: aliceConversation, stream: false } })));
+    expect(first.status).toBe(200);
+    h.model.setScript([
+      reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{output_folder}/prd.md', content: '# PRD two\n' } }]),
+      reply.text('Saved again.'),
+    ]);
+    expect((await chat(req('POST', '/api/chat', { ...alice, body: { projectId: 'shop', agentId: 'pm', message: 'again', conversationId: aliceConversation, stream: false } }))).status).toBe(200);
+    const versions = async () => (await json(await getDocument(req('GET', '/api/projects/shop/files/prd.md?versions', carol), params({ id: 'shop', path: ['prd.md'] })))).body.data.versions;
+    const before = await versions();
+    expect(before.map((v: { by?: string }) => v.by)).toEqual(['alice', 'alice']);
+    // A viewer reads them but cannot restore; the owner's token can, and is named as a token.
+    const older = before[1].version;
+    expect((await restore(req('POST', '/api/projects/shop/restore', { ...carol, body: { path: 'prd.md', version: older } }), params({ id: 'shop' }))).status).toBe(403);
+    const token = (await json(await createToken(req('POST', '/api/tokens', { ...alice, body: { name: 'restorer' } })))).body.data.token;
+    expect((await restore(req('POST', '/api/projects/shop/restore', { token, body: { path: 'prd.md', version: older } }), params({ id: 'shop' }))).status).toBe(200);
+    expect((await versions())[0]).toMatchObject({ kind: 'restore', by: 'alice (token)' });
+  });
+
   it('answers 404 to a member of another project on every read and write vector', async () => {
     const id = aliceConversation;
     const vectors: Array<[string, () => Promise<Response>]> = [

@@ -60,7 +60,8 @@ it('answers 401 on every route and method without a session or a token', async (
       const handler = route.module[method];
       if (typeof handler !== 'function') continue;
       if (OPEN.some((re) => re.test(route.url))) continue;
-      for (const credentials of [{}, { authorization: 'Bearer bmad_not-a-token' }, { cookie: 'better-auth.session_token=forged.value' }]) {
+      const tries: Record<string, string>[] = [{}, { authorization: 'Bearer bmad_not-a-token' }, { cookie: 'better-auth.session_token=forged.value' }];
+      for (const credentials of tries) {
         const hasBody = !['GET', 'HEAD', 'OPTIONS', 'DELETE'].includes(method);
         const request = new Request(`http://localhost${route.url}?projectId=x1`, {
           method,

@@ -8,6 +8,7 @@ import { AppError } from '@/lib/errors';
 import { trackTurn } from '@/lib/runtime/shutdown';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
+import { authorOf } from '@/lib/access';
 import { projectOr404 } from '../_lib/projects';
 import { conversationOr404 } from '../_lib/conversations';
 
@@ -78,7 +79,7 @@ export async function POST(request: Request) {
           ...(body.editMessageId !== undefined ? { editMessageId: body.editMessageId } : {}),
           ...(body.projectId ? { projectId: body.projectId } : {}),
           ...(body.model ? { model: body.model } : {}),
-          ...(caller.kind !== 'local' ? { ownerId: caller.id } : {}),
+          ...(caller.kind !== 'local' ? { ownerId: caller.id, author: authorOf(caller) } : {}),
         },
         controller.signal,
       );

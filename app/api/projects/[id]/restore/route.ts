@@ -4,6 +4,7 @@ import { projectDocuments } from '@/lib/projects';
 import { handle, ok, readJson } from '../../../_lib/http';
 import { projectOr404 } from '../../../_lib/projects';
 import { callerOf } from '../../../_lib/caller';
+import { authorOf } from '@/lib/access';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -18,6 +19,6 @@ export async function POST(request: Request, { params }: { params: Promise<{ id:
     const caller = await callerOf(request);
     const project = await projectOr404((await params).id, caller, 'write');
     const body = await readJson(request, RestoreBody);
-    return ok(await projectDocuments(getRuntime().config.dataDir, project).restore(body.path, body.version));
+    return ok(await projectDocuments(getRuntime().config.dataDir, project).restore(body.path, body.version, caller.kind === 'local' ? undefined : authorOf(caller)));
   });
 }
