@@ -16,6 +16,8 @@ import { OutputsPanel } from './OutputsPanel';
 import { Sidebar } from './Sidebar';
 import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
+import { AccountMenu } from './AccountMenu';
+import { ShareToggle } from './ShareToggle';
 
 const WIDE = '(min-width: 1100px)';
 
@@ -263,6 +265,7 @@ export function App() {
           {conversationId ? (
             <ExportMenu conversationId={conversationId} />
           ) : null}
+          {conversationId ? <ShareToggle conversationId={conversationId} /> : null}
           {showOutputs ? (
             <button
               type="button"
@@ -286,6 +289,7 @@ export function App() {
               ) : null}
             </button>
           ) : null}
+          <AccountMenu />
         </header>
         <LlmNotice health={health} />
         <main id="main" className="main" tabIndex={-1}>

@@ -175,4 +175,6 @@ export interface FileVersion {
   conversationId?: string | null;
   size: number;
   kind?: 'write' | 'restore' | 'untracked';
+  /** With accounts: the person (or token) whose turn or restore made it. */
+  by?: string;
 }
