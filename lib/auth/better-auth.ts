@@ -26,6 +26,8 @@ function requestOrigin(request?: Request): string | undefined {
 
 function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: string) {
   const oidc = settings.oidc;
+  /** Subjects the provider just put in OIDC_ADMIN_GROUP (a sign-in's profile, then its session). */
+  const ssoAdmins = new Set<string>();
   return {
     appName: 'BMAD Orchestrator',
     secret,
@@ -69,6 +71,22 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
         '/sign-up/email': { window: 60, max: SIGN_IN_ATTEMPTS_PER_MINUTE },
       },
     },
+    databaseHooks: {
+      session: {
+        create: {
+          // OIDC_ADMIN_GROUP → admin: the person signing in by SSO is promoted (never demoted here:
+          // an admin who also signs in by SSO stays one when the group is missing).
+          after: async (session: { userId: string }, ctx: { context: { internalAdapter: { findAccounts(userId: string): Promise<Array<{ providerId: string; accountId: string }>>; updateUser(id: string, data: Record<string, unknown>): Promise<unknown> } } } | null) => {
+            if (!oidc?.adminGroup || !ssoAdmins.size || !ctx) return;
+            const accounts = await ctx.context.internalAdapter.findAccounts(session.userId);
+            const sso = accounts.find((a) => a.providerId === OIDC_PROVIDER_ID && ssoAdmins.has(a.accountId));
+            if (!sso) return;
+            ssoAdmins.delete(sso.accountId);
+            await ctx.context.internalAdapter.updateUser(session.userId, { role: 'admin' });
+          },
+        },
+      },
+    },
     plugins: [
       apiKey({
         // Stored as a hash (the plugin's default); shown once by POST /api/tokens.
@@ -91,9 +109,12 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
                   scopes: ['openid', 'email', 'profile', ...(oidc.adminGroup ? ['groups'] : [])],
                   pkce: true,
                   requireIdTokenVerification: true,
+                  // Better Auth takes no `input: false` field (the role) from a provider profile, so the
+                  // group decision waits here, keyed by subject, for the session this sign-in creates.
                   mapProfileToUser: (profile: Record<string, unknown>) => {
                     const groups = Array.isArray(profile.groups) ? profile.groups : [];
-                    return oidc.adminGroup && groups.includes(oidc.adminGroup) ? { role: 'admin' } : {};
+                    if (oidc.adminGroup && groups.includes(oidc.adminGroup) && profile.sub != null) ssoAdmins.add(String(profile.sub));
+                    return {};
                   },
                 },
               ],
