@@ -69,6 +69,9 @@ describe('architecture', () => {
     ['models', ['config', 'llm', 'loop', 'chat', 'conversations', 'tools', 'runtime', 'context', 'prompt', 'stream', 'agents', 'projects']],
     // The context budget works on messages and counts; it neither runs turns nor stores anything itself.
     ['context', ['chat', 'runtime', 'tools', 'stream', 'agents', 'projects', 'config']],
+    // Accounts know who asks and what they may do, nothing of what is asked for.
+    ['auth', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'stream', 'llm', 'agents', 'workflows', 'versions', 'audit']],
+    ['access', ['auth', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'stream', 'llm', 'agents', 'workflows', 'versions', 'audit']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

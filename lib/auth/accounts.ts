@@ -168,20 +168,22 @@ export class Accounts {
 
   async needsSetup(): Promise<boolean> {
     await this.ready();
-    const row = await this.db.selectFrom('first_admin').select('id').executeTakeFirst();
-    return !row;
+    if (await this.db.selectFrom('first_admin').select('id').executeTakeFirst()) return false;
+    // An admin who came another way (single sign-on's admin group) closes the first run too.
+    return !(await this.db.selectFrom('user').select('id').where('role', '=', 'admin').executeTakeFirst());
   }
 
   /**
    * The first admin: exactly one, however many ask at once. The claim is one conditional INSERT
-   * of the single `first_admin` row (primary key 1) while no person exists; whoever's INSERT adds
-   * it creates the admin, everyone else gets E_CONFLICT.
+   * of the single `first_admin` row (primary key 1) while no admin exists; whoever's INSERT adds
+   * it creates the admin, everyone else gets E_CONFLICT. (Members who signed up or came by single
+   * sign-on before do not close it: someone must still become the admin.)
    */
   async createFirstAdmin(input: { email: string; name: string; password: string }): Promise<Person> {
     await this.ready().catch(() => undefined);
     const now = new Date().toISOString();
     const claimed = await sql`INSERT INTO first_admin (id, created_at) SELECT 1, ${now}
-      WHERE NOT EXISTS (SELECT 1 FROM "user") ON CONFLICT (id) DO NOTHING`.execute(this.db);
+      WHERE NOT EXISTS (SELECT 1 FROM "user" WHERE role = 'admin') ON CONFLICT (id) DO NOTHING`.execute(this.db);
     if (!Number(claimed.numAffectedRows ?? 0)) throw new AppError('E_CONFLICT', 'This server already has its admin; sign in instead.');
     try {
       const person = await this.createPerson({ ...input, role: 'admin' });

@@ -165,7 +165,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   if (tooLarge) throw tooLarge;
 
   // One open audit file for the critical actions and every tool call of the turn.
-  const audit = openAuditLog(deps.auditDir, conversationId);
+  const audit = openAuditLog(deps.auditDir, conversationId, req.author);
   let lease: TurnLease | null;
   let text = req.message ?? '';
   let userMessageId = newId('msg');

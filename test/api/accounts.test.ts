@@ -196,6 +196,10 @@ describe('accounts, one step after the other on one server', () => {
     const token = (await json(await createToken(req('POST', '/api/tokens', { ...alice, body: { name: 'restorer' } })))).body.data.token;
     expect((await restore(req('POST', '/api/projects/shop/restore', { token, body: { path: 'prd.md', version: older } }), params({ id: 'shop' }))).status).toBe(200);
     expect((await versions())[0]).toMatchObject({ kind: 'restore', by: 'alice (token)' });
+    // The audit lines of her turns name her too.
+    const lines = (await json(await audit(req('GET', `/api/conversations/${aliceConversation}/audit`, alice), params({ id: aliceConversation })))).body.data;
+    const entries = Array.isArray(lines) ? lines : lines.entries;
+    expect(entries.filter((e: { toolName: string }) => e.toolName === 'save_output').map((e: { by?: string }) => e.by)).toEqual(['alice', 'alice']);
   });
 
   it('answers 404 to a member of another project on every read and write vector', async () => {
