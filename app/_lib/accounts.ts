@@ -89,6 +89,10 @@ export const accountsApi = {
     const data = (await res.json()) as { url?: string };
     if (data.url) window.location.assign(data.url);
   },
+  /** Self sign-up (only when the server allows it): a member account, signed in. */
+  signUp: async (input: { email: string; name: string; password: string }) => {
+    await authCall('/api/auth/sign-up/email', input);
+  },
   signOut: async () => {
     await authCall('/api/auth/sign-out', {});
   },
