@@ -256,6 +256,8 @@ describe('accounts, one step after the other on one server', () => {
     expect((await getProject(req('GET', '/api/projects/shop', { token }), params({ id: 'shop' }))).status).toBe(404);
     expect((await getConversation(req('GET', `/api/conversations/${aliceConversation}`, { token }), params({ id: aliceConversation }))).status).toBe(404);
     expect((await json(await me(req('GET', '/api/users/me', { token })))).body.data).toMatchObject({ kind: 'token', role: 'admin', projectIds: ['lab'] });
+    // Bundle agents are outside its projects.
+    expect((await chat(req('POST', '/api/chat', { token, body: { agentId: 'product-lead', message: 'hi', stream: false } }))).status).toBe(403);
     // It cannot mint a wider token.
     expect((await createToken(req('POST', '/api/tokens', { token, body: { name: 'wider' } }))).status).toBe(403);
     // Bearer requests are not browser requests: no Origin check.

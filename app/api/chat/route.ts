@@ -53,6 +53,8 @@ export async function POST(request: Request) {
     if (body.conversationId && !isValidConversationId(body.conversationId)) {
       throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${String(body.conversationId).slice(0, 80)}".`);
     }
+    // A token limited to projects chats in them only (a bundle's conversation would be out of its reach).
+    if (caller.projectIds && !body.projectId) throw new AppError('E_FORBIDDEN', 'This token is limited to some projects: give one of them as projectId.');
     // A turn writes: the caller must be allowed to chat in the project and on the conversation.
     if (body.projectId) await projectOr404(body.projectId, caller, 'write');
     if (body.conversationId) await conversationOr404(body.conversationId, caller, 'write');
