@@ -294,9 +294,15 @@ export class Accounts {
     await this.ready();
     const expiresIn = input.expiresAt ? Math.ceil((input.expiresAt.getTime() - Date.now()) / 1000) : undefined;
     if (expiresIn !== undefined && expiresIn < 1) throw new AppError('E_VALIDATION', 'Invalid expiresAt: it must be in the future.', { field: 'expiresAt' });
-    const created = await this.auth.api.createApiKey({
-      body: { name: input.name, userId, ...(expiresIn ? { expiresIn } : {}), ...(input.projectIds ? { metadata: { projectIds: input.projectIds } } : {}) },
-    });
+    const created = await this.auth.api
+      .createApiKey({
+        body: { name: input.name, userId, ...(expiresIn ? { expiresIn } : {}), ...(input.projectIds ? { metadata: { projectIds: input.projectIds } } : {}) },
+      })
+      .catch((e: { statusCode?: number; body?: { message?: string } }) => {
+        // The plugin's own refusals (an expiry too far off, a name too long) are the caller's to fix.
+        if (e?.statusCode === 400) throw new AppError('E_VALIDATION', `Invalid token: ${e.body?.message ?? 'refused'}.`, { field: expiresIn ? 'expiresAt' : 'name' });
+        throw e;
+      });
     return { ...this.tokenView(created), token: created.key };
   }
 

@@ -285,6 +285,7 @@ describe('accounts, one step after the other on one server', () => {
     await new Promise((r) => setTimeout(r, 2300));
     expect((await listProjects(req('GET', '/api/projects', { token }))).status).toBe(401);
     expect((await createToken(req('POST', '/api/tokens', { ...alice, body: { name: 'past', expiresAt: '2001-01-01T00:00:00Z' } }))).status).toBe(400);
+    expect(await json(await createToken(req('POST', '/api/tokens', { ...alice, body: { name: 'far', expiresAt: '2999-01-01T00:00:00Z' } })))).toMatchObject({ status: 400, body: { code: 'E_VALIDATION', field: 'expiresAt' } });
   });
 
   it('refuses cookie requests that change state from another origin', async () => {
