@@ -127,7 +127,7 @@ export class Accounts {
     const { adminEmail, adminPassword } = this.settings;
     if (adminEmail && adminPassword) {
       try {
-        await this.createFirstAdmin({ email: adminEmail, name: adminEmail.split('@')[0]!, password: adminPassword });
+        await this.claimFirstAdmin({ email: adminEmail, name: adminEmail.split('@')[0]!, password: adminPassword });
       } catch (e) {
         if (!(e instanceof AppError && e.code === 'E_CONFLICT')) throw e;
       }
@@ -180,7 +180,12 @@ export class Accounts {
    * sign-on before do not close it: someone must still become the admin.)
    */
   async createFirstAdmin(input: { email: string; name: string; password: string }): Promise<Person> {
-    await this.ready().catch(() => undefined);
+    await this.ready();
+    return this.claimFirstAdmin(input);
+  }
+
+  /** createFirstAdmin on a prepared database (also called while preparing it, for ADMIN_EMAIL). */
+  private async claimFirstAdmin(input: { email: string; name: string; password: string }): Promise<Person> {
     const now = new Date().toISOString();
     const claimed = await sql`INSERT INTO first_admin (id, created_at) SELECT 1, ${now}
       WHERE NOT EXISTS (SELECT 1 FROM "user" WHERE role = 'admin') ON CONFLICT (id) DO NOTHING`.execute(this.db);
