@@ -190,6 +190,7 @@ function Tokens({ projects }: { projects: ProjectView[] }) {
 
 function People() {
   const id = useId();
+  const { me } = useMe();
   const { data, error, reload, setError } = useLoad(accountsApi.people);
   const [form, setForm] = useState({ email: '', name: '', password: '', role: 'member' as 'admin' | 'member' });
   const [done, setDone] = useState<string | null>(null);
@@ -245,10 +246,25 @@ function People() {
           <li key={p.id} className="settings-item" data-testid="person-item">
             <span className="settings-item-text">
               <span>{p.name}</span>
-              <span className="settings-item-sub">
-                {p.email} · {p.role}
-              </span>
+              <span className="settings-item-sub">{p.email}</span>
             </span>
+            {p.id === me?.id ? (
+              <span className="settings-item-sub">{p.role} (you)</span>
+            ) : (
+              <>
+                <label className="visually-hidden" htmlFor={`${id}-r-${p.id}`}>
+                  Role of {p.name}
+                </label>
+                <select
+                  id={`${id}-r-${p.id}`}
+                  value={p.role}
+                  onChange={(e) => void accountsApi.setRole(p.id, e.target.value as Person['role']).then(reload, (err) => setError((err as Error).message))}
+                >
+                  <option value="member">member</option>
+                  <option value="admin">admin</option>
+                </select>
+              </>
+            )}
           </li>
         ))}
       </ul>

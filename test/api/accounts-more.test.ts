@@ -9,6 +9,7 @@ import { GET as listMembers, PUT as putMember, DELETE as deleteMember } from '@/
 import { GET as listConversations } from '@/app/api/conversations/route';
 import { GET as getConversation } from '@/app/api/conversations/[id]/route';
 import { POST as createUser } from '@/app/api/users/route';
+import { PATCH as patchUser } from '@/app/api/users/[id]/route';
 import { params, startHarness, type Harness } from './harness';
 
 const json = async (res: Response) => ({ status: res.status, body: await res.json() });
@@ -47,6 +48,17 @@ describe('accounts from the environment and self sign-up', () => {
     expect(res.status).toBe(200);
     expect((await json(await me(req('GET', '/api/users/me', cookieOf(res))))).body.data).toMatchObject({ role: 'member', email: 'eve@example.com' });
     expect((await h.runtime.accounts!.personByEmail('eve@example.com'))?.role).toBe('member');
+  });
+
+  it('lets an admin change the role of others, never their own', async () => {
+    const admin = await signIn('ops@example.com', 'ops-password-1');
+    const eve = (await h.runtime.accounts!.personByEmail('eve@example.com'))!;
+    const ops = (await h.runtime.accounts!.personByEmail('ops@example.com'))!;
+    const eveCookie = await signIn('eve@example.com', 'eve-password-1');
+    expect((await patchUser(req('PATCH', `/api/users/${ops.id}`, eveCookie, { role: 'member' }), params({ id: ops.id }))).status).toBe(403);
+    expect((await json(await patchUser(req('PATCH', `/api/users/${eve.id}`, admin, { role: 'admin' }), params({ id: eve.id })))).body.data).toMatchObject({ role: 'admin' });
+    expect((await json(await me(req('GET', '/api/users/me', eveCookie)))).body.data.role).toBe('admin');
+    expect((await patchUser(req('PATCH', `/api/users/${ops.id}`, admin, { role: 'member' }), params({ id: ops.id }))).status).toBe(409);
   });
 });
 

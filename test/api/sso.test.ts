@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { GET as authGet, POST as authPost } from '@/app/api/auth/[...all]/route';
 import { POST as createUser } from '@/app/api/users/route';
@@ -107,7 +108,7 @@ async function whoIs(app: Jar) {
 }
 
 beforeAll(async () => {
-  const dir = await fs.mkdtemp(path.join(REPO, '..', '.sso-'));
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-sso-'));
   accountsFile = path.join(dir, 'accounts.json');
   await writeAccounts({});
   idp = spawn(process.execPath, [path.join(REPO, 'test/oidc/provider.mjs')], {
