@@ -15,13 +15,14 @@ export interface AuthDatabase {
   type: 'sqlite' | 'postgres';
 }
 
-/** Every origin the request itself came to: the server works on whatever HOST:PORT it started on. */
-function requestOrigin(request?: Request): string | undefined {
-  if (!request) return undefined;
-  const host = request.headers.get('host');
-  if (!host) return new URL(request.url).origin;
-  const proto = new URL(request.url).protocol;
-  return `${proto}//${host}`;
+/**
+ * The origins the request itself came to: its Host, on either scheme (behind a proxy that ends
+ * TLS the server sees http while the browser says https). Another site never shares the Host.
+ */
+function requestOrigins(request?: Request): string[] {
+  if (!request) return [];
+  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host') ?? new URL(request.url).host;
+  return [`http://${host}`, `https://${host}`];
 }
 
 function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: string) {
@@ -33,21 +34,22 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     secret,
     basePath: '/api/auth',
     database: { db: database.db, type: database.type, transaction: true },
-    // Derived from each request (the Host it came to); the callback and redirect URLs follow it.
-    // (The fallback only serves the server's own calls, which carry no request: they build no URL.)
-    baseURL: { allowedHosts: ['*'], protocol: 'auto', fallback: 'http://localhost' },
-    trustedOrigins: (request?: Request) => [requestOrigin(request)],
+    // No baseURL: Better Auth takes it from each request (the server works on whatever HOST:PORT
+    // it is started on). Not its dynamic `allowedHosts: ['*']`, which would also trust every
+    // origin; the trusted origin is the request's own.
+    trustedOrigins: (request?: Request) => requestOrigins(request),
     telemetry: { enabled: false },
     logger: {
       level: 'warn',
       // A wrong or revoked token is an ordinary 401, not an error of the server.
       log: (level: string, message: string) => {
-        if (/validate API key/i.test(message)) return;
+        if (/validate API key|Base URL is not set/i.test(message)) return;
         process.stderr.write(`[auth] ${level}: ${message}\n`);
       },
     },
     // Checked before the migrations run (Accounts.ready), where it could only report tables still to come.
-    advanced: { database: { validateSchema: false } },
+    // Origin checks on in every environment (Better Auth turns them off under NODE_ENV=test).
+    advanced: { database: { validateSchema: false }, disableOriginCheck: false },
     user: {
       additionalFields: {
         // `admin` or `member`; never taken from a sign-up body.

@@ -299,6 +299,9 @@ describe('accounts, one step after the other on one server', () => {
     // Reads from elsewhere are not refused (a browser does not let the page read them).
     expect((await getConversation(req('GET', `/api/conversations/${id}`, { ...alice, origin: 'http://evil.example' }), params({ id }))).status).toBe(200);
     expect((await chat(req('POST', '/api/chat', { ...alice, origin: 'http://evil.example', body: { projectId: 'shop', agentId: 'pm', message: 'x', stream: false } }))).status).toBe(403);
+    // Better Auth's own routes check the origin too.
+    expect((await authPost(req('POST', '/api/auth/sign-out', { ...alice, origin: 'http://evil.example', body: {} }))).status).toBe(403);
+    expect((await me(req('GET', '/api/users/me', alice))).status).toBe(200);
   });
 
   it('rate limits sign-in: 429 after repeated failures', async () => {

@@ -48,7 +48,12 @@ let address = 0;
 const appRequest = (method: string, url: string, jar: Jar, body?: unknown) =>
   new Request(`http://localhost${url}`, {
     method,
-    headers: { cookie: jar.header, 'x-forwarded-for': `10.1.2.${++address % 250}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: {
+      ...(jar.header ? { cookie: jar.header } : {}),
+      'x-forwarded-for': `10.1.2.${++address % 250}`,
+      // A browser names the page's origin on every POST.
+      ...(body !== undefined ? { 'content-type': 'application/json', origin: 'http://localhost' } : {}),
+    },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
 
