@@ -7,7 +7,7 @@ import type { AuthSettings } from './settings';
 /** Better Auth's provider id of the single sign-on; accounts link on it and the subject. */
 export const OIDC_PROVIDER_ID = 'oidc';
 
-/** Sign-in and sign-up attempts per address and minute before a 429. */
+/** Sign-in and sign-up attempts (failed or not) per address and minute before a 429. */
 export const SIGN_IN_ATTEMPTS_PER_MINUTE = 5;
 
 export interface AuthDatabase {
@@ -47,9 +47,12 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
         process.stderr.write(`[auth] ${level}: ${message}\n`);
       },
     },
-    // Checked before the migrations run (Accounts.ready), where it could only report tables still to come.
-    // Origin checks on in every environment (Better Auth turns them off under NODE_ENV=test).
-    advanced: { database: { validateSchema: false }, disableOriginCheck: false },
+    advanced: {
+      // Its schema check runs before the migrations (Accounts.ready): it could only report tables to come.
+      database: { validateSchema: false },
+      // Origin checks in every environment (Better Auth skips them under NODE_ENV=test).
+      disableOriginCheck: false,
+    },
     user: {
       additionalFields: {
         // `admin` or `member`; never taken from a sign-up body.
