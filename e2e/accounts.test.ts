@@ -142,6 +142,11 @@ it('signs a member in, who sees their project and not the other', async () => {
   expect(await page.getByTestId('people').count()).toBe(0);
   await page.getByTestId('sign-out').click();
   await page.getByTestId('sign-in').waitFor();
+  // Signed out, the account page is not rendered at all: the server sends the browser to sign in.
+  const res = await page.goto('/settings');
+  expect(new URL(page.url()).pathname).toBe('/');
+  expect(res?.status()).toBe(200);
+  await page.getByTestId('sign-in').waitFor();
 });
 
 it('refuses AUTH=off when next start listens on 0.0.0.0, naming HOST', async () => {
