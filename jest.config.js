@@ -15,7 +15,10 @@ const esm = [
   'ccount', 'escape-string-regexp', 'devlop', 'html-url-attributes', 'trim-lines', 'estree-.*', 'stringify-entities',
   'character-reference-invalid', 'is-.*', 'parse-entities', 'web-namespaces', 'html-void-elements', 'markdown-extensions',
 ];
-const transformIgnorePatterns = [`/node_modules/(?!(${esm.join('|')})/)`];
+// Better Auth and its dependencies ship only ES modules (.mjs); jest runs CommonJS on this Node.
+const esmAuth = ['better-auth', '@better-auth', 'better-call', '@better-fetch', '@noble', 'defu', 'jose', 'nanostores', 'rou3', 'uncrypto'];
+tsJest['^.+\\.mjs$'] = ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', moduleResolution: 'node', esModuleInterop: true, isolatedModules: true } }];
+const transformIgnorePatterns = [`/node_modules/(?!(${[...esm, ...esmAuth].join('|')})/)`];
 const moduleNameMapper = { '^@/(.*)$': '<rootDir>/$1', '\\.(css)$': '<rootDir>/test/style-mock.js' };
 
 /** @type {import('jest').Config} */
@@ -26,6 +29,8 @@ const config = {
       displayName: 'node',
       testEnvironment: 'node',
       testMatch: ['<rootDir>/lib/**/*.test.ts', '<rootDir>/app/**/*.test.ts', '<rootDir>/test/**/*.test.ts', '<rootDir>/scripts/**/*.test.ts'],
+      // Tests run in the single-user mode (AUTH=off) unless they ask for accounts.
+      setupFiles: ['<rootDir>/test/auth-off.js'],
       transform: tsJest,
       transformIgnorePatterns,
       moduleNameMapper,

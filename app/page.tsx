@@ -1,5 +1,10 @@
 import { App } from './_components/App';
+import { AuthGate } from './_components/AuthGate';
 
 export default function Page() {
-  return <App />;
+  return (
+    <AuthGate>
+      <App />
+    </AuthGate>
+  );
 }

@@ -61,9 +61,13 @@ export interface AppServer {
 
 type AppFolders = Pick<Folders, 'bundlesRoot' | 'coreRoot' | 'outputPath' | 'dataDir'>;
 
-/** The environment of a production server over the given folders; `env` adds or overrides. */
+/**
+ * The environment of a production server over the given folders; `env` adds or overrides. The
+ * single-user mode (AUTH=off, on loopback) unless `env` asks for accounts (`AUTH: 'on'`).
+ */
 export function appEnv(folders: AppFolders, env: Record<string, string> = {}): NodeJS.ProcessEnv {
   return {
+    AUTH: 'off',
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? os.tmpdir(),
     NODE_ENV: 'production',

@@ -71,6 +71,9 @@ describe('architecture', () => {
     ['context', ['chat', 'runtime', 'tools', 'stream', 'agents', 'projects', 'config']],
     // The database connection and its schema: stores build on it, never the other way round.
     ['db', ['conversations', 'chat', 'loop', 'tools', 'runtime', 'agents', 'projects', 'stream', 'config']],
+    // Accounts know who asks and what they may do, nothing of what is asked for.
+    ['auth', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'stream', 'llm', 'agents', 'workflows', 'versions', 'audit']],
+    ['access', ['auth', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'stream', 'llm', 'agents', 'workflows', 'versions', 'audit']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

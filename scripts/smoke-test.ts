@@ -2,6 +2,10 @@
  * Operator check before a rollout: against the configured endpoint (OPENAI_BASE_URL /
  * OPENAI_API_KEY / OPENAI_MODEL), verify that the tool schemas are accepted and that one real
  * tool call round trip works. Prints timings; exits non-zero with the reason on failure.
+ *
+ * With `--server URL` (or BMAD_URL) it first checks that the running server answers and accepts
+ * the API token of `--token` (or BMAD_TOKEN): the server has accounts on by default, and every
+ * API call of a script carries `Authorization: Bearer <token>`.
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -17,7 +21,35 @@ function line(label: string, value: string) {
   process.stdout.write(`${label.padEnd(28)} ${value}\n`);
 }
 
+function option(name: string, env: string): string | undefined {
+  const args = process.argv.slice(2);
+  const at = args.indexOf(`--${name}`);
+  const given = at >= 0 ? args[at + 1] : args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  return given || process.env[env] || undefined;
+}
+
+/** The server's health and who the token is; a message on failure. */
+async function checkServer(url: string, token: string | undefined): Promise<string | null> {
+  const base = url.replace(/\/$/, '');
+  const health = await fetch(`${base}/api/health`).catch(() => null);
+  if (!health?.ok) return `the server at ${base} does not answer /api/health`;
+  const me = await fetch(`${base}/api/users/me`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+  if (me.status === 401) return token ? 'the server refused the token (revoked, expired or mistyped)' : 'the server has accounts on: pass --token (or BMAD_TOKEN) with an API token';
+  if (!me.ok) return `GET /api/users/me answered ${me.status}`;
+  const who = ((await me.json()) as { data?: { name?: string; email?: string; kind?: string } }).data;
+  line('server', `${new URL(base).host} as ${who?.kind === 'local' ? 'the single user (AUTH=off)' : (who?.email ?? who?.name ?? '?')}`);
+  return null;
+}
+
 async function main(): Promise<number> {
+  const server = option('server', 'BMAD_URL');
+  if (server) {
+    const problem = await checkServer(server, option('token', 'BMAD_TOKEN'));
+    if (problem) {
+      process.stderr.write(`smoke: FAILED — ${problem}\n`);
+      return 1;
+    }
+  }
   const config = loadConfig();
   if (!config.llm.configured) {
     process.stderr.write('smoke: no model configured. Set OPENAI_API_KEY and/or OPENAI_BASE_URL, and OPENAI_MODEL.\n');

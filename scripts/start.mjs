@@ -6,7 +6,7 @@
  * .env.local was ignored, and it listens on every interface. This loads .env* first with Next's
  * own loader (the same files and precedence Next uses), then runs Next in this process with
  * -p $PORT -H $HOST: port 3000 and host 127.0.0.1 unless set. Listening elsewhere (HOST=0.0.0.0)
- * is an explicit choice: the app has no authentication.
+ * is an explicit choice, refused with AUTH=off (the single-user mode has no accounts).
  *
  * Plain JavaScript with no dependency outside `next`, so it runs where only production
  * dependencies are installed. --dry-run prints the Next command line instead of running it.
@@ -36,12 +36,15 @@ if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) {
   process.exit(2);
 }
 const host = (process.env.HOST ?? '').trim() || '127.0.0.1';
-const loopback = host === 'localhost' || host === '::1' || /^127\./.test(host);
-if (!loopback) {
-  process.stderr.write(
-    `Listening on ${host}:${port}. There is no authentication: anyone who reaches this port can read every ` +
-      'conversation and the audit log, and run agents. Put a proxy with authentication in front.\n',
-  );
+// `npm start -- -H 0.0.0.0` wins over HOST, as Next reads its last -H.
+const hostArg = passThrough.map((a, i) => (a === '-H' || a === '--hostname' ? passThrough[i + 1] : /^(?:-H|--hostname)=/.test(a) ? a.split('=')[1] : undefined)).filter(Boolean).pop();
+const listenOn = hostArg ?? host;
+const loopback = listenOn === 'localhost' || listenOn === '::1' || listenOn === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(listenOn);
+// The single-user mode lets anyone who reaches the port read everything and run agents: only
+// on loopback. (The server checks the same on start, for `next start -H ...` run directly.)
+if ((process.env.AUTH ?? '').trim().toLowerCase() === 'off' && !loopback) {
+  process.stderr.write(`AUTH=off is accepted only on loopback, but HOST is ${listenOn}. Unset AUTH (accounts on) or set HOST=127.0.0.1.\n`);
+  process.exit(2);
 }
 
 // Ours first, so options given on the command line (npm start -- -p 4000) still win.

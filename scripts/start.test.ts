@@ -40,13 +40,18 @@ it('takes PORT and HOST from .env.local and .env, as Next orders them, and the e
   expect((await planned(['start'])).command).toBe('next start -p 4123 -H 127.0.0.2');
 });
 
-it('warns that there is no authentication when listening beyond loopback', async () => {
+it('listens beyond loopback with accounts on, and refuses AUTH=off there, naming HOST', async () => {
   await fs.writeFile(path.join(dir, '.env.local'), 'HOST=0.0.0.0\n');
   const { command, stderr } = await planned(['start', '--keepAliveTimeout', '5000']);
   expect(command).toBe('next start -p 3000 -H 0.0.0.0 --keepAliveTimeout 5000');
-  expect(stderr).toMatch(/no authentication/);
-  expect((await planned(['start'])).stderr).toMatch(/0\.0\.0\.0:3000/);
-  expect((await planned(['start'], { HOST: '127.0.0.1' })).stderr).toBe('');
+  expect(stderr).toBe('');
+  const started = Date.now();
+  await expect(planned(['start'], { AUTH: 'off' })).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/AUTH=off.*HOST is 0\.0\.0\.0/) });
+  expect(Date.now() - started).toBeLessThan(5000);
+  await expect(planned(['start', '-H', '10.1.2.3'], { AUTH: 'off', HOST: '127.0.0.1' })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('HOST is 10.1.2.3') });
+  for (const loopback of ['127.0.0.1', '::1', 'localhost']) {
+    expect((await planned(['start'], { AUTH: 'off', HOST: loopback })).stderr).toBe('');
+  }
 });
 
 it('refuses a PORT that is not a port', async () => {

@@ -195,6 +195,17 @@ export interface ConversationSummaryView {
   lastMessagePreview?: string;
   /** The profile the conversation is set to; absent when each turn's is chosen by command, agent or default. */
   model?: string;
+  /** With accounts: the id of the person who started it (they wrote its messages). */
+  ownerId?: string;
+  /** Present (true) when the project's members may read it. */
+  shared?: boolean;
+}
+
+/** A person as others see them: who started a conversation, who wrote a version. */
+export interface PersonRef {
+  id: string;
+  name: string;
+  email?: string;
 }
 
 export interface ConversationListData {
@@ -206,6 +217,8 @@ export interface ConversationListData {
 export interface ConversationDetail extends ConversationSummaryView {
   messages: ChatMessageView[];
   usage: UsageView;
+  /** With accounts: who started the conversation, and so wrote its user messages. */
+  owner?: PersonRef;
 }
 
 export interface OutputFileEntry {
@@ -243,6 +256,8 @@ export interface ProjectDocumentVersion {
   size: number;
   kind: 'write' | 'restore' | 'untracked';
   restoredFrom?: string;
+  /** With accounts: the person (or token) whose turn or restore made it. */
+  by?: string;
 }
 
 /** GET /api/projects/:id/journey: where a project stands on its BMAD journey, from its own help catalog. */

@@ -18,6 +18,8 @@ import { ProjectJourney } from './ProjectJourney';
 import { Sidebar } from './Sidebar';
 import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
+import { AccountMenu } from './AccountMenu';
+import { ShareToggle } from './ShareToggle';
 
 const WIDE = '(min-width: 1100px)';
 
@@ -318,6 +320,7 @@ export function App() {
           {conversationId ? (
             <ExportMenu conversationId={conversationId} />
           ) : null}
+          {conversationId ? <ShareToggle conversationId={conversationId} /> : null}
           {showOutputs ? (
             <button
               type="button"
@@ -341,6 +344,7 @@ export function App() {
               ) : null}
             </button>
           ) : null}
+          <AccountMenu />
         </header>
         <LlmNotice health={health} />
         <main id="main" className="main" tabIndex={-1}>

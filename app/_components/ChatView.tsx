@@ -16,6 +16,7 @@ import { ErrorMessage } from './ErrorMessage';
 import { MessageList, type MessageActions } from './MessageList';
 import { ModelPicker } from './ModelPicker';
 import { AlertIcon, RefreshIcon } from './icons';
+import { useMe } from './AuthGate';
 
 export interface ChatViewProps {
   /** The conversation to open, or null for a new one with `agentId`. */
@@ -58,6 +59,7 @@ function statusText(state: ChatState, agentName: string): string {
 export function ChatView(props: ChatViewProps) {
   const { conversationId, agents, models = [] } = props;
   const [detail, setDetail] = useState<DetailView | null>(null);
+  const { me } = useMe();
   // The conversation knows its project best; the page may learn it a render later.
   const projectId = detail?.projectId ?? props.projectId ?? null;
   const [loadState, setLoadState] = useState<'idle' | 'loading' | 'error'>(conversationId ? 'loading' : 'idle');
@@ -274,7 +276,14 @@ export function ChatView(props: ChatViewProps) {
           {!agent && agentId && agents.length > 0 && loadState === 'idle' ? (
             <p className="notice notice-warn">The agent “{agentId}” is no longer available; the history is shown read-only.</p>
           ) : null}
-          <MessageList messages={state.messages} activeMessageId={state.activeMessageId} agentName={agentName} greeting={loadState === 'idle' ? agent?.greeting : undefined} actions={actions} />
+          <MessageList
+            messages={state.messages}
+            activeMessageId={state.activeMessageId}
+            agentName={agentName}
+            greeting={loadState === 'idle' ? agent?.greeting : undefined}
+            actions={actions}
+            author={ownerName(detail, me?.id)}
+          />
           {empty && commands.length > 0 ? (
             <section className="command-cards" aria-labelledby="command-cards-title" data-testid="command-cards">
               <h2 id="command-cards-title" className="command-cards-title">
@@ -488,4 +497,10 @@ function ConversationHeader(props: {
       ) : null}
     </div>
   );
+}
+
+/** Someone else's conversation names its owner on their messages; your own says nothing extra. */
+function ownerName(detail: DetailView | null, myId: string | undefined): string | undefined {
+  const owner = (detail as { owner?: { id: string; name: string; email?: string } } | null)?.owner;
+  return owner && myId && owner.id !== myId ? owner.name || owner.email : undefined;
 }

@@ -106,7 +106,7 @@ function EditForm({ initial, truncates, onCancel, onSubmit }: { initial: string;
   );
 }
 
-function UserMessage({ message, last, actions }: { message: UIMessage; last: boolean; actions?: MessageActions }) {
+function UserMessage({ message, last, actions, author }: { message: UIMessage; last: boolean; actions?: MessageActions; author?: string }) {
   const text = messageText(message);
   const [editing, setEditing] = useState(false);
   if (editing && actions?.onEdit) {
@@ -127,7 +127,14 @@ function UserMessage({ message, last, actions }: { message: UIMessage; last: boo
   return (
     <div className="msg msg-user" data-testid="message-user" data-message-id={message.id}>
       <div className="msg-stack">
-        <span className="visually-hidden">You said:</span>
+        {author ? (
+          <span className="msg-author" data-testid="message-author">
+            {author}
+            <span className="visually-hidden"> said:</span>
+          </span>
+        ) : (
+          <span className="visually-hidden">You said:</span>
+        )}
         <div className="msg-bubble">{text}</div>
         <div className="msg-actions">
           <CopyMessageButton text={text} />
@@ -282,10 +289,12 @@ export interface MessageListProps {
   agentName: string;
   greeting?: string;
   actions?: MessageActions;
+  /** With accounts, when someone else is reading: who wrote the user messages (the conversation's owner). */
+  author?: string;
 }
 
 /** The transcript, parts in the order they arrived: text, tools, text again. */
-export function MessageList({ messages, activeMessageId, agentName, greeting, actions }: MessageListProps) {
+export function MessageList({ messages, activeMessageId, agentName, greeting, actions, author }: MessageListProps) {
   const lastIndex = messages.length - 1;
   return (
     <>
@@ -299,7 +308,7 @@ export function MessageList({ messages, activeMessageId, agentName, greeting, ac
       ) : null}
       {messages.map((m, i) =>
         m.role === 'user' ? (
-          <UserMessage key={m.id} message={m} last={i === lastIndex} actions={actions} />
+          <UserMessage key={m.id} message={m} last={i === lastIndex} actions={actions} author={author} />
         ) : (
           <AssistantMessage key={m.id} message={m} active={m.id === activeMessageId} agentName={agentName} last={i === lastIndex} actions={actions} />
         ),

@@ -182,7 +182,8 @@ function versionAuthor(v: FileVersion, ctx: Authorship) {
   return (
     <>
       {v.kind === 'restore' ? 'restored by ' : 'by '}
-      {agentName(ctx.agents, v.agentId)}
+      {v.kind === 'restore' && v.by ? v.by : agentName(ctx.agents, v.agentId)}
+      {v.kind !== 'restore' && v.by ? ` for ${v.by}` : ''}
       {v.conversationId ? (
         <>
           {' '}

@@ -184,4 +184,6 @@ export interface FileVersion {
   person?: string;
   size: number;
   kind?: 'write' | 'restore' | 'untracked';
+  /** With accounts: the person (or token) whose turn or restore made it. */
+  by?: string;
 }

@@ -19,6 +19,8 @@ export interface AuditEntry {
   mount?: string;
   path?: string;
   reason?: string;
+  /** With accounts: the person (or token) whose turn made the call. */
+  by?: string;
 }
 
 const MAX_INLINE_CHARS = 200;
@@ -149,7 +151,7 @@ export interface AuditLog {
  * instead of an open, a write and a close (three thread-pool round trips). Lines are written before
  * the call's result is returned, as with `appendAudit`; any failure of the open file falls back to it.
  */
-export function openAuditLog(auditDir: string, conversationId: string): AuditLog {
+export function openAuditLog(auditDir: string, conversationId: string, by?: string): AuditLog {
   const file = auditFile(auditDir, conversationId);
   let handle: Promise<FileHandle | null> | null = null;
   let closed = false;
@@ -162,7 +164,9 @@ export function openAuditLog(auditDir: string, conversationId: string): AuditLog
     }
   };
   return {
-    async append(entry) {
+    async append(stamped) {
+      // Every line of a turn names who the turn is for.
+      const entry = by && !stamped.by ? { ...stamped, by } : stamped;
       if (entry.conversationId !== conversationId) return appendAudit(auditDir, entry);
       if (!closed) handle ??= open();
       const h = closed ? null : await handle;

@@ -42,7 +42,7 @@ function effectiveLimits(base: ToolLimits, override?: Partial<ToolLimits>): Tool
 }
 
 /** Every agent write in a project keeps a version: who wrote it (agent, conversation) and when. */
-function projectRecorder(deps: ChatDeps, projectId: string, projectRoot: string, author: { agentId: string; conversationId: string }): NonNullable<ToolContext['recordWrite']> {
+function projectRecorder(deps: ChatDeps, projectId: string, projectRoot: string, author: { agentId: string; conversationId: string; by?: string }): NonNullable<ToolContext['recordWrite']> {
   let recorder: Promise<NonNullable<ToolContext['recordWrite']>> | null = null;
   return async (write) => {
     recorder ??= projectVersions(deps.config.dataDir, { id: projectId, root: projectRoot }).then((store) => recorderFor(store, author));
@@ -64,6 +64,8 @@ export function toolContext(
   variables: Record<string, string>,
   audit: AuditLog,
   signal?: AbortSignal,
+  /** Who the turn is for (with accounts): their versions name them. */
+  by?: string,
 ): ToolContext {
   const ws = resolved.workspace;
   const ctx: ToolContext = {
@@ -74,7 +76,7 @@ export function toolContext(
     projectRoot: ws.projectRoot,
     outputRoot: ws.outputRoot(conversationId),
     ...(ws.writable ? { project: { writable: ws.writable } } : {}),
-    ...(ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId }) } : {}),
+    ...(ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId, ...(by ? { by } : {}) }) } : {}),
     variables: { ...workspaceVariables(ws), ...variables, date: today(clock(deps)()) },
     limits: effectiveLimits(deps.config.limits, ws.limits),
     scripts: deps.config.scripts,

@@ -35,6 +35,10 @@ export interface ChatRequest {
   editMessageId?: string;
   /** A model profile by name; the conversation keeps it for its later turns. */
   model?: string;
+  /** Who starts a new conversation (with accounts); it is theirs. */
+  ownerId?: string;
+  /** Who the turn is for, as versions name them (`authorOf`). */
+  author?: string;
 }
 
 export interface TurnHandle {
@@ -161,7 +165,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   if (tooLarge) throw tooLarge;
 
   // One open audit file for the critical actions and every tool call of the turn.
-  const audit = openAuditLog(deps.auditDir, conversationId);
+  const audit = openAuditLog(deps.auditDir, conversationId, req.author);
   let lease: TurnLease | null;
   let text = req.message ?? '';
   let userMessageId = newId('msg');
@@ -179,6 +183,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
         bundleName: resolved.workspace.name,
         ...(projectId ? { projectId } : {}),
         ...(req.model !== undefined ? { model: req.model } : {}),
+        ...(req.ownerId !== undefined ? { ownerId: req.ownerId } : {}),
       });
       await deps.store.setVariables(conversationId, activation.variables);
       if (activation.context) {
@@ -238,7 +243,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
   const remote = watchRemoteStop(deps, lease, signal);
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget });
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget, ...(req.author ? { author: req.author } : {}) });
   return {
     conversationId,
     messageId,
@@ -297,6 +302,7 @@ interface Turn {
   profile: ModelProfile;
   tokenizer: Tokenizer;
   budget: ContextBudget;
+  author?: string;
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
@@ -328,7 +334,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
 
     const conversation = await store.get(conversationId);
     const { definitions, dynamicTools } = await turnTools(deps, resolved);
-    const ctx = { ...toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal), ...(dynamicTools ? { dynamicTools } : {}) };
+    const ctx = { ...toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal, turn.author), ...(dynamicTools ? { dynamicTools } : {}) };
     const history = await store.messages(conversationId);
     const ws = resolved.workspace;
     const systemPrompt = buildSystemPrompt({

@@ -87,6 +87,8 @@ export function toSummaryView(c: ConversationSummary): ConversationSummaryView {
     messageCount: c.messageCount,
     ...(c.lastMessagePreview ? { lastMessagePreview: c.lastMessagePreview } : {}),
     ...(c.model ? { model: c.model } : {}),
+    ...(c.ownerId ? { ownerId: c.ownerId } : {}),
+    ...(c.shared ? { shared: true } : {}),
   };
 }
 

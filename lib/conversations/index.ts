@@ -10,6 +10,8 @@ export { MemoryConversationStore } from './memory-store';
 export { SqliteConversationStore } from './sqlite-store';
 export { PgConversationStore } from './pg-store';
 export { isValidConversationId, newConversationId } from './ids';
+/** The list cursor that resumes after this conversation (for lists filtered after the store). */
+export { encodeCursor as cursorAfter } from './internal';
 
 export const DATABASE_FILE = 'conversations.db';
 

@@ -306,6 +306,7 @@ export interface NewConversation {
   title: string;
   titleState: TitleState;
   model?: string;
+  ownerId?: string;
 }
 
 export function prepareCreate(input: CreateConversationInput, newId: () => string): NewConversation {
@@ -323,6 +324,7 @@ export function prepareCreate(input: CreateConversationInput, newId: () => strin
     bundleName: input.bundleName,
     ...(input.projectId !== undefined ? { projectId: input.projectId } : {}),
     ...(model !== null ? { model } : {}),
+    ...(isStr(input.ownerId) && input.ownerId ? { ownerId: input.ownerId.slice(0, 200) } : {}),
   };
   const given = input.title === undefined ? '' : input.title.replace(/\s+/g, ' ').trim();
   if (!given) return { ...base, title: DEFAULT_TITLE, titleState: TitleState.DEFAULT };

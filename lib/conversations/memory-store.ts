@@ -80,6 +80,7 @@ export class MemoryConversationStore implements ConversationStore {
       variables: {},
       usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
       ...(c.model !== undefined ? { model: c.model } : {}),
+      ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
     };
     this.entries.set(c.id, { conversation, titleState: c.titleState, messages: [], preview: null, turn: null });
     return structuredClone(conversation);
@@ -160,6 +161,14 @@ export class MemoryConversationStore implements ConversationStore {
     total.completionTokens += u.completionTokens;
     total.cachedTokens += u.cachedTokens;
     if (c !== undefined) conversation.cost = (conversation.cost ?? 0) + c;
+  }
+
+  async setShared(id: string, shared: boolean): Promise<Conversation | null> {
+    const e = this.entry(id);
+    if (!e) return null;
+    if (shared) e.conversation.shared = true;
+    else delete e.conversation.shared;
+    return structuredClone(e.conversation);
   }
 
   async setModel(id: string, model: string | null): Promise<Conversation | null> {

@@ -229,6 +229,12 @@ export const MIGRATIONS: readonly Migration[] = [
     DELETE FROM search_docs WHERE conversation_id = old.id AND seq IS NULL;
   END;
   `,
+  `
+  -- Accounts: who started a conversation (NULL: before accounts, seen by admins only), and
+  -- whether its project's members may read it.
+  ALTER TABLE conversations ADD COLUMN owner_id TEXT;
+  ALTER TABLE conversations ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

@@ -86,6 +86,8 @@ interface ConversationRow {
   cached_tokens: string | number;
   cost: number | null;
   model: string | null;
+  owner_id: string | null;
+  shared: boolean;
   /** When the turn lease ends, and whether it is still live (by the database's clock). */
   lease_expires: Date | null;
   lease_live: boolean | null;
@@ -103,7 +105,7 @@ interface MessageRow {
 
 const CONVERSATION_COLUMNS = sql.raw(
   `c.id, c.agent_id, c.bundle_name, c.project_id, c.title, c.created_at, c.updated_at, c.status, c.last_turn, c.variables,
-   c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.cost, c.model, c.message_count, c.last_preview,
+   c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.cost, c.model, c.owner_id, c.shared, c.message_count, c.last_preview,
    l.expires_at AS lease_expires, l.expires_at > now() AS lease_live`,
 );
 
@@ -209,6 +211,8 @@ function toConversation(row: ConversationRow): Conversation {
     usage: { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens), cachedTokens: Number(row.cached_tokens) },
     ...(row.cost !== null ? { cost: row.cost } : {}),
     ...(row.model !== null ? { model: row.model } : {}),
+    ...(row.owner_id !== null ? { ownerId: row.owner_id } : {}),
+    ...(row.shared ? { shared: true } : {}),
   };
 }
 
@@ -303,9 +307,9 @@ export class PgConversationStore implements ConversationStore {
     const c = prepareCreate(input, newConversationId);
     const now = monotonicNow();
     try {
-      await this.q(sql`INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, title_search, created_at, updated_at, model)
+      await this.q(sql`INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, title_search, created_at, updated_at, model, owner_id)
         VALUES (${c.id}, ${text(c.agentId)}, ${text(c.bundleName)}, ${c.projectId ?? null}, ${text(c.title)}, ${c.titleState},
-                array_to_tsvector(${indexWords(c.title)}::text[]), ${now}, ${now}, ${c.model ?? null})`);
+                array_to_tsvector(${indexWords(c.title)}::text[]), ${now}, ${now}, ${c.model ?? null}, ${c.ownerId ?? null})`);
     } catch (e) {
       if ((e as { code?: string }).code === '23505') throw duplicateId(c.id);
       throw e;
@@ -322,6 +326,7 @@ export class PgConversationStore implements ConversationStore {
       variables: {},
       usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
       ...(c.model !== undefined ? { model: c.model } : {}),
+      ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
     };
   }
 
@@ -442,6 +447,15 @@ export class PgConversationStore implements ConversationStore {
           cached_tokens = cached_tokens + ${u.cachedTokens},
           cost = CASE WHEN ${c}::float8 IS NULL THEN cost ELSE COALESCE(cost, 0) + ${c}::float8 END
         WHERE id = ${id}`;
+  }
+
+  async setShared(id: string, shared: boolean): Promise<Conversation | null> {
+    if (!isValidConversationId(id)) return null;
+    const { rows } = await this.q(
+      sql<ConversationRow>`WITH c AS (UPDATE conversations SET shared = ${shared === true} WHERE id = ${id} RETURNING *)
+        SELECT ${CONVERSATION_COLUMNS} FROM c LEFT JOIN turn_leases l ON l.conversation_id = c.id`,
+    );
+    return rows[0] ? toConversation(rows[0]) : null;
   }
 
   async setModel(id: string, model: string | null): Promise<Conversation | null> {

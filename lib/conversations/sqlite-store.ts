@@ -49,7 +49,7 @@ import { SCHEMA_VERSION, migrate } from './migrations';
 import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 
 const CONVERSATION_COLUMNS =
-  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, last_turn, variables, prompt_tokens, completion_tokens, cached_tokens, cost, model';
+  'id, agent_id, bundle_name, project_id, title, created_at, updated_at, status, last_turn, variables, prompt_tokens, completion_tokens, cached_tokens, cost, model, owner_id, shared';
 const SUMMARY_COLUMNS = `${CONVERSATION_COLUMNS}, message_count, last_preview`;
 
 interface ConversationRow {
@@ -68,6 +68,8 @@ interface ConversationRow {
   cached_tokens: number;
   cost: number | null;
   model: string | null;
+  owner_id: string | null;
+  shared: number;
 }
 
 interface SummaryRow extends ConversationRow {
@@ -173,6 +175,7 @@ export class SqliteConversationStore implements ConversationStore {
     setVariables: Database.Statement<[string, string]>;
     addUsage: Database.Statement<[Record<string, unknown>]>;
     setModel: Database.Statement<[string | null, string], ConversationRow>;
+    setShared: Database.Statement<[number, string], ConversationRow>;
     compact: Database.Statement<[string, string, string]>;
     begin: Database.Statement<[Record<string, unknown>]>;
     takeOver: Database.Statement<[Record<string, unknown>]>;
@@ -224,8 +227,8 @@ export class SqliteConversationStore implements ConversationStore {
        WHERE id = @id AND active_turn = @token`;
     this.stmt = {
       insert: db.prepare(
-        `INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at, model)
-         VALUES (@id, @agentId, @bundleName, @projectId, @title, @titleState, @now, @now, @model)`,
+        `INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at, model, owner_id)
+         VALUES (@id, @agentId, @bundleName, @projectId, @title, @titleState, @now, @now, @model, @ownerId)`,
       ),
       get: db.prepare(`SELECT ${CONVERSATION_COLUMNS} FROM conversations WHERE id = ?`),
       list: Object.fromEntries(LIST_KINDS.map((k) => [k, db.prepare(listSql(k))])) as Record<ListKind, Database.Statement<[Record<string, unknown>], SummaryRow>>,
@@ -264,6 +267,7 @@ export class SqliteConversationStore implements ConversationStore {
          WHERE id = @id`,
       ),
       setModel: db.prepare(`UPDATE conversations SET model = ? WHERE id = ? RETURNING ${CONVERSATION_COLUMNS}`),
+      setShared: db.prepare(`UPDATE conversations SET shared = ? WHERE id = ? RETURNING ${CONVERSATION_COLUMNS}`),
       // (conversation_id, seq) is the key, so this visits one conversation's rows only.
       compact: db.prepare('UPDATE messages SET compacted = ? WHERE conversation_id = ? AND id = ?'),
       // The lock itself: only one writer can turn a NULL active_turn into its token.
@@ -407,6 +411,7 @@ export class SqliteConversationStore implements ConversationStore {
         titleState: c.titleState,
         now,
         model: c.model ?? null,
+        ownerId: c.ownerId ?? null,
       });
     } catch (e) {
       if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw duplicateId(c.id);
@@ -424,6 +429,7 @@ export class SqliteConversationStore implements ConversationStore {
       variables: {},
       usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
       ...(c.model !== undefined ? { model: c.model } : {}),
+      ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
     };
   }
 
@@ -539,6 +545,12 @@ export class SqliteConversationStore implements ConversationStore {
     const m = prepareModel(model);
     if (!isValidConversationId(id)) return null;
     const row = this.stmt.setModel.get(m, id);
+    return row ? toConversation(row) : null;
+  }
+
+  async setShared(id: string, shared: boolean): Promise<Conversation | null> {
+    if (!isValidConversationId(id)) return null;
+    const row = this.stmt.setShared.get(shared ? 1 : 0, id);
     return row ? toConversation(row) : null;
   }
 
@@ -684,6 +696,8 @@ function toConversation(row: ConversationRow): Conversation {
     usage: { promptTokens: row.prompt_tokens, completionTokens: row.completion_tokens, cachedTokens: row.cached_tokens },
     ...(row.cost !== null ? { cost: row.cost } : {}),
     ...(row.model !== null ? { model: row.model } : {}),
+    ...(row.owner_id !== null ? { ownerId: row.owner_id } : {}),
+    ...(row.shared ? { shared: true } : {}),
   };
 }
 

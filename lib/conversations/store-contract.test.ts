@@ -320,6 +320,22 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
     });
   });
 
+  describe('owner and sharing', () => {
+    it('keeps who started a conversation, and whether it is shared, in create, get, list and setShared', async () => {
+      const c = await store.create({ agentId: 'pm', bundleName: 'b', projectId: 'shop', ownerId: 'user-1' });
+      expect(c).toMatchObject({ ownerId: 'user-1' });
+      expect(c.shared).toBeUndefined();
+      expect(await store.setShared(c.id, true)).toMatchObject({ id: c.id, ownerId: 'user-1', shared: true });
+      expect(await store.get(c.id)).toMatchObject({ ownerId: 'user-1', shared: true });
+      expect((await store.list()).items.find((x) => x.id === c.id)).toMatchObject({ ownerId: 'user-1', shared: true });
+      expect((await store.setShared(c.id, false))?.shared).toBeUndefined();
+      expect(await store.setShared('missing', true)).toBeNull();
+      const legacy = await store.create({ agentId: 'pm', bundleName: 'b' });
+      expect(legacy.ownerId).toBeUndefined();
+      expect((await store.get(legacy.id))?.ownerId).toBeUndefined();
+    });
+  });
+
   describe('model profiles, cached tokens, cost', () => {
     it('keeps the profile a conversation is set to, in create, get, list and setModel; null forgets it', async () => {
       const c = await store.create({ agentId: 'pm', bundleName: 'bmm', model: 'strong' });

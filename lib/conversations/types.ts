@@ -101,6 +101,10 @@ export interface Conversation {
   cost?: number;
   /** The profile chosen for the conversation (by request or PATCH); absent: chosen per turn. */
   model?: string;
+  /** The person who started it (absent: started without accounts, so only admins see it). */
+  ownerId?: string;
+  /** Shown read-only to the members of its project (private to its owner otherwise). */
+  shared?: boolean;
 }
 
 export interface ConversationSummary extends Conversation {
@@ -115,6 +119,7 @@ export interface CreateConversationInput {
   title?: string;
   projectId?: string;
   model?: string;
+  ownerId?: string;
 }
 
 export interface ListOptions {
@@ -189,6 +194,8 @@ export interface ConversationStore {
   addUsage(id: string, usage: Usage, cost?: number): Promise<void>;
   /** Remembers (or, with null, forgets) the profile the conversation runs on; null for unknown ids. */
   setModel(id: string, model: string | null): Promise<Conversation | null>;
+  /** Shares the conversation with its project's members (read-only), or makes it private again; null for unknown ids. */
+  setShared(id: string, shared: boolean): Promise<Conversation | null>;
   /**
    * Records how messages go to the model from now on (see Compaction). Every id must be one of
    * the conversation's messages; all marks are written or none.

@@ -72,6 +72,8 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
      )`,
     'CREATE INDEX turn_leases_by_token ON turn_leases (token)',
   ),
+  // Conversations belong to the person who started them; shared ones are read by their project's members.
+  '0002_conversation_owner': ddl('ALTER TABLE conversations ADD COLUMN owner_id text', 'ALTER TABLE conversations ADD COLUMN shared boolean NOT NULL DEFAULT false'),
 };
 
 /** Migrations defined in code: nothing is read from disk at run time (the build bundles them). */

@@ -32,9 +32,9 @@ export interface ProjectDocumentsOptions {
 /** Restores made before restores named their person were stored with these placeholders. */
 const LEGACY_RESTORE = { agentId: 'user', conversationId: 'api' };
 
-/** The author fields as the API shows them: a person, or an agent and its conversation. */
-function authorFields(v: { agentId: string | null; conversationId: string | null; person?: string }): { agentId: string | null; conversationId: string | null; person?: string } {
-  if (v.person) return { agentId: null, conversationId: null, person: v.person };
+/** The author fields as the API shows them: a person (a version with no agent), or an agent and its conversation. */
+function authorFields(v: { agentId: string | null; conversationId: string | null; by?: string }): { agentId: string | null; conversationId: string | null; person?: string } {
+  if (!v.agentId && v.by) return { agentId: null, conversationId: null, person: v.by };
   if (v.agentId === LEGACY_RESTORE.agentId && v.conversationId === LEGACY_RESTORE.conversationId) return { agentId: null, conversationId: null, person: 'someone' };
   return { agentId: v.agentId, conversationId: v.conversationId };
 }
@@ -69,6 +69,8 @@ const view = (v: VersionInfo, open: Set<string>): ProjectDocumentVersion => {
     size: v.size,
     kind: v.kind,
     ...(v.restoredFrom ? { restoredFrom: v.restoredFrom } : {}),
+    // Whose turn an agent wrote it in (a person's own version names them as \`person\`).
+    ...(v.by && v.agentId ? { by: v.by } : {}),
   };
 };
 

@@ -15,6 +15,8 @@ import { trackTurn } from './shutdown';
 import { setFileLockFolder } from '../paths';
 import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
 import { externalToolCheck } from '../doctor/external-tools';
+import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
+import { DATABASE_FILE } from '../conversations';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -30,14 +32,26 @@ export interface Runtime extends ChatDeps {
   runs: RunService;
   /** The MCP servers of MCP_SERVERS_FILE, connected on first use. */
   mcp: McpHub;
+  /** People, sessions, tokens and memberships; null in the single-user mode (AUTH=off). */
+  accounts: Accounts | null;
 }
 
-/** `options.mcp`: the MCP servers (tests); by default MCP_SERVERS_FILE of the process's environment. */
-export function createRuntime(config: Config = loadConfig(), store?: ConversationStore, options: { mcp?: McpSetup } = {}): Runtime {
+export interface RuntimeOptions {
+  /** The MCP servers (tests); by default MCP_SERVERS_FILE of the process's environment. */
+  mcp?: McpSetup;
+  /** The account settings; by default those of the environment (AUTH, ADMIN_*, OIDC_*, ...). */
+  auth?: AuthSettings;
+}
+
+export function createRuntime(config: Config = loadConfig(), store?: ConversationStore, options: RuntimeOptions = {}): Runtime {
   const clients = new Map<string, OpenAI>();
   // Beside the versions in DATA_DIR, which every instance of a deployment shares.
   setFileLockFolder(path.join(config.dataDir, 'locks'));
   const mcp = createMcpHub(options.mcp ?? loadMcpSetup(process.env, config.projectRoot));
+  const settings = options.auth ?? authSettings();
+  const accounts = settings.enabled
+    ? openAccounts({ dataDir: config.dataDir, store: config.store, file: DATABASE_FILE, settings, databaseUrl: config.databaseUrl })
+    : null;
   const runtime: Omit<Runtime, 'runs'> = {
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
@@ -45,7 +59,8 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000, checks: [externalToolCheck(mcp)] }),
     mcp,
-    access: openAccess,
+    access: accounts ? accountsPolicy(accounts) : openAccess,
+    accounts,
     auditDir: path.join(config.dataDir, 'audit'),
     llm: (name = config.models.defaultProfile) => {
       const profile = config.models.profiles.get(name);
@@ -84,5 +99,6 @@ export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
     await previous.runs.close();
     await previous.mcp?.close();
     await previous.store.close();
+    if (previous.accounts && previous.accounts !== runtime?.accounts) await previous.accounts.close();
   }
 }

@@ -2,15 +2,20 @@ import { loadConfig, type Config } from '../config';
 import { loadTokenizer, tokenizerFor } from '../context';
 import { ModelsFileError } from '../models';
 import { loadMcpSetup, McpServersFileError } from '../mcp';
+import { authStartupProblem } from '../auth/settings';
 
 /**
- * What the server checks before it serves anything: the configuration loads (a bad MODELS_FILE
- * or MCP_SERVERS_FILE is reported with its file, line and field, and the server refuses to start;
- * the MCP servers themselves are reached on first use, not here), and the token
+ * What the server checks before it serves anything: AUTH=off only on a loopback address, the
+ * configuration loads (a bad MODELS_FILE or MCP_SERVERS_FILE is reported with its file, line and
+ * field, and the server refuses to start; the MCP servers themselves are reached on first use,
+ * not here), and the token
  * vocabularies of the configured profiles are loaded ahead of the first turn that needs them.
  * Returns the error message instead of exiting, so it can be tested.
  */
-export function checkConfiguration(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): { config: Config } | { error: string } {
+export function checkConfiguration(env: Record<string, string | undefined> = process.env, cwd = process.cwd(), argv: string[] = process.argv): { config: Config } | { error: string } {
+  // The single-user mode (AUTH=off) only where nobody else can reach the port.
+  const auth = authStartupProblem(env, argv);
+  if (auth) return { error: auth };
   try {
     const config = loadConfig(env, cwd);
     loadMcpSetup(env, cwd);

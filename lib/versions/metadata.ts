@@ -17,13 +17,16 @@ export interface VersionInfo {
   /** null for an untracked version: the file was there before (or changed outside) any agent write. */
   agentId: string | null;
   conversationId: string | null;
-  /** A person (or API caller) who made this version directly, e.g. by a restore: then no agent and no conversation. */
-  person?: string;
   kind: VersionKind;
   size: number;
   sha256: string;
   /** The tool that wrote it (save_output, edit_file, ...), when known. */
   tool?: string;
+  /**
+   * The person (or token) who caused it: whose turn an agent wrote it in, or who made it directly
+   * (a restore, a save in the editor; then no agent and no conversation).
+   */
+  by?: string;
   /** The version a restore brought back. */
   restoredFrom?: string;
   /** A caller's one-line note. */
@@ -37,12 +40,12 @@ const TRAILERS: Array<[keyof VersionMeta, string]> = [
   ['kind', 'Kind'],
   ['agentId', 'Agent'],
   ['conversationId', 'Conversation'],
-  ['person', 'By'],
   ['tool', 'Tool'],
   ['size', 'Size'],
   ['sha256', 'Sha256'],
   ['at', 'At'],
   ['restoredFrom', 'Restored-From'],
+  ['by', 'By'],
 ];
 
 /** One line, no control characters: a value that could never start a trailer of its own. */
@@ -87,8 +90,8 @@ export function parseCommitMessage(message: string): VersionMeta | null {
   };
   const tool = fields.get('Tool');
   if (tool) meta.tool = tool;
-  const person = fields.get('By');
-  if (person) meta.person = person;
+  const by = fields.get('By');
+  if (by) meta.by = by;
   const restoredFrom = fields.get('Restored-From');
   if (restoredFrom) meta.restoredFrom = restoredFrom;
   // The subject is generated unless the caller gave a message.

@@ -28,8 +28,11 @@ export class VersionError extends Error {
   }
 }
 
-/** An agent writing in a conversation, or a person (or API caller) acting directly, e.g. restoring a version. */
-export type VersionAuthor = { agentId: string; conversationId: string } | { person: string };
+/**
+ * An agent writing in a conversation (with `by`, the person whose turn it was), or a person (or
+ * API caller) acting directly, e.g. restoring a version.
+ */
+export type VersionAuthor = { agentId: string; conversationId: string; by?: string } | { person: string };
 
 export interface RecordInput {
   /** Relative to the work root, posix (`docs/prd.md`). */
@@ -50,7 +53,7 @@ export interface RecordInput {
 }
 
 /** A current file: its newest version. */
-export type FileInfo = Pick<VersionInfo, 'path' | 'version' | 'at' | 'agentId' | 'conversationId' | 'kind' | 'size' | 'sha256' | 'person'>;
+export type FileInfo = Pick<VersionInfo, 'path' | 'version' | 'at' | 'agentId' | 'conversationId' | 'kind' | 'size' | 'sha256' | 'by'>;
 
 export interface VersionStore {
   /** The shadow repository (a bare git repository). */
@@ -131,16 +134,17 @@ export function storePath(input: string): string {
 }
 
 /** The author as commit fields: a person has no agent and no conversation. */
-function checkAuthor(author: VersionAuthor): { agentId: string | null; conversationId: string | null; person?: string } {
+function checkAuthor(author: VersionAuthor): { agentId: string | null; conversationId: string | null; by?: string } {
   const ok = (v: unknown) => typeof v === 'string' && v.length > 0 && v.length <= 200 && oneLine(v) === v;
   if (author && 'person' in author) {
     if (!ok(author.person)) throw new VersionError('E_INVALID_AUTHOR', 'A person author needs a name (one line, at most 200 characters)');
-    return { agentId: null, conversationId: null, person: author.person };
+    return { agentId: null, conversationId: null, by: author.person };
   }
   if (!author || !ok(author.agentId) || !ok(author.conversationId)) {
     throw new VersionError('E_INVALID_AUTHOR', 'An author needs an agentId and a conversationId, or a person (one line each, at most 200 characters)');
   }
-  return { agentId: author.agentId, conversationId: author.conversationId };
+  const by = typeof author.by === 'string' ? oneLine(author.by) : '';
+  return { agentId: author.agentId, conversationId: author.conversationId, ...(by ? { by } : {}) };
 }
 
 function isBinary(data: Buffer): boolean {
@@ -254,10 +258,10 @@ class GitVersionStore implements VersionStore {
     const tree = await this.setFile(base, meta.path.split('/'), blob);
     const ms = Date.parse(meta.at);
     const who = {
-      name: meta.person
-        ? oneLine(meta.person).replace(/[<>]/g, '')
-        : meta.agentId
-          ? `${oneLine(meta.agentId).replace(/[<>]/g, '')} (${oneLine(meta.conversationId ?? '').replace(/[<>]/g, '')})`
+      name: meta.agentId
+        ? `${oneLine(meta.agentId).replace(/[<>]/g, '')} (${oneLine(meta.conversationId ?? '').replace(/[<>]/g, '')})`
+        : meta.by
+          ? oneLine(meta.by).replace(/[<>]/g, '')
           : 'untracked',
       email: 'versions@bmad-orchestrator.invalid',
       timestamp: Math.floor(ms / 1000),
@@ -445,8 +449,8 @@ class GitVersionStore implements VersionStore {
           else {
             const last = this.byPath.get(p)?.at(-1);
             if (last) {
-              const { version, at, agentId, conversationId, kind, size, sha256: sha, person } = last;
-              out.push({ path: p, version, at, agentId, conversationId, kind, size, sha256: sha, ...(person ? { person } : {}) });
+              const { version, at, agentId, conversationId, kind, size, sha256: sha, by } = last;
+              out.push({ path: p, version, at, agentId, conversationId, kind, size, sha256: sha, ...(by ? { by } : {}) });
             }
           }
         }

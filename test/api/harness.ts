@@ -4,6 +4,7 @@ import path from 'node:path';
 import { loadConfig, type Config } from '@/lib/config';
 import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
 import { MemoryConversationStore } from '@/lib/conversations';
+import type { AuthSettings } from '@/lib/auth';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model';
 
 export const REPO = path.resolve(__dirname, '../..');
@@ -20,7 +21,12 @@ export interface Harness {
  * A runtime over the shipped sample bundles, temp output/data folders outside the repo, and the
  * scripted model on 127.0.0.1 — the same shape as a production deployment.
  */
-export async function startHarness(env: Record<string, string> = {}, opts: { store?: 'memory' | 'sqlite' } = {}): Promise<Harness> {
+export async function startHarness(
+  env: Record<string, string> = {},
+  // `auth`: accounts on with these settings; without it the runtime follows AUTH, which the jest
+  // setup sets to off (the single-user mode every other test is written for).
+  opts: { store?: 'memory' | 'sqlite' | 'postgres'; auth?: Partial<AuthSettings> } = {},
+): Promise<Harness> {
   const model = await startScriptedModel({});
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-api-'));
   const config = loadConfig(
@@ -31,12 +37,17 @@ export async function startHarness(env: Record<string, string> = {}, opts: { sto
       CORE_ROOT: path.join(REPO, 'bmad/core'),
       OUTPUT_PATH: path.join(tmp, 'output'),
       DATA_DIR: path.join(tmp, 'data'),
-      CONVERSATION_STORE: opts.store ?? 'memory',
+      CONVERSATION_STORE: opts.store === 'postgres' ? 'sqlite' : (opts.store ?? 'memory'),
       ...env,
     },
     tmp,
   );
-  const runtime = createRuntime(config, opts.store === 'sqlite' ? undefined : new MemoryConversationStore());
+  const runtime = createRuntime(
+    config,
+    // sqlite: DATA_DIR's file; postgres: the store of DATABASE_URL (in env).
+    opts.store === 'sqlite' || opts.store === 'postgres' ? undefined : new MemoryConversationStore(),
+    opts.auth ? { auth: { enabled: true, allowSignup: false, secret: 'test-secret-test-secret-test-secret-0123', ...opts.auth } } : {},
+  );
   await setRuntime(runtime);
   const harness: Harness = {
     model,

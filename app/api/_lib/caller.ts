@@ -1,9 +1,59 @@
 import { LOCAL_CALLER, type Caller } from '@/lib/access';
+import { AppError } from '@/lib/errors';
+import { getRuntime } from '@/lib/runtime';
+
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * A browser request that changes state and comes from another site: refused whatever its
+ * cookies say. Browsers send Origin on every such request (and Sec-Fetch-Site); a request
+ * without either (curl, a script) is not a browser being tricked.
+ */
+export function isCrossOriginWrite(request: Request): boolean {
+  if (SAFE_METHODS.has(request.method.toUpperCase())) return false;
+  const site = request.headers.get('sec-fetch-site');
+  if (site && site !== 'same-origin' && site !== 'none') return true;
+  const origin = request.headers.get('origin');
+  if (!origin) return false;
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host.toLowerCase();
+  } catch {
+    return true; // "null" (a sandboxed frame, a file: page) and garbage alike
+  }
+  const hosts = [request.headers.get('host'), request.headers.get('x-forwarded-host'), new URL(request.url).host].filter((h): h is string => !!h).map((h) => h.toLowerCase());
+  return !hosts.includes(originHost);
+}
+
+const hasBearer = (request: Request) => /^Bearer\s/i.test(request.headers.get('authorization') ?? '');
 
 /**
  * The caller of a request. Every route asks this first and passes the caller to the project and
- * conversation look-ups, which answer 404 for whatever the caller may not see.
+ * conversation look-ups, which answer 404 for whatever the caller may not see. With accounts on,
+ * a request with neither a session cookie nor an API token is a 401; a cookie request that
+ * changes state from another origin is a 403 (a bearer token is never sent by a browser on its own).
  */
-export async function callerOf(_request: Request): Promise<Caller> {
-  return LOCAL_CALLER;
+export async function callerOf(request: Request): Promise<Caller> {
+  if (!hasBearer(request) && isCrossOriginWrite(request)) {
+    throw new AppError('E_FORBIDDEN', 'Requests that change something must come from this site (the Origin does not match).');
+  }
+  const { accounts } = getRuntime();
+  if (!accounts) return LOCAL_CALLER;
+  const caller = await accounts.callerOf(request);
+  if (!caller) throw new AppError('E_UNAUTHENTICATED', 'Sign in first, or send an API token (Authorization: Bearer <token>).');
+  return caller;
+}
+
+/** The caller, who must be an admin (403 otherwise: admin pages are not secret). */
+export async function adminOf(request: Request): Promise<Caller> {
+  const caller = await callerOf(request);
+  if (caller.role !== 'admin') throw new AppError('E_FORBIDDEN', 'Only an admin may do this.');
+  return caller;
+}
+
+/** The accounts service; a 404 in the single-user mode, which has no people or tokens. */
+export function accountsOr404() {
+  const { accounts } = getRuntime();
+  if (!accounts) throw new AppError('E_NOT_FOUND', 'Accounts are off on this server (AUTH=off): there are no people or tokens.');
+  return accounts;
 }

@@ -1,5 +1,5 @@
 import { getRuntime } from '@/lib/runtime';
-import { isValidConversationId } from '@/lib/conversations';
+import { cursorAfter, isValidConversationId, type ConversationSummary, type ListOptions, type Page } from '@/lib/conversations';
 import { AppError } from '@/lib/errors';
 import type { Caller, Need } from '@/lib/access';
 import { outputRootOf } from '@/lib/outputs';
@@ -19,6 +19,33 @@ export async function conversationOr404(id: string, caller: Caller, need: Need =
   return conversation;
 }
 
+/**
+ * One page of the conversations the caller may read. With everything visible (no accounts, an
+ * admin) it is the store's page; otherwise the store's pages are read on, in order, until `limit`
+ * visible ones are found or the list ends, so paging skips what the caller may not see.
+ */
+export async function visiblePage(caller: Caller, options: ListOptions & { limit: number }): Promise<Page<ConversationSummary>> {
+  const rt = getRuntime();
+  const open = caller.kind === 'local' || (caller.role === 'admin' && !caller.projectIds);
+  if (open) return rt.store.list(options);
+  const items: ConversationSummary[] = [];
+  let cursor = options.cursor;
+  for (;;) {
+    const page = await rt.store.list({ ...options, cursor, limit: 100 });
+    for (let i = 0; i < page.items.length; i++) {
+      const c = page.items[i]!;
+      if (!(await rt.access.conversation(caller, c, 'read'))) continue;
+      items.push(c);
+      if (items.length === options.limit) {
+        // More may follow: this item's cursor resumes after it.
+        const more = i < page.items.length - 1 || page.nextCursor !== undefined;
+        return more ? { items, nextCursor: cursorAfter(c) } : { items };
+      }
+    }
+    if (!page.nextCursor) return { items };
+    cursor = page.nextCursor;
+  }
+}
 
 /**
  * Where a conversation's files are: its own folder for a bundle agent, the project's shared

@@ -1,9 +1,13 @@
 import { getRuntime } from '@/lib/runtime';
 import { handle, ok } from '../_lib/http';
+import { callerOf } from '../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
-  return handle('GET /api/bundles', request, async () => ok(await getRuntime().catalog.listBundles()));
+  return handle('GET /api/bundles', request, async () => {
+    await callerOf(request);
+    return ok(await getRuntime().catalog.listBundles());
+  });
 }

@@ -8,6 +8,7 @@ import { AppError } from '@/lib/errors';
 import { trackTurn } from '@/lib/runtime/shutdown';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
+import { authorOf } from '@/lib/access';
 import { projectOr404 } from '../_lib/projects';
 import { conversationOr404 } from '../_lib/conversations';
 
@@ -52,6 +53,8 @@ export async function POST(request: Request) {
     if (body.conversationId && !isValidConversationId(body.conversationId)) {
       throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${String(body.conversationId).slice(0, 80)}".`);
     }
+    // A token limited to projects chats in them only (a bundle's conversation would be out of its reach).
+    if (caller.projectIds && !body.projectId) throw new AppError('E_FORBIDDEN', 'This token is limited to some projects: give one of them as projectId.');
     // A turn writes: the caller must be allowed to chat in the project and on the conversation.
     if (body.projectId) await projectOr404(body.projectId, caller, 'write');
     if (body.conversationId) await conversationOr404(body.conversationId, caller, 'write');
@@ -78,6 +81,7 @@ export async function POST(request: Request) {
           ...(body.editMessageId !== undefined ? { editMessageId: body.editMessageId } : {}),
           ...(body.projectId ? { projectId: body.projectId } : {}),
           ...(body.model ? { model: body.model } : {}),
+          ...(caller.kind !== 'local' ? { ownerId: caller.id, author: authorOf(caller) } : {}),
         },
         controller.signal,
       );

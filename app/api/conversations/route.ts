@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { getRuntime } from '@/lib/runtime';
 import { toSummaryView } from '@/lib/chat/views';
 import { handle, ok, parseWith } from '../_lib/http';
 import { projectOr404 } from '../_lib/projects';
 import { callerOf } from '../_lib/caller';
+import { visiblePage } from '../_lib/conversations';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -24,7 +24,7 @@ export async function GET(request: Request) {
     if (query.projectId !== undefined) await projectOr404(query.projectId, caller);
     // An empty search box lists everything, as no q does.
     const q = query.q?.trim() || undefined;
-    const page = await getRuntime().store.list({
+    const page = await visiblePage(caller, {
       agentId: query.agentId,
       ...(query.projectId !== undefined ? { projectId: query.projectId } : {}),
       ...(q !== undefined ? { q } : {}),

@@ -1,10 +1,14 @@
 import { getRuntime } from '@/lib/runtime';
 import { modelsView } from '@/lib/chat/views';
 import { handle, ok } from '../_lib/http';
+import { callerOf } from '../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
-  return handle('GET /api/models', request, async () => ok(modelsView(getRuntime().config.models)));
+  return handle('GET /api/models', request, async () => {
+    await callerOf(request);
+    return ok(modelsView(getRuntime().config.models));
+  });
 }

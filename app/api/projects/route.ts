@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
-import { claimProject, installClaimed } from '@/lib/projects';
-import { isAppError } from '@/lib/errors';
+import { claimProject, installClaimed, type Project } from '@/lib/projects';
+import { AppError, isAppError } from '@/lib/errors';
 import { log } from '@/lib/log';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
@@ -44,13 +44,18 @@ export async function GET(request: Request) {
  */
 export async function POST(request: Request) {
   return handle('POST /api/projects', request, async () => {
-    await callerOf(request);
+    const caller = await callerOf(request);
+    if (caller.projectIds) throw new AppError('E_FORBIDDEN', 'This token is limited to some projects; it cannot create one.');
     const body = await readJson(request, NewProjectBody);
-    const { projects } = getRuntime();
+    const { projects, accounts } = getRuntime();
     const claim = await claimProject(projects, body);
+    // The creator owns it; nobody else sees it until they add members.
+    const created = async (project: Project) => {
+      if (accounts && caller.kind !== 'local') await accounts.setMember(project.id, caller.id, 'owner');
+      return projects.view(project);
+    };
     if (!(request.headers.get('accept') ?? '').includes('application/x-ndjson')) {
-      const project = await installClaimed(projects, claim);
-      return ok(await projects.view(project), { status: 201 });
+      return ok(await created(await installClaimed(projects, claim)), { status: 201 });
     }
     const encoder = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
@@ -66,7 +71,7 @@ export async function POST(request: Request) {
         };
         try {
           const project = await installClaimed(projects, claim, (text) => send({ type: 'step', text }));
-          send({ type: 'done', status: 201, data: await projects.view(project) });
+          send({ type: 'done', status: 201, data: await created(project) });
         } catch (e) {
           if (!isAppError(e)) log.error('request.crash', { route: 'POST /api/projects', error: (e as Error)?.name ?? 'unknown' });
           send(isAppError(e) ? { type: 'error', status: e.status, code: e.code, error: e.message } : { type: 'error', status: 500, code: 'E_INTERNAL', error: 'Internal server error.' });

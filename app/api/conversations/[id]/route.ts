@@ -20,7 +20,12 @@ export async function GET(request: Request, { params }: Params) {
     const caller = await callerOf(request);
     const { id } = await params;
     const conversation = await conversationOr404(id, caller);
-    return ok(toDetailView(conversation, await getRuntime().store.messages(id)));
+    const rt = getRuntime();
+    const owner = conversation.ownerId && rt.accounts ? await rt.accounts.personById(conversation.ownerId) : null;
+    return ok({
+      ...toDetailView(conversation, await rt.store.messages(id)),
+      ...(owner ? { owner: { id: owner.id, name: owner.name, email: owner.email } } : {}),
+    });
   });
 }
 
@@ -29,19 +34,26 @@ const Patch = z
     title: z.string().trim().min(1, 'title must not be empty').max(200).optional(),
     /** A profile name, or null to go back to choosing per turn (command, agent, default). */
     model: z.string().trim().min(1, 'model must not be empty').max(64).nullable().optional(),
+    /** true: the project's members may read it; false: private again (its owner and admins only). */
+    shared: z.boolean().optional(),
   })
-  .refine((p) => p.title !== undefined || p.model !== undefined, { message: 'give a title or a model', path: ['title'] });
+  .refine((p) => p.title !== undefined || p.model !== undefined || p.shared !== undefined, { message: 'give a title, a model or shared', path: ['title'] });
 
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/conversations/:id', request, async () => {
     const caller = await callerOf(request);
     const { id } = await params;
-    await conversationOr404(id, caller, 'write');
     const patch = await readJson(request, Patch);
+    // Sharing is the owner's choice (or an admin's); a title or a model, whoever may chat in it.
+    await conversationOr404(id, caller, patch.shared !== undefined ? 'own' : 'write');
     const rt = getRuntime();
     if (patch.model) checkProfile(rt.config.models, patch.model);
     let updated = patch.title !== undefined ? await rt.store.rename(id, patch.title) : await rt.store.get(id);
     if (updated && patch.model !== undefined) updated = await rt.store.setModel(id, patch.model);
+    if (updated && patch.shared !== undefined) {
+      if (!updated.projectId && patch.shared) throw new AppError('E_VALIDATION', 'Only a project conversation can be shared (with the project\'s members).', { field: 'shared' });
+      updated = await rt.store.setShared(id, patch.shared);
+    }
     if (!updated) throw notFound(id);
     return ok(toDetailView(updated, await rt.store.messages(id)));
   });

@@ -1,0 +1,17 @@
+'use client';
+
+import { useMe } from './AuthGate';
+
+/** The top bar's way to the account page (tokens, people, members, sign-out); nothing without accounts. */
+export function AccountMenu() {
+  const { me } = useMe();
+  if (!me) return null;
+  const initial = (me.name || me.email || '?').trim().charAt(0).toUpperCase();
+  return (
+    <a className="account-link" href="/settings" aria-label={`Account: ${me.name || me.email}`} title="Account, tokens, people" data-testid="account-link">
+      <span className="account-initial" aria-hidden="true">
+        {initial}
+      </span>
+    </a>
+  );
+}

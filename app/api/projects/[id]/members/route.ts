@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { AppError } from '@/lib/errors';
+import { handle, ok, readJson } from '../../../_lib/http';
+import { accountsOr404, callerOf } from '../../../_lib/caller';
+import { projectOr404 } from '../../../_lib/projects';
+
+export const dynamic = 'force-dynamic';
+export const runtime = 'nodejs';
+
+type Params = { params: Promise<{ id: string }> };
+
+/** The project's members and their roles (anyone who sees the project). */
+export async function GET(request: Request, { params }: Params) {
+  return handle('GET /api/projects/:id/members', request, async () => {
+    const caller = await callerOf(request);
+    const { id } = await params;
+    const project = await projectOr404(id, caller, 'read');
+    return ok(await accountsOr404().members(project.id));
+  });
+}
+
+const Put = z.object({
+  email: z.email('email must be an email address').max(254),
+  role: z.enum(['owner', 'editor', 'viewer']),
+});
+
+/** Adds a person to the project or changes their role (its owners and admins). */
+export async function PUT(request: Request, { params }: Params) {
+  return handle('PUT /api/projects/:id/members', request, async () => {
+    const caller = await callerOf(request);
+    const { id } = await params;
+    const project = await projectOr404(id, caller, 'own');
+    const body = await readJson(request, Put);
+    const accounts = accountsOr404();
+    const person = await accounts.personByEmail(body.email);
+    if (!person) throw new AppError('E_NOT_FOUND', `No person with email ${body.email}; an admin creates people on the People page.`, { field: 'email' });
+    await accounts.setMember(project.id, person.id, body.role);
+    return ok(await accounts.members(project.id));
+  });
+}
+
+const Delete = z.object({ email: z.email('email must be an email address').max(254) });
+
+/** Removes a person from the project (its owners and admins); the last owner stays. */
+export async function DELETE(request: Request, { params }: Params) {
+  return handle('DELETE /api/projects/:id/members', request, async () => {
+    const caller = await callerOf(request);
+    const { id } = await params;
+    const project = await projectOr404(id, caller, 'own');
+    const body = await readJson(request, Delete);
+    const accounts = accountsOr404();
+    const person = await accounts.personByEmail(body.email);
+    if (!person || !(await accounts.removeMember(project.id, person.id))) {
+      throw new AppError('E_NOT_FOUND', `${body.email} is not a member of this project.`, { field: 'email' });
+    }
+    return ok(await accounts.members(project.id));
+  });
+}

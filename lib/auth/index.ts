@@ -1,0 +1,40 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { openPostgres } from '../db/postgres';
+import { Accounts } from './accounts';
+import { resolveSecret } from './secret';
+import type { AuthSettings } from './settings';
+
+export { Accounts, type Person, type Member, type TokenView, type NewToken } from './accounts';
+export { accountsPolicy } from './policy';
+export { authSettings, authStartupProblem, isLoopbackHost, listenHost, type AuthSettings, type OidcSettings } from './settings';
+export { resolveSecret, SECRET_FILE } from './secret';
+export { OIDC_PROVIDER_ID, SIGN_IN_ATTEMPTS_PER_MINUTE, createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
+
+/**
+ * Accounts on the conversations' database: with DATABASE_URL on Postgres (a pool of their own, the
+ * same database every instance shares), else on the SQLite file (`DATA_DIR/conversations.db`, its
+ * own connection in WAL mode, as a second process would open it), or in memory beside the memory
+ * store.
+ */
+export function openAccounts(options: { dataDir: string; store: 'sqlite' | 'memory' | 'postgres'; file: string; settings: AuthSettings; databaseUrl?: string }): Accounts {
+  const secret = resolveSecret(options.settings.secret, options.dataDir);
+  if (options.store === 'postgres' && options.databaseUrl) {
+    const { db, pool } = openPostgres(options.databaseUrl, { poolSize: 5 });
+    return new Accounts({ db, type: 'postgres' }, options.settings, secret, async () => {
+      await db.destroy().catch(() => pool.end());
+    });
+  }
+  let sqlite: Database.Database;
+  if (options.store === 'memory') sqlite = new Database(':memory:');
+  else {
+    fs.mkdirSync(options.dataDir, { recursive: true });
+    sqlite = new Database(path.join(options.dataDir, options.file));
+    sqlite.pragma('journal_mode = WAL');
+    sqlite.pragma('busy_timeout = 5000');
+  }
+  const db = new Kysely({ dialect: new SqliteDialect({ database: sqlite }) });
+  return new Accounts({ db, type: 'sqlite' }, options.settings, secret, () => db.destroy());
+}

@@ -1,0 +1,35 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { authSettings, authStartupProblem, resolveSecret } from '.';
+
+describe('account settings', () => {
+  it('are on by default; AUTH=off turns them off', () => {
+    expect(authSettings({})).toMatchObject({ enabled: true, allowSignup: false });
+    expect(authSettings({ AUTH: 'off' }).enabled).toBe(false);
+    expect(authSettings({ ALLOW_SIGNUP: 'true' }).allowSignup).toBe(true);
+    expect(authSettings({ OIDC_ISSUER: 'http://idp', OIDC_CLIENT_ID: 'c' }).oidc).toBeUndefined();
+    expect(authSettings({ OIDC_ISSUER: 'http://idp', OIDC_CLIENT_ID: 'c', OIDC_CLIENT_SECRET: 's', OIDC_ADMIN_GROUP: 'ops' }).oidc).toEqual({ issuer: 'http://idp', clientId: 'c', clientSecret: 's', adminGroup: 'ops' });
+  });
+
+  it('accept AUTH=off only on loopback, naming HOST otherwise (HOST or next -H alike)', () => {
+    for (const host of [undefined, '127.0.0.1', '::1', 'localhost', '127.0.0.2']) expect(authStartupProblem({ AUTH: 'off', ...(host ? { HOST: host } : {}) }, ['node', 'next', 'start'])).toBeNull();
+    expect(authStartupProblem({ AUTH: 'off', HOST: '0.0.0.0' }, ['node', 'next', 'start'])).toMatch(/HOST is 0\.0\.0\.0/);
+    expect(authStartupProblem({ AUTH: 'off' }, ['node', 'next', 'start', '-H', '0.0.0.0'])).toMatch(/HOST is 0\.0\.0\.0/);
+    expect(authStartupProblem({ AUTH: 'off' }, ['node', 'next', 'start', '--hostname=192.168.1.4'])).toMatch(/HOST is 192\.168\.1\.4/);
+    expect(authStartupProblem({ HOST: '0.0.0.0' }, ['node', 'next', 'start'])).toBeNull();
+  });
+
+  it('generate the secret once, keep it in DATA_DIR with mode 600, and prefer a configured one', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmad-secret-'));
+    try {
+      const first = resolveSecret(undefined, dir);
+      expect(first.length).toBeGreaterThanOrEqual(32);
+      expect(fs.statSync(path.join(dir, 'auth-secret')).mode & 0o777).toBe(0o600);
+      expect(resolveSecret(undefined, dir)).toBe(first);
+      expect(resolveSecret('configured-secret-configured-secret', dir)).toBe('configured-secret-configured-secret');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

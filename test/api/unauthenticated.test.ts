@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO, startHarness, type Harness } from './harness';
+
+/**
+ * Every route of app/api, found on disk (so a new one cannot be forgotten), with every method it
+ * exports, asked without credentials: 401 E_UNAUTHENTICATED, except the health check and Better
+ * Auth's own routes (sign-in must be reachable signed out).
+ */
+const API = path.join(REPO, 'app/api');
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
+const OPEN = [/^\/api\/health$/, /^\/api\/auth(\/|$)/];
+
+function routeFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return routeFiles(p);
+    return e.name === 'route.ts' ? [p] : [];
+  });
+}
+
+interface Route {
+  url: string;
+  params: Record<string, string | string[]>;
+  module: Record<string, unknown>;
+}
+
+function routes(): Route[] {
+  return routeFiles(API).map((file) => {
+    const segments = path.relative(API, path.dirname(file)).split(path.sep).filter(Boolean);
+    const params: Record<string, string | string[]> = {};
+    const url = segments.map((s) => {
+      const catchAll = /^\[\.\.\.(\w+)\]$/.exec(s);
+      if (catchAll) return ((params[catchAll[1]!] = ['x', 'y.md']) as string[]).join('/');
+      const one = /^\[(\w+)\]$/.exec(s);
+      if (one) return (params[one[1]!] = 'x1');
+      return s;
+    });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return { url: `/api/${url.join('/')}`.replace(/\/$/, ''), params, module: require(file) as Record<string, unknown> };
+  });
+}
+
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({}, { auth: {} });
+});
+afterAll(async () => {
+  await h.close();
+});
+
+it('answers 401 on every route and method without a session or a token', async () => {
+  const found = routes();
+  // The walk sees the whole tree (a broken glob would pass vacuously).
+  expect(found.map((r) => r.url)).toEqual(expect.arrayContaining(['/api/chat', '/api/conversations/x1', '/api/projects/x1/members', '/api/tokens/x1', '/api/users', '/api/health']));
+  const asked: string[] = [];
+  const wrong: string[] = [];
+  for (const route of found) {
+    for (const method of METHODS) {
+      const handler = route.module[method];
+      if (typeof handler !== 'function') continue;
+      if (OPEN.some((re) => re.test(route.url))) continue;
+      const tries: Record<string, string>[] = [{}, { authorization: 'Bearer bmad_not-a-token' }, { cookie: 'better-auth.session_token=forged.value' }];
+      for (const credentials of tries) {
+        const hasBody = !['GET', 'HEAD', 'OPTIONS', 'DELETE'].includes(method);
+        const request = new Request(`http://localhost${route.url}?projectId=x1`, {
+          method,
+          headers: { 'content-type': 'application/json', ...credentials },
+          ...(hasBody ? { body: JSON.stringify({ agentId: 'x', message: 'hi', name: 'x', email: 'x@example.com', role: 'viewer', path: 'a', version: 'b' }) } : {}),
+        });
+        const res: Response = await (handler as (r: Request, c: unknown) => Promise<Response>)(request, { params: Promise.resolve(route.params) });
+        asked.push(`${method} ${route.url}`);
+        const body = res.status === 401 ? await res.json() : null;
+        if (res.status !== 401 || body?.code !== 'E_UNAUTHENTICATED') wrong.push(`${method} ${route.url} ${Object.keys(credentials).join() || 'none'} → ${res.status}`);
+      }
+    }
+  }
+  expect(wrong).toEqual([]);
+  expect(new Set(asked).size).toBeGreaterThanOrEqual(20);
+});
+
+it('keeps the health check and the sign-in routes open', async () => {
+  const { GET: health } = await import('@/app/api/health/route');
+  expect((await health(new Request('http://localhost/api/health'))).status).toBe(200);
+  const { GET: setup } = await import('@/app/api/auth/setup/route');
+  expect((await setup(new Request('http://localhost/api/auth/setup'))).status).toBe(200);
+});
