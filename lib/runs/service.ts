@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
 import { isHolderAlive, registerHolder, type LeaseHolder } from '../conversations/lease';
 import { AppError } from '../errors';
@@ -104,14 +105,27 @@ export class RunService {
   private readonly bus = new EventEmitter();
 
   /** `store`: the store, or how to open it on first use (a runtime that never runs opens nothing). */
-  constructor(deps: { chat: ChatDeps; store: RunStore | (() => RunStore); settings?: RunSettings; trackTurn?: (c: AbortController) => () => void }) {
+  /**
+   * `authorOf`: how versions and audit lines name a run's owner (with accounts); without it, or for
+   * the single-user mode's owner, a run's turns are nobody's in particular, as the local person's are.
+   */
+  constructor(deps: {
+    chat: ChatDeps;
+    store: RunStore | (() => RunStore);
+    settings?: RunSettings;
+    trackTurn?: (c: AbortController) => () => void;
+    authorOf?: (ownerId: string) => Promise<string | undefined>;
+  }) {
     this.chat = deps.chat;
+    this.authorOf = deps.authorOf;
     const store = deps.store;
     this.openStore = typeof store === 'function' ? store : () => store;
     this.settings = deps.settings ?? runSettings();
     this.trackTurn = deps.trackTurn ?? (() => () => undefined);
     this.bus.setMaxListeners(0);
   }
+
+  private readonly authorOf?: (ownerId: string) => Promise<string | undefined>;
 
   get store(): RunStore {
     this.opened ??= this.openStore();
@@ -309,11 +323,14 @@ export class RunService {
     let conversationId: string | undefined;
     let message = run.message;
     let answers = run.answers;
+    // The run's conversation is its owner's, as POST /api/chat makes a caller's.
+    const author = this.authorOf && run.ownerId !== LOCAL_CALLER.id ? await this.authorOf(run.ownerId).catch(() => undefined) : undefined;
+    const owner = run.ownerId !== LOCAL_CALLER.id ? { ownerId: run.ownerId, ...(author ? { author } : {}) } : {};
     for (let turn = 1; ; turn++) {
       this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
       const handle = await startTurn(
         this.chat,
-        { agentId: run.agentId, projectId: run.projectId, message, ...(conversationId ? { conversationId } : {}), ...(run.model && !conversationId ? { model: run.model } : {}) },
+        { agentId: run.agentId, projectId: run.projectId, message, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
         signal,
       );
       if (!conversationId) {
