@@ -69,8 +69,8 @@ const view = (v: VersionInfo, open: Set<string>): ProjectDocumentVersion => {
     size: v.size,
     kind: v.kind,
     ...(v.restoredFrom ? { restoredFrom: v.restoredFrom } : {}),
-    // Whose turn an agent wrote it in (a person's own version names them as \`person\`).
-    ...(v.by && v.agentId ? { by: v.by } : {}),
+    // Who caused it: whose turn an agent wrote it in, or the person who made it (then also `person`).
+    ...(v.by ? { by: v.by } : {}),
   };
 };
 

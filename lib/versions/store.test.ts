@@ -222,11 +222,11 @@ describe('restore', () => {
     await store.record({ path: 'who.md', content: buf('second\n'), author: architect });
     const v3 = await store.restore('who.md', v1, { person: 'Ada (token)' });
     const [latest] = await store.list('who.md');
-    expect(latest).toMatchObject({ version: v3, kind: 'restore', restoredFrom: v1, agentId: null, conversationId: null, person: 'Ada (token)' });
-    expect((await store.files()).find((f) => f.path === 'who.md')).toMatchObject({ person: 'Ada (token)', agentId: null });
+    expect(latest).toMatchObject({ version: v3, kind: 'restore', restoredFrom: v1, agentId: null, conversationId: null, by: 'Ada (token)' });
+    expect((await store.files()).find((f) => f.path === 'who.md')).toMatchObject({ by: 'Ada (token)', agentId: null });
     // Read back from the repository alone, as another process opening it would.
     const again = await openVersionStore({ gitdir: store.gitdir, workRoot: work });
-    expect((await again.list('who.md'))[0]).toMatchObject({ person: 'Ada (token)', agentId: null, conversationId: null });
+    expect((await again.list('who.md'))[0]).toMatchObject({ by: 'Ada (token)', agentId: null, conversationId: null });
     await expect(store.restore('who.md', v1, { person: 'two\nlines' })).rejects.toMatchObject({ code: 'E_INVALID_AUTHOR' });
   });
 
