@@ -1,5 +1,5 @@
 import { AppError } from '../errors';
-import type { Compaction, CompactionMark, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
+import type { Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf, workflowTitle } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
@@ -331,6 +331,24 @@ export function prepareCreate(input: CreateConversationInput, newId: () => strin
   // A long generated title is clipped rather than refused: create() runs inside a chat request.
   const title = normaliseTitle(given) ?? `${given.slice(0, TITLE_LIMIT - 1)}…`;
   return { ...base, title, titleState: TitleState.FIXED };
+}
+
+/** A conversation as create() answers it: nothing run, nothing used yet. */
+export function freshConversation(c: NewConversation, now: string): Conversation {
+  return {
+    id: c.id,
+    agentId: c.agentId,
+    bundleName: c.bundleName,
+    ...(c.projectId !== undefined ? { projectId: c.projectId } : {}),
+    title: c.title,
+    createdAt: now,
+    updatedAt: now,
+    status: 'idle',
+    variables: {},
+    usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
+    ...(c.model !== undefined ? { model: c.model } : {}),
+    ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
+  };
 }
 
 export function prepareRename(title: string): string {

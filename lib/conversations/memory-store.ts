@@ -33,6 +33,7 @@ import {
   nextTitle,
   notFound,
   pageSize,
+  freshConversation,
   prepareCreate,
   prepareModel,
   prepareRename,
@@ -68,20 +69,7 @@ export class MemoryConversationStore implements ConversationStore {
     const c = prepareCreate(input, newConversationId);
     if (this.entries.has(c.id)) throw duplicateId(c.id);
     const now = monotonicNow();
-    const conversation: Conversation = {
-      id: c.id,
-      agentId: c.agentId,
-      bundleName: c.bundleName,
-      ...(c.projectId !== undefined ? { projectId: c.projectId } : {}),
-      title: c.title,
-      createdAt: now,
-      updatedAt: now,
-      status: 'idle',
-      variables: {},
-      usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
-      ...(c.model !== undefined ? { model: c.model } : {}),
-      ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
-    };
+    const conversation: Conversation = freshConversation(c, now);
     this.entries.set(c.id, { conversation, titleState: c.titleState, messages: [], preview: null, turn: null });
     return structuredClone(conversation);
   }

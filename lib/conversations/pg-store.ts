@@ -38,6 +38,7 @@ import {
   monotonicNow,
   notFound,
   pageSize,
+  freshConversation,
   prepareCreate,
   prepareModel,
   prepareRename,
@@ -314,20 +315,7 @@ export class PgConversationStore implements ConversationStore {
       if ((e as { code?: string }).code === '23505') throw duplicateId(c.id);
       throw e;
     }
-    return {
-      id: c.id,
-      agentId: c.agentId,
-      bundleName: c.bundleName,
-      ...(c.projectId !== undefined ? { projectId: c.projectId } : {}),
-      title: c.title,
-      createdAt: now,
-      updatedAt: now,
-      status: 'idle',
-      variables: {},
-      usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
-      ...(c.model !== undefined ? { model: c.model } : {}),
-      ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
-    };
+    return freshConversation(c, now);
   }
 
   async get(id: string): Promise<Conversation | null> {
