@@ -296,6 +296,9 @@ describe('accounts, one step after the other on one server', () => {
     expect((await patch({ origin: 'null' })).status).toBe(403);
     expect((await patch({ origin: 'http://localhost' })).status).toBe(200);
     expect((await patch({ headers: { 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
+    // Behind a proxy that sends its own Host, the browser's Sec-Fetch-Site decides, both ways.
+    expect((await patch({ origin: 'http://localhost:8443', headers: { 'sec-fetch-site': 'same-origin' } })).status).toBe(200);
+    expect((await patch({ origin: 'http://localhost', headers: { 'sec-fetch-site': 'cross-site' } })).status).toBe(403);
     // Reads from elsewhere are not refused (a browser does not let the page read them).
     expect((await getConversation(req('GET', `/api/conversations/${id}`, { ...alice, origin: 'http://evil.example' }), params({ id }))).status).toBe(200);
     expect((await chat(req('POST', '/api/chat', { ...alice, origin: 'http://evil.example', body: { projectId: 'shop', agentId: 'pm', message: 'x', stream: false } }))).status).toBe(403);

@@ -11,8 +11,9 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  */
 export function isCrossOriginWrite(request: Request): boolean {
   if (SAFE_METHODS.has(request.method.toUpperCase())) return false;
+  // The browser's own word, which no page can forge; it holds behind a proxy that rewrites Host.
   const site = request.headers.get('sec-fetch-site');
-  if (site && site !== 'same-origin' && site !== 'none') return true;
+  if (site) return site !== 'same-origin' && site !== 'none';
   const origin = request.headers.get('origin');
   if (!origin) return false;
   let originHost: string;
