@@ -103,6 +103,11 @@ async function expectNoViolations(page: Page, screen: string) {
 async function openProject(page: Page, id: string) {
   await page.goto(`/?p=${id}`);
   await page.locator('[data-testid="agent-card"]').first().waitFor();
+  // The project's checks and journey arrive after the cards; the screen is settled once they have.
+  await until(
+    async () => (await page.locator('[data-testid="project-journey"] .msg-pending').count()) === 0 && !(await page.getByTestId('project-doctor').innerText()).includes('Checking'),
+    'the project screen settled',
+  );
 }
 
 async function startWith(page: Page, projectId: string, agentId: string) {

@@ -194,7 +194,6 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
           : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
       </p>
       {workspace ? <WorkspaceBar {...workspace} /> : null}
-      {children}
       {loading ? (
         <p className="msg-pending" role="status">
           <Spinner /> Loading agents…
@@ -241,6 +240,8 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
           </ul>
         </section>
       ))}
+      {/* Below the agents: what loads after them (the journey) never moves a card under the pointer. */}
+      {children}
     </section>
   );
 }
