@@ -105,7 +105,7 @@ async function openProject(page: Page, id: string) {
   await page.locator('[data-testid="agent-card"]').first().waitFor();
   // The project's checks and journey arrive after the cards; the screen is settled once they have.
   await until(
-    async () => (await page.locator('[data-testid="project-journey"] .msg-pending').count()) === 0 && !(await page.getByTestId('project-doctor').innerText()).includes('Checking'),
+    async () => (await page.locator('[data-testid="project-journey"] .msg-pending').count()) === 0 && (await page.getByText('Checking the project…').count()) === 0,
     'the project screen settled',
   );
 }
