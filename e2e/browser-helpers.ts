@@ -108,6 +108,18 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
  * Every visible, enabled control smaller than `min` px either way. Links inside running text are
  * left out: WCAG's target-size rule exempts targets in a sentence, and they cannot grow there.
  */
+/** axe-core's default rules on the page as it is, in light and in dark: no violation in either. */
+export async function expectNoViolations(page: Page, screen: string) {
+  for (const scheme of ['light', 'dark'] as const) {
+    await page.emulateMedia({ colorScheme: scheme });
+    await sleep(150);
+    const violations = await axeViolations(page);
+    if (violations.length) console.log(`axe ${screen} (${scheme}):\n${JSON.stringify(violations, null, 2)}`);
+    expect({ screen, scheme, violations }).toEqual({ screen, scheme, violations: [] });
+  }
+  await page.emulateMedia({ colorScheme: 'light' });
+}
+
 export async function smallTapTargets(page: Page, min = 44): Promise<string[]> {
   return page.evaluate((min) => {
     const out: string[] = [];

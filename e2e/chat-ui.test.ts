@@ -10,7 +10,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { axeViolations, launchBrowser, pickAgent, screenshot, sendMessage, sleep, smallTapTargets, until, useTabs, waitForText, waitIdle } from './browser-helpers';
+import { launchBrowser, pickAgent, screenshot, sendMessage, sleep, smallTapTargets, until, useTabs, waitForText, waitIdle, expectNoViolations } from './browser-helpers';
 
 jest.setTimeout(90_000);
 
@@ -66,17 +66,6 @@ async function expandTools(page: Page) {
 async function waitRich(page: Page) {
   await page.locator('[data-testid="codeblock"][data-language="js"] .hljs-keyword').first().waitFor();
   await until(async () => (await page.locator('[data-testid="mermaid"]').first().getAttribute('data-state')) === 'rendered', 'diagram drawn', 20_000);
-}
-
-async function expectNoViolations(page: Page, screen: string) {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await sleep(150);
-    const violations = await axeViolations(page);
-    if (violations.length) console.log(`axe ${screen} (${scheme}):\n${JSON.stringify(violations, null, 2)}`);
-    expect({ screen, scheme, violations }).toEqual({ screen, scheme, violations: [] });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
 }
 
 describe('chat UI with a scripted model', () => {

@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { bmadProject } from '../test/bmad-installs';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { axeViolations, launchBrowser, sleep, smallTapTargets, until, useTabs, waitForText, waitIdle } from './browser-helpers';
+import { launchBrowser, sleep, smallTapTargets, until, useTabs, waitForText, waitIdle, expectNoViolations } from './browser-helpers';
 
 jest.setTimeout(120_000);
 
@@ -43,17 +43,6 @@ afterAll(async () => {
 });
 
 const newTab = useTabs(() => browser, () => app.url, 'journey');
-
-async function expectNoViolations(page: Page, screen: string) {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await sleep(150);
-    const violations = await axeViolations(page);
-    if (violations.length) console.log(`axe ${screen} (${scheme}):\n${JSON.stringify(violations, null, 2)}`);
-    expect({ screen, scheme, violations }).toEqual({ screen, scheme, violations: [] });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
 
 async function projectScreen(page: Page) {
   await page.goto('/?p=plants');

@@ -17,7 +17,7 @@ import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { bmadProject } from '../test/bmad-installs';
 import { REPO, makeFolders, startApp, type AppServer, type Folders } from './support';
-import { axeViolations, launchBrowser, sendMessage, sleep, until, useTabs, waitForText, waitIdle } from './browser-helpers';
+import { launchBrowser, sendMessage, sleep, until, useTabs, waitForText, waitIdle, expectNoViolations } from './browser-helpers';
 
 jest.setTimeout(120_000);
 
@@ -88,17 +88,6 @@ async function apiGet<T>(url: string): Promise<T> {
 
 const conversationIdOf = (page: Page) => new URL(page.url()).searchParams.get('c');
 const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
-
-async function expectNoViolations(page: Page, screen: string) {
-  for (const scheme of ['light', 'dark'] as const) {
-    await page.emulateMedia({ colorScheme: scheme });
-    await sleep(150);
-    const violations = await axeViolations(page);
-    if (violations.length) console.log(`axe ${screen} (${scheme}):\n${JSON.stringify(violations, null, 2)}`);
-    expect({ screen, scheme, violations }).toEqual({ screen, scheme, violations: [] });
-  }
-  await page.emulateMedia({ colorScheme: 'light' });
-}
 
 async function openProject(page: Page, id: string) {
   await page.goto(`/?p=${id}`);
