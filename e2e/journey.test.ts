@@ -10,7 +10,7 @@ import type { Browser, Page } from 'playwright-core';
 import { reply, startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { bmadProject } from '../test/bmad-installs';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { launchBrowser, sleep, smallTapTargets, until, useTabs, waitForText, waitIdle, expectNoViolations } from './browser-helpers';
+import { launchBrowser, smallTapTargets, until, useTabs, waitForText, waitIdle, expectNoViolations } from './browser-helpers';
 
 jest.setTimeout(120_000);
 
