@@ -200,6 +200,15 @@ describe('diff', () => {
     await fs.writeFile(path.join(work, 'same.md'), 'one\ntwo\n');
     expect(await store.diff('same.md', v1)).toBe('');
   });
+
+  it('gives up in time, saying so, when every line of a large document changed (Myers is quadratic there)', async () => {
+    const v1 = await store.record({ path: 'big.md', content: buf(Array.from({ length: 20_000 }, (_, i) => `x${i}`).join('\n')), author: pm });
+    const v2 = await store.record({ path: 'big.md', content: buf(Array.from({ length: 20_000 }, (_, i) => `y${i}`).join('\n')), author: pm });
+    const started = performance.now();
+    const d = await store.diff('big.md', v1, v2);
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(d).toMatch(/^Too many lines of big\.md changed between \w+ and \w+ to show the differences/);
+  });
 });
 
 describe('restore', () => {

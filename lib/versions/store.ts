@@ -147,6 +147,9 @@ function checkAuthor(author: VersionAuthor): { agentId: string | null; conversat
   return { agentId: author.agentId, conversationId: author.conversationId, ...(by ? { by } : {}) };
 }
 
+/** The most time one diff may take on a request's path. */
+const DIFF_TIMEOUT_MS = 1000;
+
 function isBinary(data: Buffer): boolean {
   return data.subarray(0, 8000).includes(0);
 }
@@ -416,7 +419,12 @@ class GitVersionStore implements VersionStore {
       if (isBinary(a.content) || isBinary(bytes)) {
         return `Binary files a/${rel} (${fromLabel}) and b/${rel} (${toLabel}) differ\n`;
       }
-      return createTwoFilesPatch(`a/${rel}`, `b/${rel}`, a.content.toString('utf8'), bytes.toString('utf8'), fromLabel, toLabel, { context: 3 });
+      // Myers' diff is quadratic when most lines change: past the time limit it gives up (undefined)
+      // rather than hold the server for one request.
+      return (
+        createTwoFilesPatch(`a/${rel}`, `b/${rel}`, a.content.toString('utf8'), bytes.toString('utf8'), fromLabel, toLabel, { context: 3, timeout: DIFF_TIMEOUT_MS }) ??
+        `Too many lines of ${rel} changed between ${fromLabel} and ${toLabel} to show the differences; open the two versions to compare them.\n`
+      );
     });
   }
 
