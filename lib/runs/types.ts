@@ -83,18 +83,8 @@ export interface Run {
   endedAt?: string;
 }
 
-export interface NewRun {
-  id: string;
-  projectId: string;
-  ownerId: string;
-  skill: string;
-  agentId: string;
-  intent?: string;
-  message: string;
-  model?: string;
-  contract: HeadlessContract;
-  webhook?: { url: string; secret: string };
-}
+/** What a store needs to queue a run; the rest of a Run starts empty. */
+export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook'>;
 
 /** A run this holder took: release it exactly once, with `finish`. */
 export interface RunLease {
