@@ -1,5 +1,5 @@
 import { AppError } from '../errors';
-import type { Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, Usage } from './types';
+import type { Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, TurnSignal, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf, workflowTitle } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
@@ -331,6 +331,20 @@ export function prepareCreate(input: CreateConversationInput, newId: () => strin
   // A long generated title is clipped rather than refused: create() runs inside a chat request.
   const title = normaliseTitle(given) ?? `${given.slice(0, TITLE_LIMIT - 1)}…`;
   return { ...base, title, titleState: TitleState.FIXED };
+}
+
+/**
+ * A turn's watcher that hears one signal at most: a Stop may arrive by several paths (a local
+ * call, a notification, a poll). `first` runs before it, once (the watch's own clean-up).
+ */
+export function onceSignal(on: (signal: TurnSignal) => void, first?: () => void): (signal: TurnSignal) => void {
+  let fired = false;
+  return (signal) => {
+    if (fired) return;
+    fired = true;
+    first?.();
+    on(signal);
+  };
 }
 
 /** A conversation as create() answers it: nothing run, nothing used yet. */

@@ -34,6 +34,7 @@ import {
   notFound,
   pageSize,
   freshConversation,
+  onceSignal,
   prepareCreate,
   prepareModel,
   prepareRename,
@@ -239,12 +240,7 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void {
-    let fired = false;
-    const once = (signal: TurnSignal) => {
-      if (fired) return;
-      fired = true;
-      on(signal);
-    };
+    const once = onceSignal(on);
     this.watchers.set(lease.token, once);
     if (this.entry(lease.conversationId)?.stopTurn === lease.token) queueMicrotask(() => once('stop'));
     return () => {

@@ -39,6 +39,7 @@ import {
   notFound,
   pageSize,
   freshConversation,
+  onceSignal,
   prepareCreate,
   prepareModel,
   prepareRename,
@@ -593,12 +594,7 @@ export class PgConversationStore implements ConversationStore {
   }
 
   watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void {
-    let fired = false;
-    const once = (signal: TurnSignal) => {
-      if (fired) return;
-      fired = true;
-      on(signal);
-    };
+    const once = onceSignal(on);
     this.watchers.set(lease.token, once);
     void this.listen();
     return () => {

@@ -37,6 +37,7 @@ import {
   notFound,
   pageSize,
   freshConversation,
+  onceSignal,
   prepareCreate,
   prepareModel,
   prepareRename,
@@ -593,13 +594,7 @@ export class SqliteConversationStore implements ConversationStore {
   }
 
   watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void {
-    let fired = false;
-    const once = (signal: TurnSignal) => {
-      if (fired) return;
-      fired = true;
-      end();
-      on(signal);
-    };
+    const once = onceSignal(on, () => end());
     // Another process may run the Stop route on this file: a cheap indexed read every half second.
     const timer = setInterval(() => {
       if (this.closed) return end();
