@@ -196,3 +196,19 @@ it('start_run and get_run: a headless run of bmad-prd ends complete with its PRD
     h.model.setScript('call-tool');
   }
 }, 60_000);
+
+it("chat asks of its caller what POST /api/chat asks: a project-limited token stays in its projects; a person's conversation is theirs", async () => {
+  const { MCP_SERVER_TOOLS } = await import('@/app/api/mcp/tools');
+  const chat = MCP_SERVER_TOOLS.find((t) => t.name === 'chat')!;
+  const signal = new AbortController().signal;
+  const limited = { kind: 'token' as const, id: 'u-limited', name: 'Lim', role: 'member' as const, projectIds: ['shop'] };
+  await expect(chat.run({ agentId: 'product-lead', message: 'hello' }, { caller: limited, signal })).rejects.toMatchObject({ code: 'E_FORBIDDEN' });
+  h.model.setScript('plain');
+  try {
+    const person = { kind: 'session' as const, id: 'u-ada', name: 'Ada', role: 'member' as const };
+    const answer = (await chat.run({ agentId: 'product-lead', message: 'hello' }, { caller: person, signal })) as { conversationId: string };
+    expect((await rt.store.get(answer.conversationId))?.ownerId).toBe('u-ada');
+  } finally {
+    h.model.setScript('call-tool');
+  }
+});

@@ -3,14 +3,10 @@ import { getRuntime } from '@/lib/runtime';
 import { startTurn, collectTurn } from '@/lib/chat';
 import { UI_STREAM_HEADERS } from '@/lib/stream';
 import { sseBody } from '@/lib/stream/sse-body';
-import { isValidConversationId } from '@/lib/conversations';
-import { AppError } from '@/lib/errors';
 import { trackTurn } from '@/lib/runtime/shutdown';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
-import { authorOf } from '@/lib/access';
-import { projectOr404 } from '../_lib/projects';
-import { conversationOr404 } from '../_lib/conversations';
+import { turnAccess } from '../_lib/turns';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -50,14 +46,7 @@ export async function POST(request: Request) {
     const caller = await callerOf(request);
     const body = await readJson(request, ChatBody);
     const rt = getRuntime();
-    if (body.conversationId && !isValidConversationId(body.conversationId)) {
-      throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${String(body.conversationId).slice(0, 80)}".`);
-    }
-    // A token limited to projects chats in them only (a bundle's conversation would be out of its reach).
-    if (caller.projectIds && !body.projectId) throw new AppError('E_FORBIDDEN', 'This token is limited to some projects: give one of them as projectId.');
-    // A turn writes: the caller must be allowed to chat in the project and on the conversation.
-    if (body.projectId) await projectOr404(body.projectId, caller, 'write');
-    if (body.conversationId) await conversationOr404(body.conversationId, caller, 'write');
+    const owner = await turnAccess(caller, body);
     const wantsStream = body.stream ?? (request.headers.get('accept') ?? '').includes('text/event-stream');
 
     // One controller for the whole turn: the client going away or the stream being cancelled stops it.
@@ -81,7 +70,7 @@ export async function POST(request: Request) {
           ...(body.editMessageId !== undefined ? { editMessageId: body.editMessageId } : {}),
           ...(body.projectId ? { projectId: body.projectId } : {}),
           ...(body.model ? { model: body.model } : {}),
-          ...(caller.kind !== 'local' ? { ownerId: caller.id, author: authorOf(caller) } : {}),
+          ...owner,
         },
         controller.signal,
       );

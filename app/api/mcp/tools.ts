@@ -2,15 +2,13 @@ import path from 'node:path';
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
 import { collectTurn, startTurn } from '@/lib/chat';
-import { isValidConversationId } from '@/lib/conversations';
-import { AppError } from '@/lib/errors';
 import { projectDocuments, projectJourney, type Project } from '@/lib/projects';
 import { runView } from '@/lib/runs';
 import { trackTurn } from '@/lib/runtime/shutdown';
 import type { Caller } from '@/lib/access';
 import { projectOr404 } from '../_lib/projects';
-import { conversationOr404 } from '../_lib/conversations';
 import { runOr404 } from '../runs/_lib';
+import { turnAccess } from '../_lib/turns';
 
 /** What a tool of the app's MCP server runs with: who asks (the same caller as the REST API) and the request's signal. */
 export interface McpCall {
@@ -127,16 +125,13 @@ export const MCP_SERVER_TOOLS: McpServerTool[] = [
     },
     async run({ projectId, agentId, message, conversationId }, { caller, signal }) {
       const rt = getRuntime();
-      if (conversationId && !isValidConversationId(conversationId)) throw new AppError('E_CONVERSATION_NOT_FOUND', `No conversation with id "${String(conversationId).slice(0, 80)}".`);
-      // A turn writes, as POST /api/chat: the caller must be allowed to chat in the project and on the conversation.
-      if (projectId) await projectOr404(projectId, caller, 'write');
-      if (conversationId) await conversationOr404(conversationId, caller, 'write');
+      const owner = await turnAccess(caller, { projectId, conversationId });
       const controller = new AbortController();
       const abort = () => controller.abort();
       signal.addEventListener('abort', abort, { once: true });
       const untrack = trackTurn(controller);
       try {
-        const turn = await startTurn(rt, { agentId, message, ...(projectId ? { projectId } : {}), ...(conversationId ? { conversationId } : {}) }, controller.signal);
+        const turn = await startTurn(rt, { agentId, message, ...(projectId ? { projectId } : {}), ...(conversationId ? { conversationId } : {}), ...owner }, controller.signal);
         const summary = await collectTurn(turn.events, { price: turn.price });
         if (summary.error) throw summary.error;
         return {
