@@ -2,8 +2,10 @@ import { migratePostgres } from './migrate';
 import { openPostgres } from './postgres';
 
 export { openPostgres, isPostgresUrl, type Db } from './postgres';
+export { openSqlite } from './sqlite';
+export { AppDatabase, type DatabaseTarget, type DatabaseHealth } from './database';
 export { migratePostgres, migrationStatus, type MigrationStatus } from './migrate';
-export { POSTGRES_MIGRATIONS } from './migrations';
+export { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS, type SqlDialect } from './migrations';
 
 /** Brings the database at `url` to the latest schema on a pool of its own, closed after. */
 export async function migrateDatabase(url: string): Promise<{ applied: string[] } | { error: string }> {

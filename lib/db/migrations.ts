@@ -74,7 +74,57 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   ),
   // Conversations belong to the person who started them; shared ones are read by their project's members.
   '0002_conversation_owner': ddl('ALTER TABLE conversations ADD COLUMN owner_id text', 'ALTER TABLE conversations ADD COLUMN shared boolean NOT NULL DEFAULT false'),
+  // Headless runs: a durable queue of skill runs, as in the SQLite file (same columns and
+  // meaning). Times are ISO texts in the "C" collation, compared as the SQLite store compares them.
+  '0003_runs': ddl(
+    `CREATE TABLE runs (
+       id                text COLLATE "C" PRIMARY KEY,
+       project_id        text NOT NULL,
+       owner_id          text NOT NULL,
+       skill             text NOT NULL,
+       agent_id          text NOT NULL,
+       intent            text,
+       message           text NOT NULL,
+       model             text,
+       contract          text NOT NULL,
+       status            text NOT NULL CHECK (status IN ('queued', 'running', 'complete', 'partial', 'blocked', 'failed', 'cancelled', 'interrupted')),
+       result            text,
+       error             text,
+       artifacts         text NOT NULL DEFAULT '[]',
+       conversation_id   text,
+       prompt_tokens     bigint NOT NULL DEFAULT 0,
+       completion_tokens bigint NOT NULL DEFAULT 0,
+       cached_tokens     bigint NOT NULL DEFAULT 0,
+       cost              double precision,
+       answers           integer NOT NULL DEFAULT 0,
+       webhook           text,
+       webhook_outcome   text,
+       cancel_requested  integer NOT NULL DEFAULT 0,
+       lease_owner       text,
+       lease_token       text,
+       lease_until       text COLLATE "C",
+       heartbeat_at      text COLLATE "C",
+       created_at        text COLLATE "C" NOT NULL,
+       updated_at        text COLLATE "C" NOT NULL,
+       started_at        text COLLATE "C",
+       ended_at          text COLLATE "C"
+     )`,
+    "CREATE INDEX runs_queued ON runs (created_at, id) WHERE status = 'queued'",
+    "CREATE INDEX runs_running ON runs (id) WHERE status = 'running'",
+    'CREATE INDEX runs_by_project ON runs (project_id, created_at, id)',
+  ),
 };
+
+/**
+ * SQLite's schema history after its first one: the stores' SQLite files started on a numbered
+ * history of their own (user_version), which the conversation store runs before these. Same
+ * rules as above.
+ */
+export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {};
+
+export type SqlDialect = 'sqlite' | 'postgres';
+
+export const MIGRATIONS: Readonly<Record<SqlDialect, Readonly<Record<string, Migration>>>> = { sqlite: SQLITE_MIGRATIONS, postgres: POSTGRES_MIGRATIONS };
 
 /** Migrations defined in code: nothing is read from disk at run time (the build bundles them). */
 export class CodeMigrationProvider implements MigrationProvider {
