@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
+import { AppDatabase } from '../db/database';
 import { openPostgres } from '../db/postgres';
 import { Accounts } from './accounts';
 import { resolveSecret } from './secret';
@@ -15,8 +16,8 @@ export { OIDC_PROVIDER_ID, SIGN_IN_ATTEMPTS_PER_MINUTE, createBetterAuth, type A
 
 /**
  * Accounts on the conversations' database: with DATABASE_URL on Postgres (a pool of their own, the
- * same database every instance shares), else on the SQLite file (`DATA_DIR/conversations.db`, its
- * own connection in WAL mode, as a second process would open it), or in memory beside the memory
+ * same database every instance shares), else on the SQLite file (`DATA_DIR/conversations.db`, on the
+ * stores' connection), or in memory beside the memory
  * store.
  */
 export function openAccounts(options: { dataDir: string; store: 'sqlite' | 'memory' | 'postgres'; file: string; settings: AuthSettings; databaseUrl?: string }): Accounts {
@@ -27,14 +28,13 @@ export function openAccounts(options: { dataDir: string; store: 'sqlite' | 'memo
       await db.destroy().catch(() => pool.end());
     });
   }
-  let sqlite: Database.Database;
-  if (options.store === 'memory') sqlite = new Database(':memory:');
-  else {
-    fs.mkdirSync(options.dataDir, { recursive: true });
-    sqlite = new Database(path.join(options.dataDir, options.file));
-    sqlite.pragma('journal_mode = WAL');
-    sqlite.pragma('busy_timeout = 5000');
+  if (options.store === 'memory') {
+    const db = new Kysely({ dialect: new SqliteDialect({ database: new Database(':memory:') }) });
+    return new Accounts({ db, type: 'sqlite' }, options.settings, secret, () => db.destroy());
   }
-  const db = new Kysely({ dialect: new SqliteDialect({ database: sqlite }) });
-  return new Accounts({ db, type: 'sqlite' }, options.settings, secret, () => db.destroy());
+  fs.mkdirSync(options.dataDir, { recursive: true });
+  // The stores' connection to the file, shared (see AppDatabase): a second connection in this
+  // process could stall the event loop waiting for a lock the first holds across an await.
+  const database = new AppDatabase({ file: path.join(options.dataDir, options.file) });
+  return new Accounts({ db: database.db, type: 'sqlite' }, options.settings, secret, () => database.close());
 }

@@ -1,56 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import pg from 'pg';
-import { sql, type RawBuilder } from 'kysely';
-import type {
-  Compaction,
-  CompactionMark,
-  Conversation,
-  ConversationStatus,
-  ConversationStore,
-  ConversationSummary,
-  CreateConversationInput,
-  LastTurn,
-  ListOptions,
-  Page,
-  StoreHealth,
-  StoredMessage,
-  TurnBatch,
-  TurnLease,
-  TurnOutcome,
-  TurnSignal,
-  Usage,
-} from './types';
-import { isValidConversationId, newConversationId } from './ids';
-import {
-  TitleState,
-  assertMarks,
-  assertMessage,
-  assertVariables,
-  cleanCost,
-  cleanUsage,
-  decodeCursor,
-  duplicateId,
-  encodeCursor,
-  foldText,
-  lastPreview,
-  messagePreview,
-  monotonicNow,
-  notFound,
-  pageSize,
-  freshConversation,
-  onceSignal,
-  prepareCreate,
-  prepareModel,
-  prepareRename,
-  replayTitle,
-  searchTerms,
-  settleTurn,
-  titleCandidates,
-  unknownMessage,
-} from './internal';
-import { openPostgres, type Db } from '../db/postgres';
-import { migratePostgres, migrationStatus } from '../db/migrate';
+import { sql } from 'kysely';
+import type { Compaction, ConversationStatus, StoredMessage, TurnLease, TurnSignal } from './types';
+import { foldText } from './internal';
+import { openStoreDatabase } from './database';
+import { SqlConversationStore, text, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
+import type { Db } from '../db/postgres';
 import { log } from '../log';
 
 /** The longest a turn lease runs without a heartbeat; an instance that died frees its turns after it. */
@@ -72,44 +28,11 @@ export interface PgStoreOptions {
   listen?: boolean;
 }
 
-interface ConversationRow {
-  id: string;
-  agent_id: string;
-  bundle_name: string;
-  project_id: string | null;
-  title: string;
-  created_at: string;
-  updated_at: string;
-  status: ConversationStatus;
-  last_turn: string | null;
-  variables: string;
-  prompt_tokens: string | number;
-  completion_tokens: string | number;
-  cached_tokens: string | number;
-  cost: number | null;
-  model: string | null;
-  owner_id: string | null;
-  shared: boolean;
+interface PgRow extends ConversationRow {
   /** When the turn lease ends, and whether it is still live (by the database's clock). */
   lease_expires: Date | null;
   lease_live: boolean | null;
 }
-
-interface SummaryRow extends ConversationRow {
-  message_count: number;
-  last_preview: string | null;
-}
-
-interface MessageRow {
-  body: string;
-  compacted: string | null;
-}
-
-const CONVERSATION_COLUMNS = sql.raw(
-  `c.id, c.agent_id, c.bundle_name, c.project_id, c.title, c.created_at, c.updated_at, c.status, c.last_turn, c.variables,
-   c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.cost, c.model, c.owner_id, c.shared, c.message_count, c.last_preview,
-   l.expires_at AS lease_expires, l.expires_at > now() AS lease_live`,
-);
 
 // Words kept per indexed text: long enough for any real word, short enough for Postgres's
 // lexeme limit (2 KB) in any script; a text's words together stay far below a tsvector's 1 MB.
@@ -150,13 +73,6 @@ export function prefixQuery(terms: readonly string[]): string {
   return terms.map((t) => `'${clipWord(t)}':*`).join(' & ');
 }
 
-/** Postgres text cannot hold NUL; titles, previews and names are shown, never replayed, so it becomes U+FFFD. */
-function text(s: string): string;
-function text(s: string | null): string | null;
-function text(s: string | null): string | null {
-  return s !== null && s.includes('\u0000') ? s.replace(/\u0000/g, '\ufffd') : s;
-}
-
 /** The message as the SQLite store's columns keep it (known fields only), as JSON. */
 function messageBody(m: StoredMessage): string {
   switch (m.role) {
@@ -179,466 +95,97 @@ function messageBody(m: StoredMessage): string {
   }
 }
 
-function toMessage(row: MessageRow): StoredMessage {
+
+function toMessage(row: { body: string; compacted: string | null }): StoredMessage {
   const m = JSON.parse(row.body) as StoredMessage;
   if (row.compacted !== null) m.compacted = JSON.parse(row.compacted) as Compaction;
   return m;
 }
 
-function endArgs(outcome: TurnOutcome): { status: string; lastTurn: string | null } {
-  const { status, lastTurn } = settleTurn(outcome, new Date().toISOString());
-  return { status, lastTurn: lastTurn ? JSON.stringify(lastTurn) : null };
-}
-
-function toConversation(row: ConversationRow): Conversation {
-  // A running turn whose lease ran out: its instance died. Shown as interrupted until a turn
-  // takes the conversation again; nothing has to write it.
-  const abandoned = row.status === 'running' && row.lease_live !== true;
-  const lastTurn: LastTurn | null = abandoned
-    ? { status: 'interrupted', at: (row.lease_expires ?? new Date(row.updated_at)).toISOString() }
-    : row.last_turn !== null
-      ? (JSON.parse(row.last_turn) as LastTurn)
-      : null;
-  return {
-    id: row.id,
-    agentId: row.agent_id,
-    bundleName: row.bundle_name,
-    ...(row.project_id !== null ? { projectId: row.project_id } : {}),
-    title: row.title,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    status: abandoned ? 'interrupted' : row.status,
-    ...(lastTurn ? { lastTurn } : {}),
-    variables: JSON.parse(row.variables) as Record<string, string>,
-    usage: { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens), cachedTokens: Number(row.cached_tokens) },
-    ...(row.cost !== null ? { cost: row.cost } : {}),
-    ...(row.model !== null ? { model: row.model } : {}),
-    ...(row.owner_id !== null ? { ownerId: row.owner_id } : {}),
-    ...(row.shared ? { shared: true } : {}),
-  };
-}
-
-function toSummary(row: SummaryRow): ConversationSummary {
-  const summary: ConversationSummary = { ...toConversation(row), messageCount: row.message_count };
-  if (row.last_preview !== null) summary.lastMessagePreview = row.last_preview;
-  return summary;
-}
-
-/** A lookup key from a request: Postgres refuses NUL in a parameter, and no stored id holds one. */
-function key(s: string): string {
-  return text(s);
+/** A tsvector of a text's words, as a value. */
+function tsvector(words: string[] | null) {
+  return sql`array_to_tsvector(CAST(${words} AS text[]))`;
 }
 
 /**
- * Conversations in Postgres, for several instances on one database. Same contract as the SQLite
- * store; every call is one statement (or one short transaction where the history is rewritten).
- *
  * The turn lock is a lease row: taken in one INSERT … ON CONFLICT that only replaces an expired
  * lease, renewed while the turn runs, deleted when it ends. A Stop is written onto the lease;
  * the holder hears it by NOTIFY at once, or on its next heartbeat (every pollMs) where
- * notifications do not arrive (transaction-mode poolers).
+ * notifications do not arrive (transaction-mode poolers). Times are the database's clock, so
+ * instances on hosts with skewed clocks agree on expiry.
  */
-export class PgConversationStore implements ConversationStore {
-  private attempt: Promise<void>;
-  private failedAt: number | null = null;
-  readonly holderId: string;
-  private readonly db: Db;
-  private readonly pool: pg.Pool;
-  private readonly url: string;
-  private readonly leaseMs: number;
-  private readonly pollMs: number;
-  private readonly listens: boolean;
-  /** Turns this instance holds: conversation id → lease token. */
-  private readonly held = new Map<string, string>();
-  private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
+class PgTurnLocks implements TurnLocks {
+  readonly holderId = `${os.hostname()}/${process.pid}/${randomUUID()}`;
+  private held: ReadonlyMap<string, string> = new Map();
+  private fire: (token: string, signal: TurnSignal) => void = () => undefined;
   private timer: NodeJS.Timeout | null = null;
   private beating = false;
   private listener: pg.Client | null = null;
   private listening: Promise<void> | null = null;
   private closed = false;
 
-  constructor(url: string, options: PgStoreOptions = {}) {
-    this.url = url;
-    this.leaseMs = Math.max(200, Math.min(DEFAULT_TURN_LEASE_MS, Math.floor(options.leaseMs ?? DEFAULT_TURN_LEASE_MS)));
-    this.pollMs = Math.max(20, Math.min(options.pollMs ?? DEFAULT_POLL_MS, Math.floor(this.leaseMs / 3)));
-    this.listens = options.listen !== false;
-    const { db, pool } = openPostgres(url, { poolSize: options.poolSize });
-    this.db = db;
-    this.pool = pool;
-    this.holderId = `${os.hostname()}/${process.pid}/${randomUUID()}`;
-    this.attempt = this.migrate();
-  }
+  constructor(
+    private readonly db: Db,
+    private readonly url: string,
+    private readonly ready: () => Promise<void>,
+    private readonly leaseMs: number,
+    private readonly pollMs: number,
+    private readonly listens: boolean,
+  ) {}
 
-  /** Resolves once the schema is migrated; every call waits for it. */
-  get ready(): Promise<void> {
-    return this.attempt;
-  }
-
-  private migrate(): Promise<void> {
-    const attempt = migratePostgres(this.db, this.pool).then(() => {
-      this.failedAt = null;
-    });
-    // Callers see the failure through ready; it must not also be an unhandled rejection.
-    attempt.catch((e: unknown) => {
-      this.failedAt = Date.now();
-      log.error('db.migrate_failed', { message: String((e as Error)?.message ?? e).slice(0, 300) });
-    });
-    return attempt;
-  }
-
-  /** The migration, tried again (at most once a second) after a failure: a database that comes up late is used once it is there. */
-  private ensureReady(): Promise<void> {
-    if (this.failedAt !== null && Date.now() - this.failedAt > 1000 && !this.closed) {
-      this.failedAt = null;
-      this.attempt = this.migrate();
-    }
-    return this.attempt;
-  }
-
-  private async q<R>(query: RawBuilder<R>): Promise<{ rows: R[]; numAffectedRows?: bigint }> {
-    await this.ensureReady();
-    if (this.closed) throw new Error('The conversation store is closed.');
-    return query.execute(this.db);
-  }
-
-  private selectOne(where: RawBuilder<unknown>): RawBuilder<ConversationRow> {
-    return sql<ConversationRow>`SELECT ${CONVERSATION_COLUMNS} FROM conversations c LEFT JOIN turn_leases l ON l.conversation_id = c.id WHERE ${where}`;
-  }
-
-  async create(input: CreateConversationInput): Promise<Conversation> {
-    const c = prepareCreate(input, newConversationId);
-    const now = monotonicNow();
-    try {
-      await this.q(sql`INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, title_search, created_at, updated_at, model, owner_id)
-        VALUES (${c.id}, ${text(c.agentId)}, ${text(c.bundleName)}, ${c.projectId ?? null}, ${text(c.title)}, ${c.titleState},
-                array_to_tsvector(${indexWords(c.title)}::text[]), ${now}, ${now}, ${c.model ?? null}, ${c.ownerId ?? null})`);
-    } catch (e) {
-      if ((e as { code?: string }).code === '23505') throw duplicateId(c.id);
-      throw e;
-    }
-    return freshConversation(c, now);
-  }
-
-  async get(id: string): Promise<Conversation | null> {
-    if (!isValidConversationId(id)) return null;
-    const { rows } = await this.q(this.selectOne(sql`c.id = ${id}`));
-    return rows[0] ? toConversation(rows[0]) : null;
-  }
-
-  async list(options?: ListOptions): Promise<Page<ConversationSummary>> {
-    const limit = pageSize(options);
-    const after = options?.cursor ? decodeCursor(options.cursor) : null;
-    const search = options?.q !== undefined;
-    const terms = searchTerms(options?.q);
-    if (search && !terms.length) return { items: [] };
-    const where: RawBuilder<unknown>[] = [];
-    if (options?.projectId !== undefined) where.push(sql`c.project_id = ${key(options.projectId)}`);
-    if (options?.agentId !== undefined) where.push(sql`c.agent_id = ${key(options.agentId)}`);
-    if (after) where.push(sql`(c.updated_at, c.id) < (${key(after.updatedAt)}, ${key(after.id)})`);
-    if (search) {
-      // Every word in one message or in the title, as in the SQLite store's FTS rows.
-      const query = prefixQuery(terms);
-      where.push(sql`c.id IN (SELECT conversation_id FROM messages WHERE search @@ ${query}::tsquery
-                              UNION SELECT id FROM conversations WHERE title_search @@ ${query}::tsquery)`);
-    }
-    const { rows } = await this.q(
-      sql<SummaryRow>`SELECT ${CONVERSATION_COLUMNS} FROM conversations c LEFT JOIN turn_leases l ON l.conversation_id = c.id
-        ${where.length ? sql`WHERE ${sql.join(where, sql` AND `)}` : sql``}
-        ORDER BY c.updated_at DESC, c.id DESC LIMIT ${limit + 1}`,
-    );
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    const items = page.map(toSummary);
-    return rows.length > limit && last ? { items, nextCursor: encodeCursor({ updatedAt: last.updated_at, id: last.id }) } : { items };
-  }
-
-  async rename(id: string, title: string): Promise<Conversation | null> {
-    const t = prepareRename(title);
-    if (!isValidConversationId(id)) return null;
-    const { rows } = await this.q(
-      sql<ConversationRow>`WITH c AS (UPDATE conversations SET title = ${text(t)}, title_state = ${TitleState.FIXED}, title_search = array_to_tsvector(${indexWords(t)}::text[])
-          WHERE id = ${id} RETURNING *)
-        SELECT ${CONVERSATION_COLUMNS} FROM c LEFT JOIN turn_leases l ON l.conversation_id = c.id`,
-    );
-    return rows[0] ? toConversation(rows[0]) : null;
-  }
-
-  async delete(id: string): Promise<boolean> {
-    if (!isValidConversationId(id)) return false;
-    this.held.delete(id);
-    const r = await this.q(sql`DELETE FROM conversations WHERE id = ${id}`);
-    return r.numAffectedRows === BigInt(1);
-  }
-
-  async messages(id: string): Promise<StoredMessage[]> {
-    if (!isValidConversationId(id)) return [];
-    const { rows } = await this.q(sql<MessageRow>`SELECT body, compacted FROM messages WHERE conversation_id = ${id} ORDER BY seq`);
-    return rows.map(toMessage);
-  }
-
-  async append(id: string, m: StoredMessage): Promise<void> {
-    assertMessage(m);
-    if (!isValidConversationId(id)) throw notFound(id);
-    const r = await this.q(this.appendQuery(id, m));
-    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
-  }
-
-  /** One message appended, with the count, preview and automatic title (one statement). */
-  private appendQuery(id: string, m: StoredMessage): RawBuilder<unknown> {
-    const titles = titleCandidates(m);
-    const userTitle = titles.userTitle === null ? null : text(titles.userTitle);
-    const workflowTitle = titles.workflowTitle === null ? null : text(titles.workflowTitle);
-    const words = m.role === 'user' || m.role === 'assistant' ? indexWords(m.content) : null;
-    // One statement: the count, preview and automatic title move with the insert (see the SQLite
-    // store's touch); SET expressions all see the row as it was.
-    return sql`WITH t AS (
-          UPDATE conversations SET
-            message_count = message_count + 1,
-            updated_at = ${monotonicNow()},
-            last_preview = COALESCE(${text(messagePreview(m))}::text, last_preview),
-            title = CASE
-              WHEN title_state = 1 AND ${userTitle}::text IS NOT NULL THEN ${userTitle}::text
-              WHEN title_state = 2 AND ${workflowTitle}::text IS NOT NULL THEN ${workflowTitle}::text
-              ELSE title END,
-            title_search = CASE
-              WHEN title_state = 1 AND ${userTitle}::text IS NOT NULL THEN array_to_tsvector(${userTitle === null ? null : indexWords(userTitle)}::text[])
-              WHEN title_state = 2 AND ${workflowTitle}::text IS NOT NULL THEN array_to_tsvector(${workflowTitle === null ? null : indexWords(workflowTitle)}::text[])
-              ELSE title_search END,
-            title_state = CASE
-              WHEN title_state = 1 AND ${userTitle}::text IS NOT NULL THEN ${titles.userState}::smallint
-              WHEN title_state = 2 AND (${workflowTitle}::text IS NOT NULL OR ${userTitle}::text IS NOT NULL) THEN ${TitleState.AUTO}::smallint
-              ELSE title_state END
-          WHERE id = ${id}
-          RETURNING message_count)
-        INSERT INTO messages (conversation_id, seq, id, role, body, compacted, search)
-        SELECT ${id}, t.message_count, ${text(m.id)}, ${m.role}, ${messageBody(m)}, ${m.compacted !== undefined ? JSON.stringify(m.compacted) : null},
-               array_to_tsvector(${words}::text[])
-        FROM t`;
-  }
-
-  async setVariables(id: string, variables: Record<string, string>): Promise<void> {
-    assertVariables(variables);
-    if (!isValidConversationId(id)) throw notFound(id);
-    const r = await this.q(sql`UPDATE conversations SET variables = ${JSON.stringify(variables)} WHERE id = ${id}`);
-    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
-  }
-
-  async addUsage(id: string, usage: Usage, cost?: number): Promise<void> {
-    if (!isValidConversationId(id)) throw notFound(id);
-    const r = await this.q(this.usageQuery(id, usage, cost));
-    if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
-  }
-
-  private usageQuery(id: string, usage: Usage, cost?: number): RawBuilder<unknown> {
-    const u = cleanUsage(usage);
-    const c = cleanCost(cost) ?? null;
-    return sql`UPDATE conversations SET prompt_tokens = prompt_tokens + ${u.promptTokens}, completion_tokens = completion_tokens + ${u.completionTokens},
-          cached_tokens = cached_tokens + ${u.cachedTokens},
-          cost = CASE WHEN ${c}::float8 IS NULL THEN cost ELSE COALESCE(cost, 0) + ${c}::float8 END
-        WHERE id = ${id}`;
-  }
-
-  async setShared(id: string, shared: boolean): Promise<Conversation | null> {
-    if (!isValidConversationId(id)) return null;
-    const { rows } = await this.q(
-      sql<ConversationRow>`WITH c AS (UPDATE conversations SET shared = ${shared === true} WHERE id = ${id} RETURNING *)
-        SELECT ${CONVERSATION_COLUMNS} FROM c LEFT JOIN turn_leases l ON l.conversation_id = c.id`,
-    );
-    return rows[0] ? toConversation(rows[0]) : null;
-  }
-
-  async setModel(id: string, model: string | null): Promise<Conversation | null> {
-    const m = prepareModel(model);
-    if (!isValidConversationId(id)) return null;
-    const { rows } = await this.q(
-      sql<ConversationRow>`WITH c AS (UPDATE conversations SET model = ${m} WHERE id = ${id} RETURNING *)
-        SELECT ${CONVERSATION_COLUMNS} FROM c LEFT JOIN turn_leases l ON l.conversation_id = c.id`,
-    );
-    return rows[0] ? toConversation(rows[0]) : null;
-  }
-
-  async compact(id: string, marks: CompactionMark[]): Promise<void> {
-    assertMarks(marks);
-    if (!isValidConversationId(id)) throw notFound(id);
-    await this.ensureReady();
-    await this.db.transaction().execute(async (tx) => {
-      const { rows } = await sql`SELECT 1 FROM conversations WHERE id = ${id}`.execute(tx);
-      if (!rows.length) throw notFound(id);
-      for (const mark of marks) {
-        const r = await sql`UPDATE messages SET compacted = ${JSON.stringify(mark.compacted)} WHERE conversation_id = ${id} AND id = ${key(mark.messageId)}`.execute(tx);
-        if (r.numAffectedRows !== BigInt(1)) throw new TypeError(`Cannot compact: conversation "${id}" has no message "${mark.messageId}".`);
-      }
-    });
-  }
-
-  async beginTurn(id: string, messages: StoredMessage[] = []): Promise<TurnLease | null> {
-    if (!isValidConversationId(id)) throw notFound(id);
-    messages.forEach(assertMessage);
-    const token = randomUUID();
-    // The lock in one statement: a new lease row, or an expired one replaced; a live lease
-    // (another instance's running turn) makes the conflict clause change nothing. The turn's
-    // first messages go in the same transaction, only when the lock was taken.
-    const lock = sql<{ id: string }>`WITH taken AS (
-          INSERT INTO turn_leases (conversation_id, token, holder, started_at, heartbeat_at, expires_at)
-          SELECT ${id}, ${token}, ${this.holderId}, now(), now(), now() + ${this.leaseMs}::int * interval '1 millisecond'
-          WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ${id})
-          ON CONFLICT (conversation_id) DO UPDATE SET token = excluded.token, holder = excluded.holder, started_at = excluded.started_at,
-            heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, stop_requested_at = NULL
-          WHERE turn_leases.expires_at <= now()
-          RETURNING conversation_id)
-        UPDATE conversations SET status = 'running', last_turn = NULL WHERE id IN (SELECT conversation_id FROM taken) RETURNING id`;
-    let rows: { id: string }[];
-    if (!messages.length) rows = (await this.q(lock)).rows;
-    else {
-      await this.ensureReady();
-      rows = await this.db.transaction().execute(async (tx) => {
-        const taken = (await lock.execute(tx)).rows;
-        if (taken.length) for (const m of messages) await this.appendQuery(id, m).execute(tx);
-        return taken;
-      });
-    }
-    if (!rows.length) {
-      const { rows: exists } = await this.q(sql`SELECT 1 FROM conversations WHERE id = ${id}`);
-      if (!exists.length) throw notFound(id);
-      return null;
-    }
-    this.held.set(id, token);
+  async take(tx: Db, id: string, token: string): Promise<boolean> {
+    // A new lease row, or an expired one replaced; a live lease (another instance's running
+    // turn) makes the conflict clause change nothing.
+    const { rows } = await sql`INSERT INTO turn_leases (conversation_id, token, holder, started_at, heartbeat_at, expires_at)
+        VALUES (${id}, ${token}, ${this.holderId}, now(), now(), now() + ${this.leaseMs}::int * interval '1 millisecond')
+        ON CONFLICT (conversation_id) DO UPDATE SET token = excluded.token, holder = excluded.holder, started_at = excluded.started_at,
+          heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, stop_requested_at = NULL
+        WHERE turn_leases.expires_at <= now()
+        RETURNING conversation_id`.execute(tx);
+    if (!rows.length) return false;
+    await sql`UPDATE conversations SET status = 'running', last_turn = NULL WHERE id = ${id}`.execute(tx);
     this.startHeartbeat();
-    return { conversationId: id, token };
-  }
-
-  async endTurn(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
-    if (this.closed || !isValidConversationId(lease.conversationId)) return;
-    await this.release(lease, outcome);
-  }
-
-  private async release(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
-    this.forget(lease);
-    await this.ready;
-    await this.releaseQuery(lease, outcome).execute(this.db);
-  }
-
-  private forget(lease: TurnLease): void {
-    if (this.held.get(lease.conversationId) === lease.token) this.held.delete(lease.conversationId);
-    this.watchers.delete(lease.token);
-  }
-
-  private releaseQuery(lease: TurnLease, outcome: TurnOutcome): RawBuilder<unknown> {
-    const { status, lastTurn } = endArgs(outcome);
-    return sql`WITH gone AS (DELETE FROM turn_leases WHERE conversation_id = ${lease.conversationId} AND token = ${key(String(lease.token))} RETURNING conversation_id)
-        UPDATE conversations SET status = ${status}, last_turn = ${lastTurn} WHERE id IN (SELECT conversation_id FROM gone)`;
-  }
-
-  async commit(id: string, batch: TurnBatch): Promise<void> {
-    if (!isValidConversationId(id)) throw notFound(id);
-    const messages = batch.messages ?? [];
-    messages.forEach(assertMessage);
-    await this.ensureReady();
-    if (this.closed) throw new Error('The conversation store is closed.');
-    await this.db.transaction().execute(async (tx) => {
-      for (const m of messages) {
-        const r = await this.appendQuery(id, m).execute(tx);
-        if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
-      }
-      if (batch.usage) {
-        const r = await this.usageQuery(id, batch.usage.usage, batch.usage.cost).execute(tx);
-        if (r.numAffectedRows !== BigInt(1)) throw notFound(id);
-      }
-      if (batch.end) await this.releaseQuery(batch.end.lease, batch.end.outcome).execute(tx);
-    });
-    // The lease is ours no more once the transaction that ended it committed.
-    if (batch.end) this.forget(batch.end.lease);
-  }
-
-  async truncateFrom(id: string, messageId: string): Promise<number> {
-    if (!isValidConversationId(id)) throw notFound(id);
-    if (typeof messageId !== 'string' || !messageId) throw unknownMessage(id, String(messageId));
-    await this.ensureReady();
-    return this.db.transaction().execute(async (tx) => {
-      const { rows: conv } = await sql<{ title_state: number }>`SELECT title_state FROM conversations WHERE id = ${id} FOR UPDATE`.execute(tx);
-      if (!conv.length) throw notFound(id);
-      const { rows: at } = await sql<{ seq: number }>`SELECT seq FROM messages WHERE conversation_id = ${id} AND id = ${key(messageId)} ORDER BY seq LIMIT 1`.execute(tx);
-      if (!at.length) throw unknownMessage(id, messageId);
-      const seq = at[0]!.seq;
-      const { rows: keptRows } = await sql<MessageRow>`SELECT body, compacted FROM messages WHERE conversation_id = ${id} AND seq < ${seq} ORDER BY seq`.execute(tx);
-      const kept = keptRows.map(toMessage);
-      const dropped = await sql`DELETE FROM messages WHERE conversation_id = ${id} AND seq >= ${seq}`.execute(tx);
-      const removed = Number(dropped.numAffectedRows ?? 0);
-      const title = replayTitle(kept);
-      const fixed = TitleState.FIXED;
-      // The count stays the number of rows, so the next append's seq (count + 1) follows the last kept one.
-      await sql`UPDATE conversations SET message_count = message_count - ${removed}, last_preview = ${text(lastPreview(kept))}, updated_at = ${monotonicNow()},
-          title = CASE WHEN title_state = ${fixed} THEN title ELSE ${text(title.title)} END,
-          title_search = CASE WHEN title_state = ${fixed} THEN title_search ELSE array_to_tsvector(${indexWords(title.title)}::text[]) END,
-          title_state = CASE WHEN title_state = ${fixed} THEN title_state ELSE ${title.state}::smallint END
-        WHERE id = ${id}`.execute(tx);
-      return removed;
-    });
-  }
-
-  async requestStop(id: string): Promise<boolean> {
-    if (!isValidConversationId(id)) throw notFound(id);
-    // The notification goes out when the statement commits; the holder's heartbeat reads the
-    // same row, so a lost notification only delays the Stop to the next beat.
-    const { rows } = await this.q(
-      sql<{ token: string }>`WITH s AS (UPDATE turn_leases SET stop_requested_at = now() WHERE conversation_id = ${id} AND expires_at > now() RETURNING token)
-        SELECT token, pg_notify(${STOP_CHANNEL}, token) FROM s`,
-    );
-    if (!rows.length) {
-      const { rows: exists } = await this.q(sql`SELECT 1 FROM conversations WHERE id = ${id}`);
-      if (!exists.length) throw notFound(id);
-      return false;
-    }
-    this.fire(rows[0]!.token, 'stop');
     return true;
   }
 
-  watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void {
-    const once = onceSignal(on);
-    this.watchers.set(lease.token, once);
+  async release(q: Db, lease: TurnLease, status: ConversationStatus, lastTurn: string | null): Promise<void> {
+    await sql`WITH gone AS (DELETE FROM turn_leases WHERE conversation_id = ${lease.conversationId} AND token = ${text(String(lease.token))} RETURNING conversation_id)
+        UPDATE conversations SET status = ${status}, last_turn = ${lastTurn} WHERE id IN (SELECT conversation_id FROM gone)`.execute(q);
+  }
+
+  async requestStop(q: Db, id: string): Promise<string | null> {
+    // The notification goes out when the statement commits; the holder's heartbeat reads the
+    // same row, so a lost notification only delays the Stop to the next beat.
+    const { rows } = await sql<{ token: string }>`WITH s AS (UPDATE turn_leases SET stop_requested_at = now() WHERE conversation_id = ${id} AND expires_at > now() RETURNING token)
+        SELECT token, pg_notify(${STOP_CHANNEL}, token) FROM s`.execute(q);
+    return rows[0]?.token ?? null;
+  }
+
+  start(held: ReadonlyMap<string, string>, fire: (token: string, signal: TurnSignal) => void): void {
+    this.held = held;
+    this.fire = fire;
+  }
+
+  watching(): void {
     void this.listen();
-    return () => {
-      if (this.watchers.get(lease.token) === once) this.watchers.delete(lease.token);
-    };
   }
 
-  async health(): Promise<StoreHealth> {
-    const down: StoreHealth = { kind: 'postgres', ok: false, migrations: { applied: 0, latest: 0, current: false } };
-    try {
-      await this.ensureReady();
-      if (this.closed) return down;
-      await sql`SELECT 1`.execute(this.db);
-      return { kind: 'postgres', ok: true, migrations: await migrationStatus(this.db) };
-    } catch {
-      try {
-        return { ...down, migrations: await migrationStatus(this.db) };
-      } catch {
-        return down;
-      }
-    }
+  unwatch(): void {}
+
+  async recover(): Promise<void> {
+    // Nothing to write: a lease whose holder died expires, and reads show it interrupted.
   }
 
-  /** Ends this instance's turns as interrupted and closes the pool; later calls are no-ops. */
+  abandonedSince(row: PgRow): string | null {
+    return row.lease_live === true ? null : (row.lease_expires ?? new Date(row.updated_at)).toISOString();
+  }
+
   async close(): Promise<void> {
-    if (this.closed) return;
-    const held = [...this.held];
-    this.held.clear();
-    this.stopHeartbeat();
-    await Promise.all(held.map(([conversationId, token]) => this.release({ conversationId, token }, 'interrupted').catch(() => undefined)));
     this.closed = true;
-    this.watchers.clear();
+    this.stopHeartbeat();
     const listener = this.listener;
     this.listener = null;
     await listener?.end().catch(() => undefined);
-    await this.ready.catch(() => undefined);
-    await this.db.destroy();
-  }
-
-  private fire(token: string, signal: TurnSignal): void {
-    const watcher = this.watchers.get(token);
-    if (!watcher) return;
-    this.watchers.delete(token);
-    watcher(signal);
   }
 
   private startHeartbeat(): void {
@@ -666,12 +213,9 @@ export class PgConversationStore implements ConversationStore {
       for (const token of tokens) {
         const stop = renewed.get(token);
         if (stop) this.fire(token, 'stop');
-        else if (stop === undefined && [...this.held.values()].includes(token)) {
-          // Gone while still held here: it expired (this process stalled longer than the lease)
-          // and another instance took the conversation, or the conversation was deleted.
-          for (const [c, t] of this.held) if (t === token) this.held.delete(c);
-          this.fire(token, 'lost');
-        }
+        // Gone while still held here: it expired (this process stalled longer than the lease)
+        // and another instance took the conversation, or the conversation was deleted.
+        else if (stop === undefined && [...this.held.values()].includes(token)) this.fire(token, 'lost');
       }
     } catch (e) {
       log.warn('turn.heartbeat_failed', { message: String((e as Error)?.message ?? e).slice(0, 200) });
@@ -684,7 +228,7 @@ export class PgConversationStore implements ConversationStore {
   private listen(): Promise<void> {
     if (this.closed || !this.listens) return Promise.resolve();
     this.listening ??= (async () => {
-      await this.ready;
+      await this.ready();
       const client = new pg.Client({ connectionString: this.url });
       const reset = () => {
         if (this.listener === client) this.listener = null;
@@ -707,5 +251,47 @@ export class PgConversationStore implements ConversationStore {
       this.listening = null;
     });
     return this.listening;
+  }
+}
+
+/**
+ * Conversations in Postgres, for several instances on one database: the SQL store with
+ * Postgres's search (tsvector + GIN, the words indexed as the other stores split them) and its
+ * turn lease rows (see PgTurnLocks).
+ */
+export class PgConversationStore extends SqlConversationStore<PgRow> {
+  readonly holderId: string;
+
+  constructor(url: string, options: PgStoreOptions = {}) {
+    const leaseMs = Math.max(200, Math.min(DEFAULT_TURN_LEASE_MS, Math.floor(options.leaseMs ?? DEFAULT_TURN_LEASE_MS)));
+    const pollMs = Math.max(20, Math.min(options.pollMs ?? DEFAULT_POLL_MS, Math.floor(leaseMs / 3)));
+    const database = openStoreDatabase({ url, poolSize: options.poolSize });
+    const locks = new PgTurnLocks(database.db, url, () => database.ready(), leaseMs, pollMs, options.listen !== false);
+    const dialect: StoreDialect<PgRow> = {
+      kind: 'postgres',
+      from: sql`conversations c LEFT JOIN turn_leases l ON l.conversation_id = c.id`,
+      lockColumns: sql`l.expires_at AS lease_expires, l.expires_at > now() AS lease_live`,
+      abandonedSince: (row) => locks.abandonedSince(row),
+      bool: (value) => value,
+      messageValues: (m) => ({
+        id: text(m.id),
+        role: m.role,
+        body: messageBody(m),
+        compacted: m.compacted !== undefined ? JSON.stringify(m.compacted) : null,
+        search: tsvector(m.role === 'user' || m.role === 'assistant' ? indexWords(m.content) : null),
+      }),
+      messageColumns: sql`body, compacted`,
+      toMessage: (row) => toMessage(row as { body: string; compacted: string | null }),
+      titleIndex: (title) => tsvector(indexWords(title)),
+      // Every word in one message or in the title, as in the SQLite store's FTS rows.
+      searchFilter: (terms) =>
+        sql`c.id IN (SELECT conversation_id FROM messages WHERE search @@ CAST(${prefixQuery(terms)} AS tsquery)
+                     UNION SELECT id FROM conversations WHERE title_search @@ CAST(${prefixQuery(terms)} AS tsquery))`,
+      beforeSearch: async () => undefined,
+      afterTurn: () => undefined,
+      locks,
+    };
+    super(database, dialect);
+    this.holderId = locks.holderId;
   }
 }

@@ -45,7 +45,7 @@ describe('SqliteConversationStore', () => {
     expect(raw.pragma('user_version', { simple: true })).toBe(SCHEMA_VERSION);
     raw.close();
     const s = openStore();
-    const db = (s as unknown as { db: Database.Database }).db;
+    const db = s.raw;
     expect(db.pragma('synchronous', { simple: true })).toBe(1);
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
     expect(db.pragma('busy_timeout', { simple: true })).toBe(5000);
@@ -205,17 +205,18 @@ describe('SqliteConversationStore', () => {
 
   it('lists and reads messages through indexes with 10,000 conversations stored', async () => {
     const s = openStore();
-    const db = (s as unknown as { db: Database.Database }).db;
-    // create() writes before it returns its promise, so all 10,000 inserts share one transaction.
+    const db = s.raw;
+    // The store runs on this connection, so all 10,000 inserts share this one transaction.
+    await s.ready;
+    db.exec('BEGIN');
     const created: Promise<unknown>[] = [];
-    db.transaction(() => {
-      for (let i = 0; i < 10_000; i++) {
-        // A third are bundle conversations, the rest spread over five projects.
-        const projectId = i % 3 === 0 ? undefined : `p${i % 5}`;
-        created.push(s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm', ...(projectId ? { projectId } : {}) }));
-      }
-    })();
+    for (let i = 0; i < 10_000; i++) {
+      // A third are bundle conversations, the rest spread over five projects.
+      const projectId = i % 3 === 0 ? undefined : `p${i % 5}`;
+      created.push(s.create({ agentId: i % 10 === 0 ? 'architect' : 'pm', bundleName: 'bmm', ...(projectId ? { projectId } : {}) }));
+    }
     await Promise.all(created);
+    db.exec('COMMIT');
 
     const noFullScan = (plan: string[], index: RegExp = /conversations_by_(updated|agent)/) => {
       expect(plan.join(' | ')).toMatch(new RegExp(`USING (COVERING )?INDEX ${index.source}`));
@@ -325,7 +326,7 @@ describe('schema version 2 → current', () => {
     );
     expect(raw.prepare('SELECT count(*) FROM messages').pluck().get()).toBe(6);
     raw.close();
-    const db = (s as unknown as { db: Database.Database }).db;
+    const db = s.raw;
     expect(db.pragma('foreign_keys', { simple: true })).toBe(1);
 
     expect((await s.list()).items.map((x) => [x.id, x.status, x.messageCount, x.title])).toEqual([
@@ -381,7 +382,7 @@ describe('schema version 2 → current', () => {
       ids.push(c.id);
     }
     for (const id of ids.filter((_, i) => i % 2 === 0)) await s.delete(id);
-    const db = (s as unknown as { db: Database.Database }).db;
+    const db = s.raw;
     db.exec('VACUUM');
     expect((await s.list({ q: 'alpha', limit: 100 })).items).toHaveLength(15);
     await s.delete(ids[1]!);

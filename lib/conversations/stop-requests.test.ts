@@ -41,6 +41,6 @@ it('answers false for a turn whose holder is gone', async () => {
   const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
   await a.beginTurn(c.id);
   // As a process killed mid-turn leaves it: the lock row names a holder that is no longer alive.
-  (a as unknown as { holder: { release(): void } }).holder.release();
+  (a as unknown as { dialect: { locks: { holder: { release(): void } } } }).dialect.locks.holder.release();
   expect(await store().requestStop(c.id)).toBe(false);
 });
