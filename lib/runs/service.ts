@@ -79,6 +79,7 @@ export interface SubmitInput {
 }
 
 const CANCELLED = Symbol('run cancelled');
+const LEASE_LOST = Symbol('run lease lost');
 /** How far back a start looks for ended runs whose webhook was never delivered: older ends are not news to send. */
 const WEBHOOK_RESUME_MS = 24 * 60 * 60 * 1000;
 
@@ -97,7 +98,6 @@ function deliveryMs(settings: WebhookSettings): number {
   const attempts = Math.max(1, settings.attempts);
   return attempts * settings.timeoutMs + settings.backoffMs * (2 ** (attempts - 1) - 1);
 }
-const LEASE_LOST = Symbol('run lease lost');
 
 /**
  * The runs of one process: a queue in the store, driven `concurrency` at a time through the same
@@ -229,7 +229,7 @@ export class RunService {
     if (!run) return null;
     if (run.status === 'cancelled' && !this.controllers.has(id)) {
       this.emit(run);
-      this.notify(run.id);
+      if (run.webhook) this.notify(run.id);
     }
     this.controllers.get(id)?.abort(CANCELLED);
     return run;
@@ -359,7 +359,7 @@ export class RunService {
     const stored = await this.store.get(run.id);
     if (stored) {
       this.emit(stored);
-      this.notify(stored.id);
+      if (stored.webhook) this.notify(stored.id);
     }
   }
 
