@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { DATABASE_FILE } from '../conversations';
 import { MemoryRunStore } from './memory-store';
-import { SqliteRunStore } from './sqlite-store';
+import { SqlRunStore } from './sql-store';
 import type { RunStore } from './types';
 
 export * from './types';
@@ -12,16 +12,17 @@ export { headlessContract, headlessContracts } from './contract';
 export { readAnswer, lastJsonObject, trailingQuestion, type Reading } from './result';
 export { signature, deliverWebhook, webhookProblem, type WebhookSettings } from './webhook';
 export { MemoryRunStore } from './memory-store';
-export { SqliteRunStore } from './sqlite-store';
+export { SqlRunStore, toRun } from './sql-store';
 
-/** The runs' store beside the conversations: the same SQLite file, or memory with a memory store. */
 /**
- * The runs' queue. With the conversations on Postgres it still lives in DATA_DIR's SQLite file,
- * which the instances of one host share (its leases hold across processes); a Postgres run store
- * is the step that lets instances on several hosts share one queue.
+ * The runs' queue, in the database the conversations use: Postgres with DATABASE_URL (one queue
+ * for the instances of every host), else DATA_DIR's SQLite file (shared by the instances of one
+ * host, its leases holding across processes), or memory with a memory store.
  */
-export function openRunStore(config: { store: 'sqlite' | 'memory' | 'postgres'; dataDir: string }): RunStore {
+export function openRunStore(config: { store: 'sqlite' | 'memory' | 'postgres'; dataDir: string; databaseUrl?: string }): RunStore {
   if (config.store === 'memory') return new MemoryRunStore();
+  // The queue does little and briefly: a few connections, beside the conversation store's pool.
+  if (config.store === 'postgres' && config.databaseUrl) return SqlRunStore.open({ url: config.databaseUrl, poolSize: 4 });
   fs.mkdirSync(config.dataDir, { recursive: true });
-  return new SqliteRunStore(path.join(config.dataDir, DATABASE_FILE));
+  return SqlRunStore.open({ file: path.join(config.dataDir, DATABASE_FILE) });
 }

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { INTERRUPTED } from './sqlite-store';
-import type { NewRun, Run, RunEnd, RunLease, RunStore, WebhookOutcome } from './types';
+import { INTERRUPTED, isTerminal, type NewRun, type Run, type RunEnd, type RunLease, type RunStore, type WebhookClaim, type WebhookOutcome } from './types';
 
 interface Held {
   run: Run;
   holder: string | null;
   token: string | null;
   leaseUntil: string | null;
+  /** A webhook delivery under way. */
+  sending: { holder: string; token: string; until: string } | null;
 }
 
 /**
@@ -14,6 +15,7 @@ interface Held {
  * no await in between, which is what keeps claim and finish atomic here.
  */
 export class MemoryRunStore implements RunStore {
+  readonly spansHosts = false;
   private readonly rows = new Map<string, Held>();
   private seq = 0;
   private readonly order = new Map<string, number>();
@@ -41,7 +43,7 @@ export class MemoryRunStore implements RunStore {
       updatedAt: now,
     };
     if (this.rows.has(run.id)) throw new TypeError(`A run with id "${run.id}" exists.`);
-    this.rows.set(run.id, { run, holder: null, token: null, leaseUntil: null });
+    this.rows.set(run.id, { run, holder: null, token: null, leaseUntil: null, sending: null });
     this.order.set(run.id, this.seq++);
     return structuredClone(run);
   }
@@ -130,9 +132,35 @@ export class MemoryRunStore implements RunStore {
     return structuredClone(row.run);
   }
 
+  async claimWebhook(id: string, holder: string, until: string, now: string, isGone: (holder: string) => boolean): Promise<{ run: Run; claim: WebhookClaim } | null> {
+    const row = this.rows.get(id);
+    if (!row || !row.run.webhook || !isTerminal(row.run.status) || row.run.webhookOutcome) return null;
+    if (row.sending && row.sending.until >= now && !isGone(row.sending.holder)) return null;
+    row.sending = { holder, token: randomUUID(), until };
+    return { run: structuredClone(row.run), claim: { runId: id, token: row.sending.token } };
+  }
+
+  async awaitingWebhook(since: string): Promise<string[]> {
+    return [...this.rows.values()]
+      .filter((r) => r.run.webhook && isTerminal(r.run.status) && !r.run.webhookOutcome && r.run.endedAt !== undefined && r.run.endedAt > since)
+      .sort((a, b) => {
+        const ka = `${a.run.endedAt}\u0000${a.run.id}`;
+        const kb = `${b.run.endedAt}\u0000${b.run.id}`;
+        return ka < kb ? -1 : ka > kb ? 1 : 0;
+      })
+      .map((r) => r.run.id);
+  }
+
   async setWebhookOutcome(id: string, outcome: WebhookOutcome): Promise<void> {
     const row = this.rows.get(id);
-    if (row) row.run.webhookOutcome = { ...outcome };
+    if (!row) return;
+    row.run.webhookOutcome = { ...outcome };
+    row.sending = null;
+  }
+
+  async releaseWebhook(claim: WebhookClaim): Promise<void> {
+    const row = this.rows.get(claim.runId);
+    if (row?.sending?.token === claim.token) row.sending = null;
   }
 
   async close(): Promise<void> {}

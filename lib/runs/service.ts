@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import os from 'node:os';
 import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
 import { isHolderAlive, registerHolder, type LeaseHolder } from '../conversations/lease';
@@ -8,7 +9,7 @@ import { log } from '../log';
 import { projectVersions } from '../projects';
 import { readAnswer } from './result';
 import { firstMessage, resolveTarget, type RunInputs } from './target';
-import { isTerminal, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
+import { INTERRUPTED, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
 import { deliverWebhook, newWebhookSecret, webhookProblem, type WebhookSettings } from './webhook';
 
 type TurnEvent = TurnHandle['events'] extends AsyncGenerator<infer E> ? E : never;
@@ -79,6 +80,24 @@ export interface SubmitInput {
 
 const CANCELLED = Symbol('run cancelled');
 const LEASE_LOST = Symbol('run lease lost');
+/** How far back a start looks for ended runs whose webhook was never delivered: older ends are not news to send. */
+const WEBHOOK_RESUME_MS = 24 * 60 * 60 * 1000;
+
+/** Whether a holder's encoded identity (lease.ts: [host, pid, nonce, started]) names this host. */
+function onThisHost(tag: string): boolean {
+  try {
+    const parsed = JSON.parse(tag) as unknown;
+    return Array.isArray(parsed) && parsed[0] === os.hostname();
+  } catch {
+    return false;
+  }
+}
+
+/** The longest one delivery can take: every attempt timing out, and the back-off between them. */
+function deliveryMs(settings: WebhookSettings): number {
+  const attempts = Math.max(1, settings.attempts);
+  return attempts * settings.timeoutMs + settings.backoffMs * (2 ** (attempts - 1) - 1);
+}
 
 /**
  * The runs of one process: a queue in the store, driven `concurrency` at a time through the same
@@ -133,21 +152,32 @@ export class RunService {
   }
 
   /**
-   * Starts the queue (idempotent): runs a dead process left running end interrupted (and say so
-   * to their webhooks), then queued runs are taken.
+   * Starts the queue (idempotent): runs a dead process left running end interrupted, webhooks
+   * no process delivered (these, and ends a stopped process could not send) are sent, then
+   * queued runs are taken.
    */
   start(): void {
     if (this.started || this.closed) return;
     this.started = true;
     this.holder = registerHolder();
-    const recovered = this.store.recover(new Date().toISOString(), (h) => !isHolderAlive(h)).then((runs) => {
-      for (const run of runs) {
-        log.warn('run.interrupted', { runId: run.id, projectId: run.projectId });
-        this.emit(run);
-        this.notify(run);
-      }
-    });
-    void recovered.catch((e) => log.error('run.recover_failed', { error: (e as Error)?.message?.slice(0, 200) })).finally(() => this.pump());
+    const recovered = this.store
+      .recover(new Date().toISOString(), (h) => this.holderGone(h))
+      .then((runs) => {
+        for (const run of runs) {
+          log.warn('run.interrupted', { runId: run.id, projectId: run.projectId });
+          this.emit(run);
+        }
+      })
+      .catch((e) => log.error('run.recover_failed', { error: (e as Error)?.message?.slice(0, 200) }));
+    // Kept with the runs' promises, so a close waits for it before it closes the store.
+    const resumed: Promise<void> = recovered
+      .then(() => this.resumeWebhooks())
+      .catch((e) => log.error('run.webhook_resume_failed', { error: (e as Error)?.message?.slice(0, 200) }))
+      .finally(() => {
+        this.settled.delete(resumed);
+        this.pump();
+      });
+    this.settled.add(resumed);
     this.poll = setInterval(() => this.pump(), this.settings.pollMs);
     this.poll.unref?.();
   }
@@ -199,7 +229,7 @@ export class RunService {
     if (!run) return null;
     if (run.status === 'cancelled' && !this.controllers.has(id)) {
       this.emit(run);
-      this.notify(run);
+      if (run.webhook) this.notify(run.id);
     }
     this.controllers.get(id)?.abort(CANCELLED);
     return run;
@@ -221,6 +251,21 @@ export class RunService {
     await Promise.allSettled([...this.settled]);
     this.holder?.release();
     await this.opened?.close();
+  }
+
+  /**
+   * Whether a lease's holder is gone. A holder on another host sharing the store (Postgres)
+   * cannot be looked up from here: it is gone only once its lease's time has passed.
+   */
+  private holderGone(tag: string | null): boolean {
+    if (tag !== null && this.store.spansHosts && !onThisHost(tag)) return false;
+    return !isHolderAlive(tag);
+  }
+
+  /** Delivers the webhooks of ended runs that have no outcome and no live delivery. */
+  private async resumeWebhooks(): Promise<void> {
+    const ids = await this.store.awaitingWebhook(new Date(Date.now() - WEBHOOK_RESUME_MS).toISOString());
+    for (const id of ids) this.notify(id);
   }
 
   private emit(run: Run): void {
@@ -298,7 +343,7 @@ export class RunService {
       if (reason === SERVER_SHUTDOWN) this.draining = true;
       end =
         reason === SERVER_SHUTDOWN
-          ? { status: 'interrupted', result: null, error: { code: 'E_INTERRUPTED', message: 'The server stopped while the run was running; start it again.' }, artifacts: end.artifacts }
+          ? { status: 'interrupted', result: null, error: { ...INTERRUPTED }, artifacts: end.artifacts }
           : { status: 'cancelled', result: null, error: { code: 'E_CANCELLED', message: 'The run was cancelled.' }, artifacts: end.artifacts };
     }
     if (conversationId) {
@@ -314,7 +359,7 @@ export class RunService {
     const stored = await this.store.get(run.id);
     if (stored) {
       this.emit(stored);
-      this.notify(stored);
+      if (stored.webhook) this.notify(stored.id);
     }
   }
 
@@ -386,15 +431,29 @@ export class RunService {
     return (await versions.files()).filter((f) => f.conversationId === conversationId).map((f) => ({ path: f.path, version: f.version }));
   }
 
-  /** POSTs the ended run to its webhook, in the background: the queue never waits for it. */
-  private notify(run: Run): void {
-    if (!run.webhook || !isTerminal(run.status) || this.closed) return;
-    const body = JSON.stringify(runView(run));
-    const delivery = deliverWebhook(run.webhook, run.id, body, this.settings.webhook, this.deliveries.signal)
-      .then(async (outcome) => {
-        log.info('run.webhook', { runId: run.id, delivered: outcome.delivered, attempts: outcome.attempts, ...(outcome.status ? { status: outcome.status } : {}) });
-        await this.store.setWebhookOutcome(run.id, outcome);
-      })
+  /**
+   * POSTs the ended run to its webhook, in the background: the queue never waits for it. The
+   * delivery is claimed in the store first, so of several instances (or a restart racing this
+   * one) one delivers it; a shutdown that cuts it off gives it back for the next start.
+   */
+  private notify(runId: string): void {
+    if (this.closed || !this.holder) return;
+    const holder = this.holder.tag;
+    const delivery = (async () => {
+      const now = Date.now();
+      const until = new Date(now + deliveryMs(this.settings.webhook) + this.settings.leaseMs).toISOString();
+      const taken = await this.store.claimWebhook(runId, holder, until, new Date(now).toISOString(), (h) => this.holderGone(h));
+      if (!taken || !taken.run.webhook) return;
+      const { run, claim } = taken;
+      const outcome = await deliverWebhook(run.webhook!, run.id, JSON.stringify(runView(run)), this.settings.webhook, this.deliveries.signal);
+      if (!outcome.delivered && this.deliveries.signal.aborted) {
+        log.info('run.webhook_deferred', { runId: run.id });
+        await this.store.releaseWebhook(claim);
+        return;
+      }
+      log.info('run.webhook', { runId: run.id, delivered: outcome.delivered, attempts: outcome.attempts, ...(outcome.status ? { status: outcome.status } : {}) });
+      await this.store.setWebhookOutcome(run.id, outcome);
+    })()
       .catch(() => undefined)
       .finally(() => this.settled.delete(delivery));
     this.settled.add(delivery);

@@ -11,6 +11,9 @@ export function isTerminal(status: RunStatus): boolean {
   return TERMINAL.has(status);
 }
 
+/** The error of a run its holder could not end: the process stopped or died while it ran. */
+export const INTERRUPTED = { code: 'E_INTERRUPTED', message: 'The server stopped while the run was running; start it again.' } as const;
+
 /** What a skill's headless contract asks of a run (see contract.ts). */
 export interface HeadlessContract {
   skill: string;
@@ -92,6 +95,15 @@ export interface RunLease {
   token: string;
 }
 
+/**
+ * A webhook delivery this holder took: of several instances, one delivers a run's end at a
+ * time. `token` is the store's, opaque to its user.
+ */
+export interface WebhookClaim {
+  runId: string;
+  token: string;
+}
+
 /** How a run ended, as the runner writes it. */
 export interface RunEnd {
   status: Exclude<RunStatus, 'queued' | 'running'>;
@@ -153,6 +165,11 @@ export function runView(run: Run): RunView {
  * conditional UPDATE), so that of many instances exactly one takes, ends or cancels a run.
  */
 export interface RunStore {
+  /**
+   * Whether instances on other hosts share this store (Postgres): a holder there cannot be
+   * looked up from here, so only its lease's time says it is gone.
+   */
+  readonly spansHosts: boolean;
   create(run: NewRun): Promise<Run>;
   get(id: string): Promise<Run | null>;
   /** Newest first. */
@@ -177,6 +194,17 @@ export interface RunStore {
    * stops it. Null for an unknown id.
    */
   cancel(id: string): Promise<Run | null>;
+  /**
+   * Takes the delivery of an ended run's webhook for `holder` until `until`: only when the run
+   * has a webhook, no outcome, and no delivery under way (or one whose holder is gone or whose
+   * time passed before `now`). One conditional UPDATE, so one holder takes it; null otherwise.
+   */
+  claimWebhook(id: string, holder: string, until: string, now: string, isGone: (holder: string) => boolean): Promise<{ run: Run; claim: WebhookClaim } | null>;
+  /** Ids of runs that ended after `since` with a webhook and no outcome yet (deliveries under way too), oldest first. */
+  awaitingWebhook(since: string): Promise<string[]>;
+  /** Records a delivery's outcome (which ends its claim). */
   setWebhookOutcome(id: string, outcome: WebhookOutcome): Promise<void>;
+  /** Gives back a claimed delivery undone (a shutdown cut it off), for the next start to make; only while the claim is still this one. */
+  releaseWebhook(claim: WebhookClaim): Promise<void>;
   close(): Promise<void>;
 }

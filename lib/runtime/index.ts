@@ -76,7 +76,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // Started by getRuntime (the server's runtime) or by the first run submitted.
   const runs = new RunService({
     chat: runtime,
-    store: () => openRunStore({ store: config.store, dataDir: config.dataDir }),
+    store: () => openRunStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     settings: runSettings(),
     trackTurn,
     ...(accounts ? { authorOf: async (id: string) => accounts.personById(id).then((p) => (p ? p.name || p.email : undefined)) } : {}),
