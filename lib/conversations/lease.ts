@@ -55,6 +55,16 @@ export function registerHolder(): LeaseHolder {
   };
 }
 
+/** Whether a holder's tag names this host (a holder elsewhere cannot be looked up from here). */
+export function isHolderOnThisHost(tag: string | null): boolean {
+  try {
+    const parsed: unknown = tag ? JSON.parse(tag) : null;
+    return Array.isArray(parsed) && parsed[0] === os.hostname();
+  } catch {
+    return false;
+  }
+}
+
 export function isHolderAlive(tag: string | null): boolean {
   let parsed: unknown;
   try {

@@ -46,11 +46,48 @@ function preparedOnce(raw: Database.Database): SqliteDatabase {
 }
 
 /**
- * Transactions begin IMMEDIATE: the write lock is taken before the first read, so a transaction
- * that reads, then writes, waits for another process's writer (busy_timeout) instead of failing
- * when that writer committed in between, as a deferred one would.
+ * Kysely's SQLite driver with two changes:
+ * - Transactions begin IMMEDIATE: the write lock is taken before the first read, so a
+ *   transaction that reads, then writes, waits for another process's writer (busy_timeout)
+ *   instead of failing when that writer committed in between, as a deferred one would.
+ * - The one connection is handed to waiters in turn, first come first served. Kysely's own mutex
+ *   wakes every waiter on each release and all but one wait again: quadratic in the queries
+ *   waiting, which held the event loop for seconds with a few thousand queued.
  */
 class ImmediateDriver extends SqliteDriver {
+  private connection: DatabaseConnection | null = null;
+  private busy = false;
+  private waiters: (() => void)[] = [];
+  private head = 0;
+
+  override async init(): Promise<void> {
+    await super.init();
+    // Taken once and kept: from here on this class decides who holds the connection.
+    this.connection = await super.acquireConnection();
+  }
+
+  override async acquireConnection(): Promise<DatabaseConnection> {
+    // Woken by release, the connection is already ours: release hands it over without freeing it.
+    if (this.busy) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    else this.busy = true;
+    return this.connection!;
+  }
+
+  override async releaseConnection(): Promise<void> {
+    if (this.head < this.waiters.length) {
+      const next = this.waiters[this.head++]!;
+      if (this.head > 1024 && this.head * 2 > this.waiters.length) {
+        this.waiters = this.waiters.slice(this.head);
+        this.head = 0;
+      }
+      next();
+    } else {
+      this.waiters = [];
+      this.head = 0;
+      this.busy = false;
+    }
+  }
+
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('begin immediate'));
   }

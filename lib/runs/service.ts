@@ -1,9 +1,8 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import os from 'node:os';
 import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
-import { isHolderAlive, registerHolder, type LeaseHolder } from '../conversations/lease';
+import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../conversations/lease';
 import { AppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
@@ -82,16 +81,6 @@ const CANCELLED = Symbol('run cancelled');
 const LEASE_LOST = Symbol('run lease lost');
 /** How far back a start looks for ended runs whose webhook was never delivered: older ends are not news to send. */
 const WEBHOOK_RESUME_MS = 24 * 60 * 60 * 1000;
-
-/** Whether a holder's encoded identity (lease.ts: [host, pid, nonce, started]) names this host. */
-function onThisHost(tag: string): boolean {
-  try {
-    const parsed = JSON.parse(tag) as unknown;
-    return Array.isArray(parsed) && parsed[0] === os.hostname();
-  } catch {
-    return false;
-  }
-}
 
 /** The longest one delivery can take: every attempt timing out, and the back-off between them. */
 function deliveryMs(settings: WebhookSettings): number {
@@ -258,7 +247,7 @@ export class RunService {
    * cannot be looked up from here: it is gone only once its lease's time has passed.
    */
   private holderGone(tag: string | null): boolean {
-    if (tag !== null && this.store.spansHosts && !onThisHost(tag)) return false;
+    if (tag !== null && this.store.spansHosts && !isHolderOnThisHost(tag)) return false;
     return !isHolderAlive(tag);
   }
 
