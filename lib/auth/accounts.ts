@@ -32,6 +32,9 @@ export interface NewToken extends TokenView {
   token: string;
 }
 
+// A session advisory lock of its own (the app's migrations take another): keys are per database.
+const ACCOUNTS_MIGRATION_LOCK_KEY = 7_420_002;
+
 const PROJECT_ROLES: readonly ProjectRole[] = ['owner', 'editor', 'viewer'];
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -75,6 +78,7 @@ function projectIdsOf(metadata: unknown): string[] | undefined {
 export class Accounts {
   readonly auth: BetterAuth;
   private readonly db: Db;
+  private readonly type: AuthDatabase['type'];
   private readied?: Promise<void>;
 
   constructor(
@@ -84,6 +88,7 @@ export class Accounts {
     private readonly closeDatabase: () => Promise<void> = async () => undefined,
   ) {
     this.db = database.db;
+    this.type = database.type;
     this.auth = createBetterAuth(database, settings, secret);
   }
 
@@ -97,6 +102,31 @@ export class Accounts {
   }
 
   private async prepare(): Promise<void> {
+    if (this.type === 'postgres') {
+      // Instances starting together on one database queue here: two concurrent CREATE TABLEs of
+      // one name can both fail on Postgres (a duplicate key in pg_type), not only "already exists".
+      await this.db.connection().execute(async (conn) => {
+        await sql`SELECT pg_advisory_lock(${ACCOUNTS_MIGRATION_LOCK_KEY})`.execute(conn);
+        try {
+          await this.migrate();
+        } finally {
+          await sql`SELECT pg_advisory_unlock(${ACCOUNTS_MIGRATION_LOCK_KEY})`.execute(conn);
+        }
+      });
+    } else {
+      await this.migrate();
+    }
+    const { adminEmail, adminPassword } = this.settings;
+    if (adminEmail && adminPassword) {
+      try {
+        await this.claimFirstAdmin({ email: adminEmail, name: adminEmail.split('@')[0]!, password: adminPassword });
+      } catch (e) {
+        if (!(e instanceof AppError && e.code === 'E_CONFLICT')) throw e;
+      }
+    }
+  }
+
+  private async migrate(): Promise<void> {
     const ctx = await this.auth.$context;
     for (let attempt = 0; ; attempt++) {
       try {
@@ -124,14 +154,6 @@ export class Accounts {
       .addColumn('user_id', 'text')
       .addColumn('created_at', 'text', (c) => c.notNull())
       .execute();
-    const { adminEmail, adminPassword } = this.settings;
-    if (adminEmail && adminPassword) {
-      try {
-        await this.claimFirstAdmin({ email: adminEmail, name: adminEmail.split('@')[0]!, password: adminPassword });
-      } catch (e) {
-        if (!(e instanceof AppError && e.code === 'E_CONFLICT')) throw e;
-      }
-    }
   }
 
   async close(): Promise<void> {

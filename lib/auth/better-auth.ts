@@ -27,7 +27,11 @@ function requestOrigins(request?: Request): string[] {
 
 function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: string) {
   const oidc = settings.oidc;
-  /** Subjects the provider just put in OIDC_ADMIN_GROUP (a sign-in's profile, then its session). */
+  /**
+   * Subjects the provider just put in OIDC_ADMIN_GROUP (a sign-in's profile, then its session).
+   * In memory, and rightly so: both steps run in the one callback request, on one instance; the
+   * promotion itself is written to the shared database.
+   */
   const ssoAdmins = new Set<string>();
   return {
     appName: 'BMAD Orchestrator',
@@ -44,6 +48,9 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
       // A wrong or revoked token is an ordinary 401, not an error of the server.
       log: (level: string, message: string) => {
         if (/validate API key|Base URL is not set/i.test(message)) return;
+        // Its schema check knows Postgres's `bigint` but not the same type's catalog name `int8`
+        // (the rate limit table's lastRequest): a false alarm on every start.
+        if (/Expected number but got int8/.test(message)) return;
         process.stderr.write(`[auth] ${level}: ${message}\n`);
       },
     },
@@ -68,7 +75,11 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     },
     rateLimit: {
       enabled: true,
-      storage: 'memory',
+      // Counted in the database every instance shares (its `rateLimit` table, made by
+      // Better Auth's migrations): in memory, two instances behind a balancer would each allow
+      // the limit. Only requests to Better Auth's own routes (/api/auth/*) are counted; the app's
+      // calls into `auth.api` (the session or token of every API request) are not.
+      storage: 'database',
       window: 60,
       max: 300,
       customRules: {
@@ -118,7 +129,11 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
                   // group decision waits here, keyed by subject, for the session this sign-in creates.
                   mapProfileToUser: (profile: Record<string, unknown>) => {
                     const groups = Array.isArray(profile.groups) ? profile.groups : [];
-                    if (oidc.adminGroup && groups.includes(oidc.adminGroup) && profile.sub != null) ssoAdmins.add(String(profile.sub));
+                    if (profile.sub == null) return {};
+                    // Decided afresh on each sign-in: one that failed after this step must not
+                    // promote a later one whose profile no longer has the group.
+                    if (oidc.adminGroup && groups.includes(oidc.adminGroup)) ssoAdmins.add(String(profile.sub));
+                    else ssoAdmins.delete(String(profile.sub));
                     return {};
                   },
                 },
