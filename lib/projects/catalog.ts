@@ -210,8 +210,9 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     const files = agent.skill ? skillSources(project, agent) : [agent.file];
     const stats = await Promise.all(files.map((f) => fs.stat(f).catch(() => null)));
     if (!stats[0]) return null;
-    // A skill agent also depends on what the project knows of its skills (menu problems).
-    const stamp = `${stats.map((st) => st?.mtimeMs ?? '-').join('/')}${agent.skill ? `#${project.install.skills.length}` : ''}`;
+    // A skill agent also depends on what the project knows of its skills (menu problems). Size and
+    // ctime beside the mtime: another instance's edit within one tick of a coarse clock (NFS) still shows.
+    const stamp = `${stats.map((st) => (st ? `${st.mtimeMs}:${st.ctimeMs}:${st.size}` : '-')).join('/')}${agent.skill ? `#${project.install.skills.length}` : ''}`;
     const key = `${project.root}\0${agent.file}`;
     const hit = defs.get(key);
     if (hit && hit.stamp === stamp) return hit.def;
