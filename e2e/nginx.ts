@@ -47,6 +47,7 @@ ${options.keepalive ? `    keepalive ${options.keepalive};\n` : ''}  }
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $remote_addr;
       proxy_buffering off;
       proxy_read_timeout 300s;
     }
