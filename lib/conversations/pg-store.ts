@@ -133,19 +133,23 @@ class PgTurnLocks implements TurnLocks {
     private readonly listens: boolean,
   ) {}
 
-  async take(tx: Db, id: string, token: string): Promise<boolean> {
+  async take(tx: Db, id: string, token: string): Promise<'taken' | 'busy' | 'missing'> {
     // A new lease row, or an expired one replaced; a live lease (another instance's running
     // turn) makes the conflict clause change nothing.
     const { rows } = await sql`INSERT INTO turn_leases (conversation_id, token, holder, started_at, heartbeat_at, expires_at)
-        VALUES (${id}, ${token}, ${this.holderId}, now(), now(), now() + ${this.leaseMs}::int * interval '1 millisecond')
+        SELECT ${id}, ${token}, ${this.holderId}, now(), now(), now() + ${this.leaseMs}::int * interval '1 millisecond'
+        WHERE EXISTS (SELECT 1 FROM conversations WHERE id = ${id})
         ON CONFLICT (conversation_id) DO UPDATE SET token = excluded.token, holder = excluded.holder, started_at = excluded.started_at,
           heartbeat_at = excluded.heartbeat_at, expires_at = excluded.expires_at, stop_requested_at = NULL
         WHERE turn_leases.expires_at <= now()
         RETURNING conversation_id`.execute(tx);
-    if (!rows.length) return false;
+    if (!rows.length) {
+      const { rows: exists } = await sql`SELECT 1 AS x FROM conversations WHERE id = ${id}`.execute(tx);
+      return exists.length ? 'busy' : 'missing';
+    }
     await sql`UPDATE conversations SET status = 'running', last_turn = NULL WHERE id = ${id}`.execute(tx);
     this.startHeartbeat();
-    return true;
+    return 'taken';
   }
 
   async release(q: Db, lease: TurnLease, status: ConversationStatus, lastTurn: string | null): Promise<void> {

@@ -107,10 +107,10 @@ export interface StoreDialect<Row extends ConversationRow = ConversationRow> {
 /** The turn lock of one dialect: taken, released, stopped, across the processes on one database. */
 export interface TurnLocks {
   /**
-   * Takes the lock on an existing conversation within `tx`; false when a live turn holds it.
-   * The conversation row ends `running` with no last turn when taken.
+   * Takes the lock within `tx`: `busy` when a live turn holds it, `missing` when there is no
+   * such conversation. The conversation row ends `running` with no last turn when taken.
    */
-  take(tx: Db, id: string, token: string): Promise<boolean>;
+  take(tx: Db, id: string, token: string): Promise<'taken' | 'busy' | 'missing'>;
   /** Ends the turn holding `lease` with `status`; nothing when the lease is no longer held. */
   release(q: Db, lease: TurnLease, status: ConversationStatus, lastTurn: string | null): Promise<void>;
   /** Records a Stop for the running turn; its token, or null when none runs. */
@@ -176,9 +176,14 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     return this.database.ready().then(() => this.recovered);
   }
 
+  private isReady = false;
+
   /** The Kysely instance, once ready and while open. */
   protected async q(): Promise<Db> {
-    await this.ready;
+    if (!this.isReady) {
+      await this.ready;
+      this.isReady = true;
+    }
     if (this.closed) throw new Error('The conversation store is closed.');
     return this.db;
   }
@@ -358,9 +363,9 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     const token = randomUUID();
     // The lock and the turn's first messages in one transaction: the messages only when the lock was taken.
     const taken = await (await this.q()).transaction().execute(async (tx) => {
-      const { rows } = await sql`SELECT 1 AS x FROM conversations WHERE id = ${id}`.execute(tx);
-      if (!rows.length) throw notFound(id);
-      if (!(await this.dialect.locks.take(tx, id, token))) return false;
+      const lock = await this.dialect.locks.take(tx, id, token);
+      if (lock === 'missing') throw notFound(id);
+      if (lock === 'busy') return false;
       for (const m of messages) await this.appendRow(tx, id, m);
       return true;
     });

@@ -111,17 +111,18 @@ class SqliteTurnLocks implements TurnLocks {
 
   constructor(private readonly db: Db) {}
 
-  async take(tx: Db, id: string, token: string): Promise<boolean> {
+  async take(tx: Db, id: string, token: string): Promise<'taken' | 'busy' | 'missing'> {
     const set = sql`active_turn = ${token}, turn_owner = ${this.holder.tag}, turn_started_at = ${new Date().toISOString()}, status = 'running', last_turn = NULL`;
     const r = await sql`UPDATE conversations SET ${set} WHERE id = ${id} AND active_turn IS NULL`.execute(tx);
-    if (Number(r.numAffectedRows) === 1) return true;
+    if (Number(r.numAffectedRows) === 1) return 'taken';
     const { rows } = await sql<{ active_turn: string | null; turn_owner: string | null }>`SELECT active_turn, turn_owner FROM conversations WHERE id = ${id}`.execute(tx);
     const row = rows[0];
+    if (!row) return 'missing';
     // The holder died without releasing (another process was killed): take the lock over,
     // conditional on its token so two takers cannot both win.
-    if (!row || row.active_turn === null || isHolderAlive(row.turn_owner)) return false;
+    if (row.active_turn === null || isHolderAlive(row.turn_owner)) return 'busy';
     const over = await sql`UPDATE conversations SET ${set} WHERE id = ${id} AND active_turn = ${row.active_turn}`.execute(tx);
-    return Number(over.numAffectedRows) === 1;
+    return Number(over.numAffectedRows) === 1 ? 'taken' : 'busy';
   }
 
   async release(q: Db, lease: TurnLease, status: ConversationStatus, lastTurn: string | null): Promise<void> {
