@@ -43,6 +43,13 @@ it('prints its usage and exits 2 without a folder', async () => {
   expect(missing).toMatchObject({ code: 2, stderr: 'doctor: /no/such/folder: no such folder\n' });
 }, 60_000);
 
+it('exits 2 naming the MCP servers file when the server would not start on it', async () => {
+  const r = await doctor([project], { MCP_SERVERS_FILE: '/no/such/mcp.yaml' });
+  expect(r.code).toBe(2);
+  expect(r.stdout).toBe('');
+  expect(r.stderr).toMatch(/^doctor: .*mcp\.yaml.*the file does not exist/);
+}, 60_000);
+
 it('exits 0 on a fresh install: its one warning, the notes counted, a summary', async () => {
   // Named from where the user stands (npm sets INIT_CWD), not from the package folder.
   const r = await doctor([path.basename(project)], { INIT_CWD: path.dirname(project) });

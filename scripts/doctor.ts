@@ -3,11 +3,27 @@
  * one bundle or a folder of bundles (manifests, agent files, what agents load at start, every menu
  * target, workflows with their steps, templates and config keys) and prints one line per problem,
  * grouped by file, then a summary. Exit code 1 when there is an error, 0 otherwise, 2 on bad use.
+ *
+ * A project's check is the server's: the .env files Next loads, and the MCP tools its skills name
+ * (`server:tool` in customize.toml) looked up on the servers of MCP_SERVERS_FILE, which are
+ * reached (a stdio server started) to list their tools, then closed.
  */
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { loadConfig } from '../lib/config';
 import { countBySeverity, countLine, diagnose } from '../lib/doctor';
+import { externalToolCheck } from '../lib/doctor/external-tools';
+import { logToStderr } from '../lib/log';
+import { createMcpHub, loadMcpSetup, McpServersFileError, type McpHub } from '../lib/mcp';
 import { problemLine, type Problem } from '../lib/results';
+
+/** The .env files the server reads, by Next's own loader (as scripts/start.mjs does): the environment wins. */
+function loadEnvFiles(dir: string): void {
+  const require = createRequire(__filename);
+  const nextDir = path.dirname(require.resolve('next/package.json'));
+  const { loadEnvConfig } = require(require.resolve('@next/env', { paths: [nextDir] })) as typeof import('@next/env');
+  loadEnvConfig(dir, false, { info: () => undefined, error: (...a: unknown[]) => console.error(...a) });
+}
 
 const USAGE = `usage: npm run doctor -- <folder> [--json] [--notes]
 
@@ -43,15 +59,32 @@ async function main(argv: string[]): Promise<number> {
   }
   // npm runs scripts from the package folder; the folder was named from where the user stands.
   const folder = path.resolve(process.env.INIT_CWD ?? process.cwd(), folders[0]);
+  loadEnvFiles(process.cwd());
+  // The MCP hub logs its connections: beside the report, not in it.
+  logToStderr();
   const config = loadConfig();
+  let mcp: McpHub;
+  try {
+    mcp = createMcpHub(loadMcpSetup(process.env, config.projectRoot));
+  } catch (e) {
+    // The server would not start on it either.
+    if (e instanceof McpServersFileError) {
+      process.stderr.write(`doctor: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
   const started = performance.now();
   let diagnosis;
   try {
-    diagnosis = await diagnose(folder, { coreRoot: config.coreRoot, projectRoot: config.projectRoot });
+    diagnosis = await diagnose(folder, { coreRoot: config.coreRoot, projectRoot: config.projectRoot }, [externalToolCheck(mcp)]);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     process.stderr.write(`doctor: ${folders[0]}: ${code === 'ENOENT' ? 'no such folder' : e instanceof Error ? e.message : String(e)}\n`);
     return 2;
+  } finally {
+    // Stdio servers are child processes: closed, so the process can end.
+    await mcp.close();
   }
   const ms = Math.round(performance.now() - started);
   const counts = countBySeverity(diagnosis.problems);

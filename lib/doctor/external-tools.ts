@@ -4,9 +4,10 @@ import type { Project } from '../projects';
 import type { Problem } from '../results';
 import { customizationLayers, isTable, parseToml } from '../skills';
 
-/** What the check needs of the MCP servers: their names and projects, and the tools one offers. */
+/** What the check needs of the MCP servers: their names, projects and problems, and the tools one offers. */
 export interface ExternalToolServers {
-  servers(): readonly { name: string; projects?: string[] }[];
+  /** `problem`: why the server cannot be used (a variable it names is not set), in words without values. */
+  servers(): readonly { name: string; projects?: string[]; problem?: string }[];
   /** The tools a server offers (listing them may connect it); null when it cannot be reached. */
   toolNames(server: string): Promise<string[] | null>;
 }
@@ -86,6 +87,8 @@ export async function checkExternalTools(project: Project, servers: ExternalTool
         let reason: string | null = null;
         if (!server) reason = `no MCP server ${ref.server}`;
         else if (server.projects && !server.projects.includes(project.id)) reason = `MCP server ${ref.server} is not for this project (projects: ${server.projects.join(', ')})`;
+        // Never started, so its tools are offered to no turn.
+        else if (server.problem) reason = `MCP server ${ref.server} cannot be used (${server.problem})`;
         else {
           if (!toolLists.has(ref.server)) toolLists.set(ref.server, within(servers.toolNames(ref.server), LIST_WAIT_MS));
           const tools = await toolLists.get(ref.server)!;

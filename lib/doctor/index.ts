@@ -10,11 +10,12 @@ import { createProjectCatalog, isValidProjectId, readProject, type Project } fro
 import type { Problem, Severity } from '../results';
 import type { AgentSummary } from '../../types/api';
 import { diagnoseBundles, type BundleRoots } from './bundles';
+import type { ProjectCheck } from './cache';
 import { diagnoseProject } from './project';
 
 export { diagnoseProject } from './project';
 export { diagnoseBundles, type BundleRoots } from './bundles';
-export { createDoctorCache, type DoctorCache } from './cache';
+export { createDoctorCache, type DoctorCache, type ProjectCheck } from './cache';
 
 export type FolderKind = 'project' | 'bundles' | 'bundle' | 'unknown';
 
@@ -42,10 +43,11 @@ export async function folderKind(folder: string): Promise<FolderKind> {
 
 /**
  * Diagnoses a folder. `roots` are the `{core-root}` and `{project-root}` of bundle agents (the
- * server's CORE_ROOT and working folder); a project brings its own. Throws when the folder does
- * not exist.
+ * server's CORE_ROOT and working folder); a project brings its own. `checks` run on a project
+ * after its own diagnosis, as the server's doctor cache runs them (the MCP tools its skills name),
+ * so the lines come in the same order. Throws when the folder does not exist.
  */
-export async function diagnose(folder: string, roots: Partial<BundleRoots> = {}): Promise<Diagnosis> {
+export async function diagnose(folder: string, roots: Partial<BundleRoots> = {}, checks: readonly ProjectCheck[] = []): Promise<Diagnosis> {
   const real = await fs.realpath(folder);
   if (!(await fs.stat(real)).isDirectory()) throw new Error(`${folder} is not a folder`);
   const kind = await folderKind(real);
@@ -53,7 +55,9 @@ export async function diagnose(folder: string, roots: Partial<BundleRoots> = {})
   switch (kind) {
     case 'project': {
       const project = await projectAsServed(real);
-      return { kind, problems: project ? await diagnoseProject(project) : [] };
+      if (!project) return { kind, problems: [] };
+      const lists = await Promise.all([diagnoseProject(project), ...checks.map((check) => check(project))]);
+      return { kind, problems: lists.flat() };
     }
     case 'bundle':
       return { kind, problems: await diagnoseBundles(path.dirname(real), bundleRoots, path.basename(real)) };

@@ -10,9 +10,16 @@ export interface Logger {
   error(event: string, fields?: LogFields): void;
 }
 
+let allToStderr = false;
+
+/** Every line to stderr from now on: for a command whose stdout is its report (`npm run doctor -- --json`). */
+export function logToStderr(): void {
+  allToStderr = true;
+}
+
 function write(level: string, event: string, fields?: LogFields) {
   const line = JSON.stringify({ ts: new Date().toISOString(), level, event, ...fields });
-  if (level === 'error') process.stderr.write(line + '\n');
+  if (level === 'error' || allToStderr) process.stderr.write(line + '\n');
   else process.stdout.write(line + '\n');
 }
 

@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, DEFAULT_INHERITED_ENV_VARS } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, ToolListChangedNotificationSchema, type CallToolResult, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { log } from '../log';
 import { fail, type ToolResult } from '../results';
 import type { DynamicTool } from '../tools';
@@ -53,7 +53,9 @@ export interface McpHub {
   /**
    * The tools a turn of this project offers: every allowed server's, listed on first use (each
    * server waits at most its timeoutMs). A server that cannot be reached offers the tools it
-   * listed before, if any: calling them is a tool error, and connects it again.
+   * listed before, if any: calling them is a tool error, and connects it again. A list is read
+   * again when the server sends tools/list_changed, and in the background when it is used more
+   * than RELIST_AFTER_MS after it was read (servers that change their tools without saying so).
    */
   toolsFor(projectId: string | undefined): Promise<DynamicTool[]>;
   /**
@@ -74,6 +76,17 @@ const MAX_LIST_PAGES = 10;
 const TURN_LIST_WAIT_MS = 10_000;
 /** A server whose connection failed is not tried again for a turn's tool list within this time (a call still tries). */
 const RETRY_AFTER_MS = 15_000;
+/**
+ * A connected server's tool list is read again, in the background, when used this long after it
+ * was last read: a server that changes its tools without sending tools/list_changed leaves each
+ * instance of the app behind by at most this (and one turn).
+ */
+export const RELIST_AFTER_MS = 60_000;
+
+export interface McpHubOptions {
+  /** RELIST_AFTER_MS, shorter in tests. */
+  relistAfterMs?: number;
+}
 
 // What an MCP server's child process may never inherit, even from the SDK's own defaults: only PATH and what `env` names.
 const NOT_INHERITED = Object.fromEntries(DEFAULT_INHERITED_ENV_VARS.filter((k) => k !== 'PATH').map((k) => [k, undefined]));
@@ -124,6 +137,11 @@ class Connection {
   tools: McpTool[] | null = null;
   /** When the last connection attempt failed (performance.now()), null after a success. */
   failedAt: number | null = null;
+  /** When the tool list was last read, or an attempt to read it again started (performance.now()). */
+  private listedAt = 0;
+  private relisting: Promise<void> | null = null;
+  /** A change was announced while a list was being read: that list may predate it. */
+  private changedMeanwhile = false;
   private client: Client | null = null;
   private connecting: Promise<Client> | null = null;
   private connectedOnce = false;
@@ -155,6 +173,59 @@ class Connection {
     this.problem = reason;
   }
 
+  /** Every page of the server's tools (at most MAX_LIST_PAGES), cut to MAX_TOOLS_PER_SERVER. */
+  private async listTools(client: Client): Promise<McpTool[]> {
+    const tools: McpTool[] = [];
+    let cursor: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      const listed = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.timeoutMs });
+      tools.push(...listed.tools);
+      cursor = listed.nextCursor;
+      if (!cursor || tools.length >= MAX_TOOLS_PER_SERVER) break;
+    }
+    if (tools.length > MAX_TOOLS_PER_SERVER) log.warn('mcp.tools_cut', { server: this.config.name, offered: tools.length, kept: MAX_TOOLS_PER_SERVER });
+    return tools.slice(0, MAX_TOOLS_PER_SERVER);
+  }
+
+  /**
+   * Reads the tool list again on the live client. One read at a time; a change announced during
+   * a read gets one more. A read that fails keeps the list the server gave before (a call to a
+   * tool it dropped is the server's own error), and leaves the connection as it is.
+   */
+  relist(): Promise<void> {
+    if (this.relisting) {
+      this.changedMeanwhile = true;
+      return this.relisting;
+    }
+    this.relisting = (async () => {
+      do {
+        this.changedMeanwhile = false;
+        const client = this.client;
+        if (!client || this.closed) return;
+        this.listedAt = performance.now();
+        try {
+          const tools = await this.listTools(client);
+          if (this.client !== client || this.closed) return;
+          const before = new Set(this.tools?.map((t) => t.name));
+          this.tools = tools;
+          const added = tools.filter((t) => !before.has(t.name)).length;
+          log.info('mcp.relisted', { server: this.config.name, tools: tools.length, added, removed: before.size - (tools.length - added) });
+        } catch (e) {
+          log.warn('mcp.relist_failed', { server: this.config.name, reason: reasonOf(e) });
+          return;
+        }
+      } while (this.changedMeanwhile);
+    })().finally(() => {
+      this.relisting = null;
+    });
+    return this.relisting;
+  }
+
+  /** Starts a read of the list in the background when it is older than `afterMs` (a turn never waits for it). */
+  relistIfStale(afterMs: number): void {
+    if (this.client && !this.relisting && performance.now() - this.listedAt >= afterMs) void this.relist();
+  }
+
   /** The live client, connecting (again) when there is none; each attempt waits at most timeoutMs. */
   connect(): Promise<Client> {
     if (this.config.problem) return Promise.reject(Object.assign(new Error(this.config.problem), { code: 'unconfigured' }));
@@ -165,19 +236,20 @@ class Connection {
       const started = performance.now();
       const client = new Client({ name: 'bmad-orchestrator', version: '1.0.0' }, { capabilities: {} });
       const transport = this.transport();
+      // Handled whether or not the server advertises tools.listChanged (the SDK's listChanged option
+      // would ignore a server that sends it without saying so), and read with every page.
+      let changedWhileConnecting = false;
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+        if (this.client === client) void this.relist();
+        else changedWhileConnecting = true;
+      });
       try {
         await client.connect(transport, { timeout: this.config.timeoutMs });
-        const tools: McpTool[] = [];
-        let cursor: string | undefined;
-        for (let page = 0; page < MAX_LIST_PAGES; page++) {
-          const listed = await client.listTools(cursor ? { cursor } : undefined, { timeout: this.config.timeoutMs });
-          tools.push(...listed.tools);
-          cursor = listed.nextCursor;
-          if (!cursor || tools.length >= MAX_TOOLS_PER_SERVER) break;
-        }
-        if (tools.length > MAX_TOOLS_PER_SERVER) log.warn('mcp.tools_cut', { server: this.config.name, offered: tools.length, kept: MAX_TOOLS_PER_SERVER });
+        const listedAt = performance.now();
+        const tools = await this.listTools(client);
         if (this.closed) throw Object.assign(new Error('closed'), { code: 'closed' });
-        this.tools = tools.slice(0, MAX_TOOLS_PER_SERVER);
+        this.tools = tools;
+        this.listedAt = listedAt;
       } catch (e) {
         await client.close().catch(() => undefined);
         const reason = reasonOf(e);
@@ -201,6 +273,7 @@ class Connection {
       this.state = 'ready';
       delete this.problem;
       log.info('mcp.connected', { server: this.config.name, transport: this.config.transport, tools: this.tools?.length ?? 0, durationMs: Math.round(performance.now() - started) });
+      if (changedWhileConnecting) void this.relist();
       return client;
     })().finally(() => {
       this.connecting = null;
@@ -256,7 +329,8 @@ class Connection {
 }
 
 /** The MCP servers of one process: connected on first use, kept, and connected again after a failure. */
-export function createMcpHub(setup: McpSetup): McpHub {
+export function createMcpHub(setup: McpSetup, options: McpHubOptions = {}): McpHub {
+  const relistAfterMs = options.relistAfterMs ?? RELIST_AFTER_MS;
   const connections = new Map(setup.servers.map((s) => [s.name, new Connection(s)]));
 
   function allows(server: string, projectId: string | undefined): boolean {
@@ -279,12 +353,16 @@ export function createMcpHub(setup: McpSetup): McpHub {
 
   /**
    * A server's tools: the ones it listed (kept while it is down: calling one is the tool error
-   * that connects it again), or listed now. A turn waits at most TURN_LIST_WAIT_MS for a first
+   * that connects it again; read again in the background when the server announces a change or
+   * the list is older than relistAfterMs), or listed now. A turn waits at most TURN_LIST_WAIT_MS for a first
    * list (the connection goes on and its tools join the next turn), and does not try a server
    * again within RETRY_AFTER_MS of a failed attempt.
    */
   async function listed(conn: Connection, waitMs = Number.POSITIVE_INFINITY): Promise<McpTool[] | null> {
-    if (conn.tools) return conn.tools;
+    if (conn.tools) {
+      conn.relistIfStale(relistAfterMs);
+      return conn.tools;
+    }
     if (conn.failedAt !== null && performance.now() - conn.failedAt < RETRY_AFTER_MS) return null;
     const attempt = conn.connect().then(() => undefined, () => undefined);
     if (Number.isFinite(waitMs)) {

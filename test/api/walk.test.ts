@@ -4,9 +4,11 @@
  * credited to whoever asked for it, identical versions without differences, and the project's
  * total cost.
  */
+import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { POST as chat } from '@/app/api/chat/route';
 import { GET as agents } from '@/app/api/agents/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
@@ -14,12 +16,15 @@ import { GET as listDocuments } from '@/app/api/projects/[id]/files/route';
 import { GET as getDocument } from '@/app/api/projects/[id]/files/[...path]/route';
 import { POST as restore } from '@/app/api/projects/[id]/restore/route';
 import { DELETE as deleteConversation, GET as getConversation } from '@/app/api/conversations/[id]/route';
+import { MemoryConversationStore } from '@/lib/conversations';
 import { countLine, diagnose } from '@/lib/doctor';
+import { loadMcpSetup } from '@/lib/mcp';
+import { createRuntime, setRuntime } from '@/lib/runtime';
 import { problemLine } from '@/lib/results';
 import type { AgentSummary, ProjectDetail, ProjectDocumentVersion } from '@/types/api';
 import { currentTurn, reply, startScriptedModel, type ScriptedModel } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
-import { get, jsonRequest, params, startHarness, type Harness } from './harness';
+import { get, jsonRequest, params, REPO, startHarness, type Harness } from './harness';
 
 jest.setTimeout(60_000);
 
@@ -64,6 +69,55 @@ describe('the doctor, in the API as in the CLI', () => {
     expect(prdOf(listed).problem).toBe(prdOf(detail.agents).problem);
     // Items that work carry no mark.
     expect(listed.find((a) => a.id === 'bmad-agent-pm')!.commands.find((c) => c.cmd === '*CE')!.problem).toBeUndefined();
+  });
+
+  it('`npm run doctor` checks the MCP tools skills name on the servers of MCP_SERVERS_FILE, with the lines of the API', async () => {
+    const dir = await bmadProject('6.12.0', { parent: projectsRoot, name: 'shop' });
+    // A tool the running server offers, one it lacks, a server nobody configured, one whose variable is not set.
+    await fs.writeFile(
+      path.join(dir, '_bmad/custom/bmad-prd.toml'),
+      [
+        '[workflow]',
+        'external_handoffs = [',
+        '  "Announce it via changing:first.",',
+        '  "Then ping changing:no_such_tool.",',
+        '  "Upload prd.md via corp:confluence_upload.",',
+        '  "Open a ticket via vault:open_ticket.",',
+        ']',
+        '',
+      ].join('\n'),
+    );
+    const servers = path.join(h.tmp, 'mcp.yaml');
+    await fs.writeFile(
+      servers,
+      [
+        'servers:',
+        '  changing:',
+        `    command: ${JSON.stringify(process.execPath)}`,
+        `    args: [${JSON.stringify(path.join(REPO, 'test/mcp-changing-tools.mjs'))}]`,
+        '  vault:',
+        `    command: ${JSON.stringify(process.execPath)}`,
+        '    env: { TOKEN: WALK_VAULT_TOKEN }',
+        '',
+      ].join('\n'),
+    );
+    await setRuntime(createRuntime(h.config, new MemoryConversationStore(), { mcp: loadMcpSetup({ MCP_SERVERS_FILE: servers }, h.tmp) }));
+    const detail = await detailOf('shop');
+    const external = [
+      '_bmad/custom/bmad-prd.toml: warning: external tool changing:no_such_tool: MCP server changing has no tool no_such_tool',
+      '_bmad/custom/bmad-prd.toml: warning: external tool corp:confluence_upload: no MCP server corp',
+      '_bmad/custom/bmad-prd.toml: warning: external tool vault:open_ticket: MCP server vault cannot be used (WALK_VAULT_TOKEN is not set)',
+    ];
+    expect(detail.problems.filter((l) => l.includes('external tool'))).toEqual(external);
+
+    const { stdout } = await promisify(execFile)(process.execPath, [path.join(REPO, 'node_modules/tsx/dist/cli.mjs'), 'scripts/doctor.ts', dir], {
+      cwd: REPO,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', MCP_SERVERS_FILE: servers } as unknown as NodeJS.ProcessEnv,
+      timeout: 60_000,
+    });
+    const out = stdout.split('\n').filter(Boolean);
+    expect(out.slice(0, -1)).toEqual(detail.problems);
+    expect(out.at(-1)).toMatch(new RegExp(`^${detail.doctor.summary}(, \\d+ notes? \\(--notes shows them\\))? in the project \\(\\d+ ms\\)$`));
   });
 
   it("marks a compiled agent's menu item whose workflow file is gone, from the doctor's diagnosis", async () => {
