@@ -70,6 +70,25 @@ describe('migrations', () => {
     await expect(s.get('x')).rejects.toThrow();
     await s.close();
   });
+
+  it('works once a database that was missing at start is there', async () => {
+    const name = `bmad_late_${process.pid}_${Date.now()}`;
+    const url = new URL(database.url);
+    url.pathname = `/${name}`;
+    const s = new PgConversationStore(url.toString());
+    try {
+      await expect(s.ready).rejects.toThrow();
+      await query(`CREATE DATABASE "${name}"`);
+      // A failed migration is tried again at most once a second.
+      await sleep(1100);
+      const c = await s.create({ agentId: 'pm', bundleName: 'bmm' });
+      expect(await s.get(c.id)).toMatchObject({ id: c.id, status: 'idle' });
+      expect(await s.health()).toMatchObject({ ok: true, migrations: { current: true } });
+    } finally {
+      await s.close();
+      await query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    }
+  });
 });
 
 describe('turn leases across instances', () => {
@@ -155,6 +174,21 @@ describe('turn leases across instances', () => {
     await a.endTurn(lease, 'interrupted');
     expect((await b.get(c.id))?.status).toBe('running');
     await b.endTurn(taken, 'done');
+  });
+
+  it('keeps renewing a lease taken in a transaction longer than a heartbeat', async () => {
+    const a = store({ leaseMs: 300, pollMs: 20, listen: false });
+    const b = store({ leaseMs: 300, pollMs: 20, listen: false });
+    const c = await a.create({ agentId: 'pm', bundleName: 'bmm' });
+    // Enough messages with the lock that the transaction outlasts several beats.
+    const messages = Array.from({ length: 300 }, (_, i) => ({ id: `m${i}`, role: 'user' as const, content: `hello ${i}`, timestamp: 't' }));
+    const lease = (await a.beginTurn(c.id, messages))!;
+    expect(lease).not.toBeNull();
+    await sleep(1000);
+    expect((await b.get(c.id))?.status).toBe('running');
+    expect(await b.beginTurn(c.id)).toBeNull();
+    expect(await b.requestStop(c.id)).toBe(true);
+    await a.endTurn(lease, 'stopped');
   });
 
   it('close() ends its own turns as interrupted', async () => {

@@ -148,7 +148,6 @@ class PgTurnLocks implements TurnLocks {
       return exists.length ? 'busy' : 'missing';
     }
     await sql`UPDATE conversations SET status = 'running', last_turn = NULL WHERE id = ${id}`.execute(tx);
-    this.startHeartbeat();
     return 'taken';
   }
 
@@ -168,6 +167,14 @@ class PgTurnLocks implements TurnLocks {
   start(held: ReadonlyMap<string, string>, fire: (token: string, signal: TurnSignal) => void): void {
     this.held = held;
     this.fire = fire;
+  }
+
+  /**
+   * The heartbeat starts once the lease is in the held map, never from inside the transaction
+   * that takes it: a beat in between would find nothing held and stop for good.
+   */
+  acquired(): void {
+    this.startHeartbeat();
   }
 
   watching(): void {

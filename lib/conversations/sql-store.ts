@@ -117,6 +117,8 @@ export interface TurnLocks {
   requestStop(q: Db, id: string): Promise<string | null>;
   /** Tells `fire` when a turn of this process is asked to stop or was lost; called with the held leases. */
   start(held: ReadonlyMap<string, string>, fire: (token: string, signal: TurnSignal) => void): void;
+  /** This process now holds `token` (after the transaction that took it committed). */
+  acquired(token: string): void;
   /** A turn began watching; the dialect may need to look for Stops now, until unwatch. */
   watching(token: string, conversationId: string): void;
   unwatch(token: string): void;
@@ -157,7 +159,7 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
   /** Turns this instance holds: conversation id → lease token. */
   protected readonly held = new Map<string, string>();
   private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
-  private readonly recovered: Promise<void>;
+  private recovered: Promise<void> | null = null;
   protected closed = false;
 
   constructor(
@@ -166,14 +168,23 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
   ) {
     this.db = database.db;
     dialect.locks.start(this.held, (token, signal) => this.fire(token, signal));
-    this.recovered = database.ready().then(() => dialect.locks.recover(this.db));
     // Seen through ready(); not also an unhandled rejection.
-    this.recovered.catch(() => undefined);
+    this.ready.catch(() => undefined);
   }
 
-  /** Resolves once the schema is migrated and abandoned turns are ended; every call waits for it. */
+  /**
+   * Resolves once the schema is migrated and abandoned turns are ended; every call waits for it.
+   * A failure is tried again by the next call (a database that comes up after the app is used
+   * once it is there).
+   */
   get ready(): Promise<void> {
-    return this.database.ready().then(() => this.recovered);
+    return this.database.ready().then(() => {
+      this.recovered ??= this.dialect.locks.recover(this.db).catch((e: unknown) => {
+        this.recovered = null;
+        throw e;
+      });
+      return this.recovered;
+    });
   }
 
   private isReady = false;
@@ -371,6 +382,7 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     });
     if (!taken) return null;
     this.held.set(id, token);
+    this.dialect.locks.acquired(token);
     return { conversationId: id, token };
   }
 
@@ -382,8 +394,13 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
 
   private async release(lease: TurnLease, outcome: TurnOutcome): Promise<void> {
     const { status, lastTurn } = endArgs(outcome);
-    await this.dialect.locks.release(await this.q(), lease, status, lastTurn);
-    this.forget(lease);
+    try {
+      await this.dialect.locks.release(await this.q(), lease, status, lastTurn);
+    } finally {
+      // Not held any more even when the write failed: no heartbeat renews it, so it expires
+      // (Postgres) rather than keeping the conversation busy for as long as this process runs.
+      this.forget(lease);
+    }
   }
 
   private forget(lease: TurnLease): void {

@@ -142,6 +142,8 @@ class SqliteTurnLocks implements TurnLocks {
     this.fire = fire;
   }
 
+  acquired(): void {}
+
   watching(token: string, conversationId: string): void {
     this.watched.set(token, conversationId);
     // A Stop asked before the watch began is heard at once.

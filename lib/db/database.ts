@@ -81,12 +81,23 @@ function connect(target: DatabaseTarget): Connection {
     c.attempt = migrate(c);
     openFiles.set(key, c);
   } else if (target.base && !c.bases.has(target.base)) {
-    // Opened first by a user that does not know this history (accounts); it runs now, and the
-    // migrations after it again (they find nothing left to do, or what depended on it).
-    target.base(c.raw!);
-    c.bases.add(target.base);
+    // Opened first by a user that does not know this history (accounts): it runs holding the
+    // connection, so never inside another opener's transaction, then the migrations after it
+    // again (they find nothing left to do, or what depended on it).
+    const base = target.base;
     const conn = c;
-    c.attempt = c.attempt.catch(() => undefined).then(() => migrate(conn));
+    c.bases.add(base);
+    c.attempt = c.attempt
+      .catch(() => undefined)
+      .then(() => conn.db.connection().execute(async () => base(conn.raw!)))
+      .then(
+        () => migrate(conn),
+        (e: unknown) => {
+          conn.bases.delete(base);
+          throw e;
+        },
+      );
+    c.attempt.catch(() => undefined);
   }
   c.users++;
   return c;
