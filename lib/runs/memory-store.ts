@@ -151,9 +151,9 @@ export class MemoryRunStore implements RunStore {
       .map((r) => r.run.id);
   }
 
-  async setWebhookOutcome(id: string, outcome: WebhookOutcome): Promise<void> {
-    const row = this.rows.get(id);
-    if (!row) return;
+  async setWebhookOutcome(claim: WebhookClaim, outcome: WebhookOutcome): Promise<void> {
+    const row = this.rows.get(claim.runId);
+    if (!row || row.sending?.token !== claim.token) return;
     row.run.webhookOutcome = { ...outcome };
     row.sending = null;
   }

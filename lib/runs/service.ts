@@ -107,6 +107,8 @@ export class RunService {
   private pumping = false;
   private pumpAgain = false;
   private poll: NodeJS.Timeout | null = null;
+  private sweeper: NodeJS.Timeout | null = null;
+  private sweeping = false;
   private readonly controllers = new Map<string, AbortController>();
   private readonly settled = new Set<Promise<void>>();
   private readonly deliveries = new AbortController();
@@ -149,6 +151,19 @@ export class RunService {
     if (this.started || this.closed) return;
     this.started = true;
     this.holder = registerHolder();
+    this.sweep();
+    this.poll = setInterval(() => this.pump(), this.settings.pollMs);
+    this.poll.unref?.();
+    // Again every lease length, not only at start: a holder on another host is gone only once its
+    // lease ran out, which an instance that started before that would otherwise never look at.
+    this.sweeper = setInterval(() => this.sweep(), this.settings.leaseMs);
+    this.sweeper.unref?.();
+  }
+
+  /** Ends runs whose holder is gone as interrupted, then delivers the webhooks nobody delivered; one sweep at a time. */
+  private sweep(): void {
+    if (this.sweeping || this.closed) return;
+    this.sweeping = true;
     const recovered = this.store
       .recover(new Date().toISOString(), (h) => this.holderGone(h))
       .then((runs) => {
@@ -164,11 +179,10 @@ export class RunService {
       .catch((e) => log.error('run.webhook_resume_failed', { error: (e as Error)?.message?.slice(0, 200) }))
       .finally(() => {
         this.settled.delete(resumed);
+        this.sweeping = false;
         this.pump();
       });
     this.settled.add(resumed);
-    this.poll = setInterval(() => this.pump(), this.settings.pollMs);
-    this.poll.unref?.();
   }
 
   async submit(input: SubmitInput): Promise<{ run: Run; webhookSecret?: string }> {
@@ -235,6 +249,7 @@ export class RunService {
     if (this.closed) return;
     this.closed = true;
     if (this.poll) clearInterval(this.poll);
+    if (this.sweeper) clearInterval(this.sweeper);
     for (const c of this.controllers.values()) c.abort(SERVER_SHUTDOWN);
     this.deliveries.abort();
     await Promise.allSettled([...this.settled]);
@@ -441,7 +456,7 @@ export class RunService {
         return;
       }
       log.info('run.webhook', { runId: run.id, delivered: outcome.delivered, attempts: outcome.attempts, ...(outcome.status ? { status: outcome.status } : {}) });
-      await this.store.setWebhookOutcome(run.id, outcome);
+      await this.store.setWebhookOutcome(claim, outcome);
     })()
       .catch(() => undefined)
       .finally(() => this.settled.delete(delivery));

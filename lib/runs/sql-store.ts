@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AppDatabase } from '../db/database';
 import { openStoreDatabase } from '../conversations/database';
+import { text } from '../conversations/sql-store';
 import {
   INTERRUPTED,
   TERMINAL,
@@ -135,8 +136,9 @@ export class SqlRunStore implements RunStore {
         owner_id: run.ownerId,
         skill: run.skill,
         agent_id: run.agentId,
-        intent: run.intent ?? null,
-        message: run.message,
+        intent: run.intent === undefined ? null : text(run.intent),
+        // Postgres text cannot hold NUL; a pasted binary in a run's inputs must not fail the submit.
+        message: text(run.message),
         model: run.model ?? null,
         contract: JSON.stringify(run.contract),
         status: 'queued',
@@ -321,9 +323,14 @@ export class SqlRunStore implements RunStore {
     return rows.map((r) => r.id as string);
   }
 
-  async setWebhookOutcome(id: string, outcome: WebhookOutcome): Promise<void> {
+  async setWebhookOutcome(claim: WebhookClaim, outcome: WebhookOutcome): Promise<void> {
     if (this.closed) return;
-    await (await this.db()).updateTable('runs').set({ webhook_outcome: JSON.stringify(outcome) }).where('id', '=', id).execute();
+    await (await this.db())
+      .updateTable('runs')
+      .set({ webhook_outcome: JSON.stringify(outcome) })
+      .where('id', '=', claim.runId)
+      .where('webhook_outcome', '=', claim.token)
+      .execute();
   }
 
   async releaseWebhook(claim: WebhookClaim): Promise<void> {

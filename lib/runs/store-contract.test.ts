@@ -116,6 +116,13 @@ describe.each(factories)('%s', (_name, open) => {
     expect(await a.get('run_nope')).toBeNull();
   });
 
+  it('takes a message and intent holding NUL (a pasted binary), kept readable', async () => {
+    const run = await a.create(newRun(1, { message: 'before\u0000after', intent: 'cre\u0000ate' }));
+    expect(run.message).toMatch(/^before.after$/);
+    expect((await b.get(run.id))?.message).toBe(run.message);
+    expect((await b.get(run.id))?.intent).toBe(run.intent);
+  });
+
   it('lists a project newest first, to the limit', async () => {
     for (let i = 1; i <= 5; i++) await a.create(newRun(i, i === 3 ? { projectId: 'p2' } : {}));
     expect((await b.list({ projectId: 'p1' })).map((r) => r.id)).toEqual(['run_005', 'run_004', 'run_002', 'run_001']);
@@ -239,10 +246,19 @@ describe.each(factories)('%s', (_name, open) => {
     expect(await b.cancel('run_nope')).toBeNull();
   });
 
-  it('records a webhook outcome', async () => {
+  it('records a webhook outcome from the delivery that holds the claim, never from one taken over', async () => {
     await a.create(newRun(1, { webhook: { url: 'https://example.com/h', secret: 's' } }));
-    const outcome = { delivered: false, attempts: 3, status: 502, error: 'HTTP 502', at: new Date().toISOString() };
-    await a.setWebhookOutcome('run_001', outcome);
+    const { lease } = (await a.claim('h', later(60_000)))!;
+    await a.finish(lease, ended);
+    const now = new Date().toISOString();
+    const first = (await a.claimWebhook('run_001', 'h1', later(60_000), now, () => false))!;
+    // The first holder's time ran out; another took the delivery over and finished it.
+    const second = (await b.claimWebhook('run_001', 'h2', later(60_000), later(120_000), () => false))!;
+    expect(second).not.toBeNull();
+    const outcome = { delivered: false, attempts: 3, status: 502, error: 'HTTP 502', at: now };
+    await b.setWebhookOutcome(second.claim, outcome);
+    // The late first holder's outcome changes nothing.
+    await a.setWebhookOutcome(first.claim, { delivered: true, attempts: 1, status: 204, at: now });
     expect((await b.get('run_001'))?.webhookOutcome).toEqual(outcome);
   });
 
@@ -289,7 +305,7 @@ describe.each(factories)('%s', (_name, open) => {
     expect(again).not.toBeNull();
 
     const outcome = { delivered: true, attempts: 1, status: 204, at: now() };
-    await a.setWebhookOutcome('run_001', outcome);
+    await a.setWebhookOutcome(again!.claim, outcome);
     expect((await b.get('run_001'))?.webhookOutcome).toEqual(outcome);
     expect(await b.claimWebhook('run_001', 'h6', later(60_000), later(600_000), () => true)).toBeNull();
     expect(await b.awaitingWebhook(since)).toEqual(['run_003']);

@@ -202,8 +202,11 @@ export interface RunStore {
   claimWebhook(id: string, holder: string, until: string, now: string, isGone: (holder: string) => boolean): Promise<{ run: Run; claim: WebhookClaim } | null>;
   /** Ids of runs that ended after `since` with a webhook and no outcome yet (deliveries under way too), oldest first. */
   awaitingWebhook(since: string): Promise<string[]>;
-  /** Records a delivery's outcome (which ends its claim). */
-  setWebhookOutcome(id: string, outcome: WebhookOutcome): Promise<void>;
+  /**
+   * Records a delivery's outcome, which ends its claim; nothing while another holder has taken
+   * the delivery over (this one's time ran out): its outcome is the one to keep.
+   */
+  setWebhookOutcome(claim: WebhookClaim, outcome: WebhookOutcome): Promise<void>;
   /** Gives back a claimed delivery undone (a shutdown cut it off), for the next start to make; only while the claim is still this one. */
   releaseWebhook(claim: WebhookClaim): Promise<void>;
   close(): Promise<void>;

@@ -111,8 +111,8 @@ describe.each(targets)('webhooks across a restart on %s', (_name, target) => {
     return s;
   }
 
-  function service(s: RunStore): RunService {
-    const svc = new RunService({ chat, store: s, settings });
+  function service(s: RunStore, leaseMs = settings.leaseMs): RunService {
+    const svc = new RunService({ chat, store: s, settings: { ...settings, leaseMs } });
     services.push(svc);
     return svc;
   }
@@ -212,5 +212,17 @@ describe.each(targets)('webhooks across a restart on %s', (_name, target) => {
       // An SQLite file is shared on one host only: another host's holder is a past incarnation of this one.
       expect(await until(() => outcome(s, 'run_elsewhere'))).toMatchObject({ delivered: true });
     }
+  });
+
+  it('takes over a delivery whose holder on another host ran out of time, without waiting for a restart', async () => {
+    const s = await store();
+    await endedRun(s, 'run_stalled');
+    const tag = encodeHolder({ host: 'another-host.invalid', pid: 1, nonce: 'n', started: null });
+    // That host's claim runs out a moment after this instance started.
+    await s.claimWebhook('run_stalled', tag, new Date(Date.now() + 400).toISOString(), new Date().toISOString(), () => false);
+    const svc = service(await store(), 300);
+    svc.start();
+    expect(await until(() => outcome(s, 'run_stalled'))).toMatchObject({ delivered: true });
+    expect(hook.bodies).toHaveLength(1);
   });
 });
