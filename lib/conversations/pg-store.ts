@@ -284,6 +284,7 @@ export class PgConversationStore extends SqlConversationStore<PgRow> {
       lockColumns: sql`l.expires_at AS lease_expires, l.expires_at > now() AS lease_live`,
       abandonedSince: (row) => locks.abandonedSince(row),
       bool: (value) => value,
+      forUpdate: sql`FOR UPDATE`,
       messageValues: (m) => ({
         id: text(m.id),
         role: m.role,

@@ -85,6 +85,8 @@ export interface StoreDialect<Row extends ConversationRow = ConversationRow> {
   abandonedSince(row: Row): string | null;
   /** A boolean as the dialect binds it. */
   bool(value: boolean): unknown;
+  /** What a read adds to hold its rows until the transaction ends (SQLite's IMMEDIATE transactions already do). */
+  readonly forUpdate: RawBuilder<unknown>;
 
   /** Columns and values a message is inserted with, after conversation_id and seq. */
   messageValues(m: StoredMessage): Record<string, unknown>;
@@ -440,7 +442,8 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     if (!isValidConversationId(id)) throw notFound(id);
     if (typeof messageId !== 'string' || !messageId) throw unknownMessage(id, String(messageId));
     return (await this.q()).transaction().execute(async (tx) => {
-      const { rows: conv } = await sql`SELECT title_state FROM conversations WHERE id = ${id}`.execute(tx);
+      // Held until the end, so an append racing the truncation cannot take a seq it frees.
+      const { rows: conv } = await sql`SELECT title_state FROM conversations WHERE id = ${id} ${this.dialect.forUpdate}`.execute(tx);
       if (!conv.length) throw notFound(id);
       const { rows: at } = await sql<{ seq: number }>`SELECT seq FROM messages WHERE conversation_id = ${id} AND id = ${text(messageId)} ORDER BY seq LIMIT 1`.execute(tx);
       if (!at.length) throw unknownMessage(id, messageId);

@@ -285,6 +285,7 @@ function sqliteDialect(db: Db): StoreDialect<SqliteRow> & { search: SqliteSearch
     lockColumns: sql`c.turn_owner, c.turn_started_at`,
     abandonedSince: (row) => locks.abandonedSince(row),
     bool: (value) => (value ? 1 : 0),
+    forUpdate: sql``,
     messageValues,
     messageColumns: MESSAGE_COLUMNS,
     toMessage: (row) => toMessage(row as unknown as MessageRow),
