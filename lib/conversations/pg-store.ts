@@ -6,6 +6,7 @@ import type { Compaction, ConversationStatus, StoredMessage, TurnLease, TurnSign
 import { foldText } from './internal';
 import { openStoreDatabase } from './database';
 import { SqlConversationStore, text, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
+import type { AppDatabase } from '../db/database';
 import type { Db } from '../db/postgres';
 import { log } from '../log';
 
@@ -125,9 +126,7 @@ class PgTurnLocks implements TurnLocks {
   private closed = false;
 
   constructor(
-    private readonly db: Db,
-    private readonly url: string,
-    private readonly ready: () => Promise<void>,
+    private readonly database: AppDatabase,
     private readonly leaseMs: number,
     private readonly pollMs: number,
     private readonly listens: boolean,
@@ -219,7 +218,7 @@ class PgTurnLocks implements TurnLocks {
     try {
       const { rows } = await sql<{ token: string; stop: boolean }>`UPDATE turn_leases
           SET heartbeat_at = now(), expires_at = now() + ${this.leaseMs}::int * interval '1 millisecond'
-          WHERE token = ANY(${tokens}::text[]) RETURNING token, stop_requested_at IS NOT NULL AS stop`.execute(this.db);
+          WHERE token = ANY(${tokens}::text[]) RETURNING token, stop_requested_at IS NOT NULL AS stop`.execute(this.database.db);
       const renewed = new Map(rows.map((r) => [r.token, r.stop]));
       for (const token of tokens) {
         const stop = renewed.get(token);
@@ -239,8 +238,8 @@ class PgTurnLocks implements TurnLocks {
   private listen(): Promise<void> {
     if (this.closed || !this.listens) return Promise.resolve();
     this.listening ??= (async () => {
-      await this.ready();
-      const client = new pg.Client({ connectionString: this.url });
+      await this.database.ready();
+      const client = new pg.Client({ connectionString: this.database.url! });
       const reset = () => {
         if (this.listener === client) this.listener = null;
         this.listening = null;
@@ -277,7 +276,7 @@ export class PgConversationStore extends SqlConversationStore<PgRow> {
     const leaseMs = Math.max(200, Math.min(DEFAULT_TURN_LEASE_MS, Math.floor(options.leaseMs ?? DEFAULT_TURN_LEASE_MS)));
     const pollMs = Math.max(20, Math.min(options.pollMs ?? DEFAULT_POLL_MS, Math.floor(leaseMs / 3)));
     const database = openStoreDatabase({ url, poolSize: options.poolSize });
-    const locks = new PgTurnLocks(database.db, url, () => database.ready(), leaseMs, pollMs, options.listen !== false);
+    const locks = new PgTurnLocks(database, leaseMs, pollMs, options.listen !== false);
     const dialect: StoreDialect<PgRow> = {
       kind: 'postgres',
       from: sql`conversations c LEFT JOIN turn_leases l ON l.conversation_id = c.id`,

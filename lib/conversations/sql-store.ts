@@ -141,7 +141,8 @@ const CONVERSATION_COLUMNS = sql.raw(
    c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.cost, c.model, c.owner_id, c.shared, c.message_count, c.last_preview`,
 );
 
-function endArgs(outcome: TurnOutcome): { status: ConversationStatus; lastTurn: string | null } {
+/** How a turn's end is written: its status, and its lastTurn as stored JSON. */
+export function endArgs(outcome: TurnOutcome): { status: ConversationStatus; lastTurn: string | null } {
   const { status, lastTurn } = settleTurn(outcome, new Date().toISOString());
   return { status, lastTurn: lastTurn ? JSON.stringify(lastTurn) : null };
 }
@@ -506,8 +507,9 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     const held = [...this.held];
     this.held.clear();
     await this.ready.catch(() => undefined);
+    const { status, lastTurn } = endArgs('interrupted');
     for (const [conversationId, token] of held) {
-      await this.dialect.locks.release(this.db, { conversationId, token }, 'interrupted', JSON.stringify(settleTurn('interrupted', new Date().toISOString()).lastTurn)).catch(() => undefined);
+      await this.dialect.locks.release(this.db, { conversationId, token }, status, lastTurn).catch(() => undefined);
     }
     this.closed = true;
     this.watchers.clear();

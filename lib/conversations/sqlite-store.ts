@@ -5,7 +5,7 @@ import { ftsQuery } from './internal';
 import { SCHEMA_VERSION } from './migrations';
 import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
 import { openStoreDatabase } from './database';
-import { SqlConversationStore, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
+import { SqlConversationStore, endArgs, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
 import type { Db } from '../db/postgres';
 
 interface SqliteRow extends ConversationRow {
@@ -185,10 +185,10 @@ class SqliteTurnLocks implements TurnLocks {
   /** Turns whose holder is gone (the process was killed mid-turn) become interrupted, unlocked. */
   async recover(db: Db): Promise<void> {
     const { rows } = await sql<{ id: string; active_turn: string; turn_owner: string | null }>`SELECT id, active_turn, turn_owner FROM conversations WHERE active_turn IS NOT NULL`.execute(db);
+    const { status, lastTurn } = endArgs('interrupted');
     for (const row of rows) {
       if (isHolderAlive(row.turn_owner)) continue;
-      const lastTurn = JSON.stringify({ status: 'interrupted', at: new Date().toISOString() });
-      await this.release(db, { conversationId: row.id, token: row.active_turn }, 'interrupted', lastTurn);
+      await this.release(db, { conversationId: row.id, token: row.active_turn }, status, lastTurn);
     }
   }
 
