@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import type { Caller, ProjectRole, Role } from '../access';
 import { createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
 import type { AuthSettings } from './settings';
@@ -121,7 +121,7 @@ export class Accounts {
       try {
         await this.claimFirstAdmin({ email: adminEmail, name: adminEmail.split('@')[0]!, password: adminPassword });
       } catch (e) {
-        if (!(e instanceof AppError && e.code === 'E_CONFLICT')) throw e;
+        if (!(isAppError(e) && e.code === 'E_CONFLICT')) throw e;
       }
     }
   }

@@ -1,4 +1,4 @@
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import type { Conversation, StoredMessage, TurnBatch, TurnLease, TurnOutcome } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
@@ -447,8 +447,8 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
       yield event;
     }
   } catch (e) {
-    const error = e instanceof AppError ? e : new AppError('E_INTERNAL', 'The turn failed unexpectedly.');
-    if (!(e instanceof AppError)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
+    const error = isAppError(e) ? e : new AppError('E_INTERNAL', 'The turn failed unexpectedly.');
+    if (!isAppError(e)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
     outcome = { status: 'failed', error: { code: error.code, message: error.message } };
     yield { type: 'error', error };
   } finally {

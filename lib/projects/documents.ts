@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { AppError } from '../errors';
 import { contentTypeOf, listOutputTree, readOutputFile } from '../outputs';
-import { VersionError, type VersionInfo, type VersionStore } from '../versions';
+import { isVersionError, type VersionInfo, type VersionStore } from '../versions';
 import type { OutputFileEntry, ProjectDocument, ProjectDocumentVersion } from '../../types/api';
 import type { Project } from './catalog';
 import { projectVersions } from './versions';
@@ -52,7 +52,7 @@ function flatten(entries: OutputFileEntry[]): OutputFileEntry[] {
 }
 
 function versionError(e: unknown, relPath: string): never {
-  if (e instanceof VersionError) {
+  if (isVersionError(e)) {
     if (e.code === 'E_UNKNOWN_VERSION' || e.code === 'E_AMBIGUOUS_VERSION') throw new AppError('E_FILE_NOT_FOUND', `No such version of "${relPath}".`);
     if (e.code === 'E_INVALID_PATH') throw new AppError('E_VALIDATION', `Invalid path "${relPath}".`, { field: 'path' });
   }

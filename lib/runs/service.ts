@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
 import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../conversations/lease';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
 import { readAnswer } from './result';
@@ -333,8 +333,8 @@ export class RunService {
       const driven = await this.drive(run, lease, controller.signal, (id) => (conversationId = id));
       end = driven;
     } catch (e) {
-      const error = e instanceof AppError ? { code: e.code, message: e.message } : { code: 'E_INTERNAL', message: 'The run failed unexpectedly.' };
-      if (!(e instanceof AppError)) log.error('run.crash', { runId: run.id, error: (e as Error)?.message?.slice(0, 200) });
+      const error = isAppError(e) ? { code: e.code, message: e.message } : { code: 'E_INTERNAL', message: 'The run failed unexpectedly.' };
+      if (!isAppError(e)) log.error('run.crash', { runId: run.id, error: (e as Error)?.message?.slice(0, 200) });
       end = { status: 'failed', result: null, error, artifacts: [] };
     } finally {
       clearInterval(beat);

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { init, readBlob, readCommit, readTree, resolveRef, writeBlob, writeCommit, writeTree, type TreeEntry } from 'isomorphic-git';
 import { KeyedLock, isInside, readResolved, resolveInRoot, withFileLock, writeFileAtomic, type ResolvedPath } from '../paths';
+import { errorBrand } from '../errors';
 import { isFailure, sha256 } from '../results';
 import { gitFs } from './git-fs';
 import { commitMessage, oneLine, parseCommitMessage, type VersionInfo, type VersionMeta } from './metadata';
@@ -18,6 +19,9 @@ export type VersionErrorCode =
   | 'E_CONFIG'
   | 'E_WRITE';
 
+const VERSION_ERROR = errorBrand('version-error');
+
+/** Recognised with isVersionError: a store is shared by every copy of this module (see the registry below). */
 export class VersionError extends Error {
   constructor(
     readonly code: VersionErrorCode,
@@ -25,7 +29,13 @@ export class VersionError extends Error {
   ) {
     super(message);
     this.name = 'VersionError';
+    VERSION_ERROR.mark(this);
   }
+}
+
+/** True for a VersionError thrown by any copy of this module. */
+export function isVersionError(e: unknown): e is VersionError {
+  return VERSION_ERROR.has(e) && typeof (e as { code?: unknown }).code === 'string';
 }
 
 /**
