@@ -244,18 +244,27 @@ export class RunService {
     return () => this.bus.off(runId, listener);
   }
 
-  /** Stops taking runs, ends the running ones as interrupted, stops webhook retries. */
+  /**
+   * Stops taking runs, ends the running ones as interrupted, stops webhook retries; resolves once
+   * all of that is written (a claim under way included) and the store is closed.
+   */
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed) return this.closing;
     this.closed = true;
-    if (this.poll) clearInterval(this.poll);
-    if (this.sweeper) clearInterval(this.sweeper);
-    for (const c of this.controllers.values()) c.abort(SERVER_SHUTDOWN);
-    this.deliveries.abort();
-    await Promise.allSettled([...this.settled]);
-    this.holder?.release();
-    await this.opened?.close();
+    this.closing = (async () => {
+      if (this.poll) clearInterval(this.poll);
+      if (this.sweeper) clearInterval(this.sweeper);
+      for (const c of this.controllers.values()) c.abort(SERVER_SHUTDOWN);
+      this.deliveries.abort();
+      // Again until empty: a claim that was under way may still start a run (which ends at once).
+      while (this.settled.size) await Promise.allSettled([...this.settled]);
+      this.holder?.release();
+      await this.opened?.close();
+    })();
+    return this.closing;
   }
+
+  private closing: Promise<void> = Promise.resolve();
 
   /**
    * Whether a lease's holder is gone. A holder on another host sharing the store (Postgres)
@@ -287,7 +296,8 @@ export class RunService {
       return;
     }
     this.pumping = true;
-    void (async () => {
+    // Kept with the runs' promises: a close waits for a claim under way.
+    const pumped: Promise<void> = (async () => {
       try {
         do {
           this.pumpAgain = false;
@@ -308,7 +318,8 @@ export class RunService {
       } finally {
         this.pumping = false;
       }
-    })();
+    })().finally(() => this.settled.delete(pumped));
+    this.settled.add(pumped);
   }
 
   private async execute(run: Run, lease: RunLease): Promise<void> {
@@ -326,6 +337,8 @@ export class RunService {
     }, this.settings.heartbeatMs);
     beat.unref?.();
     if (run.cancelRequested) controller.abort(CANCELLED);
+    // Taken by a claim that was under way when the service closed: it ends interrupted at once.
+    if (this.closed) controller.abort(SERVER_SHUTDOWN);
 
     let end: RunEnd;
     let conversationId: string | undefined;

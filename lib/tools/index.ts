@@ -168,7 +168,10 @@ async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: Tool
   }
   const abort = whenAborted(ctx.signal);
   try {
-    const result = await Promise.race([tool.run(checked.data, ctx), abort.promise]);
+    const running = tool.run(checked.data, ctx);
+    // A stop answers at once; the call itself goes on to its end (a write lands whole).
+    ctx.track?.(running);
+    const result = await Promise.race([running, abort.promise]);
     return { input, result };
   } finally {
     abort.dispose();

@@ -102,4 +102,10 @@ export interface ToolContext extends PathContext {
   subagent?: SubagentRunner;
   /** Tools of this conversation beyond the static ones (its MCP servers'), by function name. */
   dynamicTools?: ReadonlyMap<string, DynamicTool>;
+  /**
+   * Takes work that outlives the call's answer: a tool a stop stopped waiting for, which still
+   * finishes its write and its version, or a version record past its time limit. The server's
+   * close waits for it, so a shutdown never cuts a write in half nor leaves one behind it.
+   */
+  track?(work: Promise<unknown>): void;
 }

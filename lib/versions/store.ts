@@ -478,6 +478,12 @@ class GitVersionStore implements VersionStore {
     });
   }
 
+  /** Resolves once nothing of this store is running or queued (work queued meanwhile included). */
+  async idle(): Promise<void> {
+    do await this.lock.run(this.gitdir, async () => undefined);
+    while (this.lock.size > 0);
+  }
+
   relativePath(abs: string): string | null {
     if (!path.isAbsolute(abs) || !isInside(this.workRoot, abs)) return null;
     const rel = path.relative(this.workRoot, abs);
@@ -514,6 +520,21 @@ export async function openVersionStore(options: VersionStoreOptions): Promise<Ve
   const store = await opening;
   if (store.workRoot !== workRoot) throw new VersionError('E_CONFIG', 'This shadow repository already versions another folder');
   return store;
+}
+
+/**
+ * Waits until the stores of the shadow repositories under `folder` are idle, then forgets them:
+ * what closes a data folder (a server's runtime, a test's) leaves no write running in it and no
+ * store of it behind. A later open reads the repository afresh.
+ */
+export async function closeVersionStores(folder: string): Promise<void> {
+  const root = await realish(folder);
+  for (const [gitdir, opening] of [...stores]) {
+    if (gitdir !== root && !isInside(root, gitdir)) continue;
+    const store = await opening.catch(() => null);
+    await store?.idle();
+    if (stores.get(gitdir) === opening) stores.delete(gitdir);
+  }
 }
 
 /**

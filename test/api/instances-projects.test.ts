@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createRuntime, type Runtime } from '@/lib/runtime';
+import { closeRuntime, createRuntime, type Runtime } from '@/lib/runtime';
 import { MemoryConversationStore } from '@/lib/conversations';
 import { SETTINGS_FILE } from '@/lib/projects/catalog';
 import { bmadProject } from '../bmad-installs';
@@ -23,9 +23,7 @@ beforeAll(async () => {
   b = createRuntime(h.config, new MemoryConversationStore());
 }, 240_000);
 afterAll(async () => {
-  await b?.runs.close();
-  await b?.mcp.close();
-  await b?.store.close();
+  if (b) await closeRuntime(b);
   await h?.close();
   await fs.rm(projectsRoot, { recursive: true, force: true });
 });
