@@ -320,6 +320,14 @@ export class WorkspaceService {
     if (opts.commit && fs.existsSync(dir)) {
       const script = [
         'b=$(git symbolic-ref -q HEAD) || exit 0',
+        // The clone's own drivers would not find their programs in here anyway; emptied, a
+        // "required" filter the model planted does not stop its own changes from being committed.
+        'IFS="\n"; i=$GIT_CONFIG_COUNT',
+        "for k in $(git config --list --null --name-only | tr '\\0' '\\n' | grep -E '^(filter\\..*\\.(clean|smudge|process)|diff\\..*\\.(command|textconv)|merge\\..*\\.driver)$'); do",
+        '  export GIT_CONFIG_KEY_$i="$k" GIT_CONFIG_VALUE_$i=""; i=$((i+1))',
+        '  case "$k" in filter.*) export GIT_CONFIG_KEY_$i="${k%.*}.required" GIT_CONFIG_VALUE_$i=false; i=$((i+1));; esac',
+        'done',
+        'export GIT_CONFIG_COUNT=$i; unset IFS',
         `[ "$b" = "refs/heads/${ws.branch}" ] || exit 0`,
         'git add -A || exit 1',
         'git diff --cached --quiet && exit 0',
