@@ -120,6 +120,14 @@ describe('workspaces', () => {
     expect(fs.readFileSync(path.join(dir, 'src/app.txt'), 'utf8')).toBe('one\ntwo\nthree\n');
     expect(sh(dir, ['symbolic-ref', '--short', 'HEAD']).trim()).toBe('bmad/story-1.2');
     expect(sh(dir, ['remote']).trim()).toBe('');
+    // Nothing in the clone names a server path (its reflogs, config, refs).
+    const leaks = (folder: string): string[] =>
+      fs.readdirSync(folder, { withFileTypes: true }).flatMap((e) => {
+        const p = path.join(folder, e.name);
+        if (e.isDirectory()) return leaks(p);
+        return fs.readFileSync(p).includes(Buffer.from(path.dirname(s.repo))) ? [path.relative(dir, p)] : [];
+      });
+    expect(leaks(path.join(dir, '.git'))).toEqual([]);
     expect(sh(dir, ['rev-parse', 'main']).trim()).toBe(baseCommit);
 
     // Committed by a command, and a file tool's edit left uncommitted until the turn's end.

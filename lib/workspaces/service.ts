@@ -202,6 +202,8 @@ export class WorkspaceService {
       await gitOk(['clone', '--quiet', '--no-local', '--template=', '--single-branch', '--no-tags', '--branch', branch, '--', top, dir], { cwd: this.opts.root, timeoutMs: 600_000 });
       // The clone keeps no way back to the project folder (nor its path); the base stays as a local branch to diff against.
       await gitOk(['remote', 'remove', 'origin'], { cwd: dir });
+      // The clone's reflogs say where it was cloned from: a server path the model could read.
+      fs.rmSync(path.join(dir, '.git', 'logs'), { recursive: true, force: true });
       if (base !== branch) await git(['branch', '--no-track', '--', base, baseCommit], { cwd: dir });
       return ws;
     } catch (e) {
