@@ -20,7 +20,7 @@ const ENV = {
 };
 
 export function sh(cwd: string, args: string[], input?: string): string {
-  return execFileSync('git', args, { cwd, env: ENV, input, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['pipe', 'pipe', 'pipe'] });
+  return execFileSync('git', args, { cwd, env: ENV as unknown as NodeJS.ProcessEnv, input, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, stdio: ['pipe', 'pipe', 'pipe'] });
 }
 
 export function tempDir(label: string): string {

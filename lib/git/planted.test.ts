@@ -140,7 +140,6 @@ describe('planted config, hooks and attributes', () => {
     run(['diff', 'main', 'side', '--', 'README.md']);
     run(['diff', 'main', 'side', '--', 'shared.txt']);
     run(['diff', '--no-ext-diff', 'main', 'side', '--', 'shared.txt']);
-    run(['commit', '--allow-empty', '-q', '-m', 'signed?']);
     run(['merge-tree', '--write-tree', 'main', 'side']);
     writeFiles(repo, { 'shared.txt': 'changed\n', 'a.inc': 'inc 2\n', 'b.eq': 'eq 2\n' });
     run(['status']);
@@ -150,7 +149,7 @@ describe('planted config, hooks and attributes', () => {
     fs.rmSync(path.join(repo, 'a.inc'));
     run(['checkout', '--', 'a.inc', 'b.eq']);
     const seen = markers(kit);
-    for (const m of ['core-fsmonitor', 'filter-process', 'filter-eq-clean', 'filter-eq-smudge', 'include-filter-clean', 'include-filter-smudge', 'diff-external', 'merge-driver', 'hookspath-reference-transaction', 'hookspath-post-checkout', 'hookspath-pre-commit']) {
+    for (const m of ['core-fsmonitor', 'filter-process', 'filter-eq-clean', 'filter-eq-smudge', 'include-filter-clean', 'include-filter-smudge', 'diff-external', 'merge-driver', 'hookspath-reference-transaction', 'hookspath-post-checkout']) {
       expect(seen).toContain(`${m}@control`);
     }
   });
@@ -216,4 +215,51 @@ describe('planted config, hooks and attributes', () => {
     // The workspaces' plants never reached the project repository's config.
     expect(execFileSync('cat', [path.join(repo, '.git', 'config')], { encoding: 'utf8' })).not.toContain('@workspace');
   }, 120_000);
+  it('take nothing from the server\'s own GIT_* variables', async () => {
+    const base = tempDir('planted-env');
+    dirs.push(base);
+    const kit = plantKit(base);
+    const repo = makeRepo(path.join(base, 'project'), FILES);
+    const decoy = makeRepo(path.join(base, 'decoy'), { 'decoy.md': 'd\n' });
+    sh(decoy, ['checkout', '-q', '-b', 'decoy-branch']);
+    const hooks = path.join(base, 'env-hooks');
+    fs.mkdirSync(hooks);
+    for (const h of HOOKS) fs.copyFileSync(program(kit, `env-hook-${h}`), path.join(hooks, h));
+    const planted: Record<string, string> = {
+      GIT_DIR: path.join(decoy, '.git'),
+      GIT_WORK_TREE: decoy,
+      GIT_CONFIG_PARAMETERS: `'core.fsmonitor=${program(kit, 'env-fsmonitor')}' 'core.hooksPath=${hooks}'`,
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'filter.evil.clean',
+      GIT_CONFIG_VALUE_0: program(kit, 'env-filter'),
+      GIT_EXTERNAL_DIFF: program(kit, 'env-external-diff'),
+      GIT_PAGER: program(kit, 'env-pager'),
+      GIT_SSH_COMMAND: program(kit, 'env-ssh'),
+      GIT_EDITOR: program(kit, 'env-editor'),
+      GIT_ASKPASS: program(kit, 'env-askpass'),
+      GIT_CONFIG_GLOBAL: path.join(base, 'global.cfg'),
+    };
+    fs.writeFileSync(planted.GIT_CONFIG_GLOBAL!, `[core]\n\tfsmonitor = ${program(kit, 'env-global-fsmonitor')}\n`);
+    const saved = Object.fromEntries(Object.keys(planted).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, planted);
+    try {
+      const service = new WorkspaceService({ store: new MemoryWorkspaceStore(), root: path.join(base, 'workspaces') });
+      const project = { id: 'p', root: repo };
+      await service.putBuild('p', { enabled: true });
+      expect(await repositoryInfo(repo)).toMatchObject({ branch: 'main', clean: true });
+      const ws = await service.create(project, { name: 'env', createdBy: 'u' });
+      writeFiles(service.checkoutPath(ws), { 'shared.txt': 'changed\n' });
+      expect((await service.sync(project, ws, { commit: { ...person, message: 'turn' } })).committed).toBe(true);
+      expect((await service.diff(project, ws.id)).diff).toContain('+changed');
+      expect((await service.merge(project, ws.id, person)).fastForward).toBe(true);
+      expect(fs.readFileSync(path.join(repo, 'shared.txt'), 'utf8')).toBe('changed\n');
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    }
+    expect(markers(kit)).toEqual([]);
+    expect(sh(decoy, ['branch', '--list']).trim()).toBe('* decoy-branch\n  main'.trim());
+  }, 60_000);
 });
