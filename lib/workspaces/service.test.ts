@@ -285,6 +285,30 @@ describe('workspaces', () => {
     expect(fs.readdirSync(path.join(s.repo)).sort()).toEqual(['.git', 'README.md', 'a', 'b', 'src']);
   });
 
+  it('moves only its own branch in the project repository, rewritten history included', async () => {
+    const s = await setup();
+    const [a, b] = await Promise.all([s.service.create(s.project, { name: 'a', createdBy: 'u1' }), s.service.create(s.project, { name: 'b', createdBy: 'u1' })]);
+    work(s, b, { 'b.txt': 'b\n' });
+    await s.service.sync(s.project, b);
+    const refsBefore = sh(s.repo, ['for-each-ref', '--format=%(refname) %(objectname)']);
+    const dir = s.service.checkoutPath(a);
+    const first = work(s, a, { 'a.txt': 'a\n' }, 'first');
+    // The model's commands try the other refs in their clone: the base, another workspace's branch, a tag.
+    sh(dir, ['branch', '-f', 'main', first]);
+    sh(dir, ['branch', '-f', 'bmad/b', first]);
+    sh(dir, ['tag', 'v9', first]);
+    await s.service.sync(s.project, a);
+    const refsAfter = sh(s.repo, ['for-each-ref', '--format=%(refname) %(objectname)']);
+    expect(refsAfter.replace(/^refs\/heads\/bmad\/a .*$/m, '')).toBe(refsBefore.replace(/^refs\/heads\/bmad\/a .*$/m, ''));
+    expect(sh(s.repo, ['rev-parse', 'bmad/a']).trim()).toBe(first);
+    // History rewritten in the workspace (amend): the branch is the workspace's own, it follows.
+    sh(dir, ['commit', '-q', '--amend', '-m', 'first, amended']);
+    const amended = sh(dir, ['rev-parse', 'HEAD']).trim();
+    expect((await s.service.sync(s.project, a)).head).toBe(amended);
+    expect(sh(s.repo, ['rev-parse', 'bmad/a']).trim()).toBe(amended);
+    expect(sh(s.repo, ['tag']).trim()).toBe('');
+  });
+
   it('answers 404 for another project\'s workspace and records the setup outcome', async () => {
     const s = await setup();
     const ws = await s.service.create(s.project, { name: 'mine', createdBy: 'u1' });
