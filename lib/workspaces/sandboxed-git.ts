@@ -1,5 +1,5 @@
 import { runSandboxed } from '../scripts/run';
-import { SANDBOX_ENV } from '../scripts/sandbox';
+import { bwrapArgs, SANDBOX_ENV } from '../scripts/sandbox';
 import { FIXED_CONFIG } from '../git/runner';
 
 /**
@@ -38,4 +38,25 @@ export async function runInCheckout(sandbox: SandboxedGit, checkout: string, scr
     maxOutputBytes: 64 * 1024,
   });
   return { ok: out.exitCode === 0 && !out.spawnError, exitCode: out.exitCode, stdout: out.stdout, stderr: out.spawnError ?? out.stderr };
+}
+
+const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Where the clone appears inside the sandbox that serves a fetch from it. */
+export const SERVED_AT = '/workspace';
+
+/**
+ * The `--upload-pack` of a fetch from a workspace's clone: git's upload-pack inside bubblewrap,
+ * seeing the clone read-only and nothing else. A `.git` file, a `commondir` or alternates the
+ * model planted there can only point inside the clone, never at another repository of the host.
+ * git appends the repository's path (SERVED_AT) to this line and runs it with sh.
+ */
+export function uploadPackCommand(bwrap: string, checkout: string): string {
+  const args = bwrapArgs({
+    mounts: [{ kind: 'ro', host: checkout, at: SERVED_AT }],
+    cwd: '/',
+    command: ['git-upload-pack'],
+    env: { ...SANDBOX_ENV, PATH: '/usr/lib/git-core:/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
+  return [bwrap, ...args].map(sq).join(' ');
 }

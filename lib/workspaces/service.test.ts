@@ -309,6 +309,35 @@ describe('workspaces', () => {
     expect(sh(s.repo, ['tag']).trim()).toBe('');
   });
 
+  it('serves a sync from the clone alone: a .git file or alternates pointing at another host repository bring nothing of it', async () => {
+    const s = await setup();
+    const decoyBase = tempDir('decoy');
+    dirs.push(decoyBase);
+    const decoy = makeRepo(path.join(decoyBase, 'other-project'), { 'secret.txt': 'another project\'s secret\n' });
+    const ws = await s.service.create(s.project, { name: 'redirect', createdBy: 'u1' });
+    sh(decoy, ['branch', 'bmad/redirect']);
+    const secret = sh(decoy, ['rev-parse', 'HEAD']).trim();
+    const dir = s.service.checkoutPath(ws);
+    const before = sh(s.repo, ['rev-parse', 'bmad/redirect']).trim();
+    const absent = () => {
+      expect(() => sh(s.repo, ['cat-file', '-e', `${secret}^{commit}`])).toThrow();
+      expect(sh(s.repo, ['rev-parse', 'bmad/redirect']).trim()).toBe(before);
+    };
+    // Alternates naming the other repository's objects, and the branch set to its commit.
+    fs.writeFileSync(path.join(dir, '.git', 'objects', 'info', 'alternates'), `${path.join(decoy, '.git', 'objects')}\n`);
+    fs.writeFileSync(path.join(dir, '.git', 'refs', 'heads', 'bmad', 'redirect'), `${secret}\n`);
+    expect((await s.service.sync(s.project, ws)).synced).toBe(false);
+    absent();
+    // The clone's .git replaced by a file sending git to the other repository.
+    fs.renameSync(path.join(dir, '.git'), path.join(dir, 'old-git'));
+    fs.writeFileSync(path.join(dir, '.git'), `gitdir: ${path.join(decoy, '.git')}\n`);
+    expect((await s.service.sync(s.project, ws)).synced).toBe(false);
+    absent();
+    // The same fetch without the sandbox would have brought it (the test can fail).
+    sh(s.repo, ['fetch', '-q', dir, 'refs/heads/bmad/redirect:refs/heads/probe']);
+    expect(sh(s.repo, ['rev-parse', 'probe']).trim()).toBe(secret);
+  });
+
   it('answers 404 for another project\'s workspace and records the setup outcome', async () => {
     const s = await setup();
     const ws = await s.service.create(s.project, { name: 'mine', createdBy: 'u1' });

@@ -6,7 +6,7 @@ import { DIFF_SAFE, git, gitOk, GitError } from '../git/runner';
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../git/repo';
 import { log } from '../log';
 import { branchProblem, checkName } from './names';
-import { runInCheckout } from './sandboxed-git';
+import { runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
 import { NameTakenError, DEFAULT_BUILD, type BuildSettings, type CommitInfo, type FileChange, type SetupOutcome, type Workspace, type WorkspaceDetail, type WorkspaceStore } from './types';
 
 /** A project as the service needs it: its id and its folder (absolute; never shown to anyone). */
@@ -340,9 +340,13 @@ export class WorkspaceService {
       if (!out.ok) log.warn('workspace.commit_failed', { workspace: ws.id, code: out.exitCode ?? -1, message: out.stderr.slice(0, 300) });
     }
     return this.locked(top, async () => {
-      // Fetched from the clone: the fetch runs in the project repository (our config); git's
-      // upload-pack reads the clone's and is built to serve untrusted repositories.
-      const r = await git(['-c', 'fetch.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--', dir, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`], { cwd: top, timeoutMs: 600_000 });
+      // Fetched from the clone: the fetch runs in the project repository (our config); the
+      // clone's side, git's upload-pack, runs in bubblewrap seeing the clone only.
+      const uploadPack = uploadPackCommand(this.opts.bwrap ?? 'bwrap', dir);
+      const r = await git(
+        ['-c', 'fetch.fsckObjects=true', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', `--upload-pack=${uploadPack}`, '--', SERVED_AT, `+refs/heads/${ws.branch}:refs/heads/${ws.branch}`],
+        { cwd: top, timeoutMs: 600_000 },
+      );
       if (r.code !== 0) log.warn('workspace.sync_failed', { workspace: ws.id, message: r.stderr.trim().split('\n').slice(-1)[0]?.slice(0, 300) ?? '' });
       return { head: await resolveCommit(top, `refs/heads/${ws.branch}`), committed, synced: r.code === 0 };
     });
