@@ -57,8 +57,13 @@ export async function isClean(top: string): Promise<boolean> {
 export async function repositoryInfo(folder: string): Promise<RepositoryInfo | null> {
   const top = findRepositoryTop(folder);
   if (!top) return null;
-  const probe = await git(['rev-parse', '--git-dir'], { cwd: top });
-  if (probe.code !== 0) return null;
-  const [branch, head, clean] = await Promise.all([currentBranch(top), resolveCommit(top, 'HEAD'), isClean(top).catch(() => false)]);
-  return { branch, head, clean };
+  try {
+    const probe = await git(['rev-parse', '--git-dir'], { cwd: top });
+    if (probe.code !== 0) return null;
+    const [branch, head, clean] = await Promise.all([currentBranch(top), resolveCommit(top, 'HEAD'), isClean(top).catch(() => false)]);
+    return { branch, head, clean };
+  } catch {
+    // A configuration git cannot read: nothing is run on it, and nothing shown.
+    return null;
+  }
 }

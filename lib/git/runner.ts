@@ -175,7 +175,11 @@ function spawnGit(args: string[], opts: GitOptions): Promise<GitResult> {
         cut,
       });
     });
-    if (opts.input !== undefined) child.stdin!.end(opts.input);
+    if (opts.input !== undefined) {
+      // git killed at the cap (or done early) closes its end: the rest of the input is not needed.
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(opts.input);
+    }
   });
 }
 
@@ -201,17 +205,18 @@ function configEnv(pairs: Iterable<readonly [string, string]>): Record<string, s
  */
 export async function safeConfig(cwd: string): Promise<Record<string, string>> {
   const listed = await spawnGit(['config', '--list', '--null', '--name-only'], { cwd, env: configEnv(FIXED_CONFIG), timeoutMs: 10_000 });
+  // Fails closed: a configuration that cannot be listed (unreadable, an include that never
+  // ends) is one whose drivers cannot be known, so nothing runs on it.
+  if (listed.code !== 0 || listed.cut) throw new GitError('config', listed);
   const pairs = new Map<string, string>(FIXED_CONFIG.map(([k, v]) => [k, v]));
-  if (listed.code === 0) {
-    for (const key of listed.stdout.split('\0')) {
-      if (!key) continue;
-      for (const [k, v] of overrideFor(key)) pairs.set(k, v);
-    }
+  for (const key of listed.stdout.split('\0')) {
+    if (!key) continue;
+    for (const [k, v] of overrideFor(key)) pairs.set(k, v);
   }
   return configEnv(pairs);
 }
 
-/** Runs `git <args>` safely at `cwd` (see above). Never throws for git's own failures: read `code`. */
+/** Runs `git <args>` safely at `cwd` (see above). Throws only when the repository's configuration cannot be read; otherwise read `code`. */
 export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
   const config = await safeConfig(opts.cwd);
   // The caller's env may add identities or an index file, never replace the overrides.
