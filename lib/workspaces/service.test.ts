@@ -338,6 +338,19 @@ describe('workspaces', () => {
     expect(sh(s.repo, ['rev-parse', 'probe']).trim()).toBe(secret);
   });
 
+  it('lands two merges into one base from two instances at once (the loser of the compare-and-swap starts over)', async () => {
+    const s = await setup();
+    const other = new WorkspaceService({ store: s.service.store, root: s.root });
+    const [a, b] = await Promise.all([s.service.create(s.project, { name: 'left', createdBy: 'u1' }), other.create(s.project, { name: 'right', createdBy: 'u1' })]);
+    work(s, a, { 'left.txt': 'l\n' });
+    work(s, b, { 'right.txt': 'r\n' });
+    sh(s.repo, ['checkout', '-q', '--detach']);
+    const [ma, mb] = await Promise.all([s.service.merge(s.project, a.id, alice), other.merge(s.project, b.id, alice)]);
+    const main = sh(s.repo, ['rev-parse', 'main']).trim();
+    expect([ma.commit, mb.commit]).toContain(main);
+    expect(sh(s.repo, ['ls-tree', '--name-only', 'main']).trim().split('\n')).toEqual(expect.arrayContaining(['left.txt', 'right.txt']));
+  });
+
   it('answers 404 for another project\'s workspace and records the setup outcome', async () => {
     const s = await setup();
     const ws = await s.service.create(s.project, { name: 'mine', createdBy: 'u1' });

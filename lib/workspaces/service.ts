@@ -359,61 +359,70 @@ export class WorkspaceService {
    * checked out, it must be clean and is moved along.
    */
   async merge(project: ProjectRef, id: string, person: Person): Promise<MergeResult> {
-    let ws = await this.find(project, id);
+    const ws = await this.find(project, id);
     if (ws.status !== 'open') throw new AppError('E_CONFLICT', `The workspace is ${ws.status}.`);
     const top = this.repoTop(project);
     await this.sync(project, ws);
     return this.locked(top, async () => {
-      const baseRef = `refs/heads/${ws.base}`;
-      const old = await resolveCommit(top, baseRef);
-      if (!old) throw new AppError('E_CONFLICT', `The base branch "${ws.base}" no longer exists.`);
-      const head = await resolveCommit(top, `refs/heads/${ws.branch}`);
-      if (!head) throw new AppError('E_CONFLICT', `The branch "${ws.branch}" no longer exists.`);
-      const checkedOut = (await currentBranch(top)) === ws.base;
-      if (checkedOut && !(await isClean(top))) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes on the base branch.');
-      const isAncestor = async (a: string, b: string) => (await git(['merge-base', '--is-ancestor', a, b], { cwd: top })).code === 0;
-      let next: string;
-      let fastForward = false;
-      if (await isAncestor(head, old)) next = old;
-      else if (await isAncestor(old, head)) {
-        next = head;
-        fastForward = true;
-      } else {
-        const m = await git(['merge-tree', '--write-tree', '--no-messages', '--name-only', '-z', old, head], { cwd: top });
-        const parts = m.stdout.split('\0');
-        if (m.code === 1) {
-          const paths: string[] = [];
-          for (const p of parts.slice(1)) {
-            if (!p) break;
-            if (!paths.includes(p)) paths.push(p);
-          }
-          throw new AppError('E_MERGE_CONFLICT', `Merging ${ws.branch} into ${ws.base} conflicts in ${paths.length} file(s).`, { paths });
-        }
-        if (m.code !== 0) throw new GitError('merge-tree', m);
-        const tree = parts[0]!.trim();
-        const message = `Merge branch '${ws.branch}' into ${ws.base}`;
-        next = (await gitOk(['commit-tree', tree, '-p', old, '-p', head, '-m', message], { cwd: top, env: gitIdentityEnv(person) })).trim();
+      // Another instance may move the base between our read and our compare-and-swap: start over.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const done = await this.mergeOnce(top, ws, person);
+        if (done) return done;
       }
-      let checkoutUpdated = false;
-      if (next !== old) {
-        const set = await git(['update-ref', '-m', `bmad: merge ${ws.branch}`, baseRef, next, old], { cwd: top });
-        if (set.code !== 0) throw new AppError('E_CONFLICT', 'The base branch moved during the merge; try again.');
-        if (checkedOut) {
-          // Index and files go from the old commit to the new one; a file changed meanwhile (or an
-          // untracked one in the way) stops it, and the branch goes back.
-          const rt = await git([...atTop(top), 'read-tree', '-m', '-u', old, next], { cwd: top, env: { GIT_OPTIONAL_LOCKS: '1' } });
-          if (rt.code !== 0) {
-            await git(['update-ref', '-m', 'bmad: merge undone', baseRef, old, next], { cwd: top });
-            throw new AppError('E_BASE_DIRTY', 'The project folder has changes the merge would overwrite.');
-          }
-          checkoutUpdated = true;
-        }
-      }
-      const updated = await this.opts.store.update(ws.id, { status: 'merged', mergedCommit: next }, 'open');
-      if (!updated) throw new AppError('E_CONFLICT', 'The workspace changed during the merge.');
-      ws = updated;
-      return { workspace: ws, commit: next, fastForward, checkoutUpdated };
+      throw new AppError('E_CONFLICT', 'The base branch kept moving during the merge; try again.');
     });
+  }
+
+  /** One merge attempt; null when the base moved before it could be set. */
+  private async mergeOnce(top: string, ws: Workspace, person: Person): Promise<MergeResult | null> {
+    const baseRef = `refs/heads/${ws.base}`;
+    const old = await resolveCommit(top, baseRef);
+    if (!old) throw new AppError('E_CONFLICT', `The base branch "${ws.base}" no longer exists.`);
+    const head = await resolveCommit(top, `refs/heads/${ws.branch}`);
+    if (!head) throw new AppError('E_CONFLICT', `The branch "${ws.branch}" no longer exists.`);
+    const checkedOut = (await currentBranch(top)) === ws.base;
+    if (checkedOut && !(await isClean(top))) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes on the base branch.');
+    const isAncestor = async (a: string, b: string) => (await git(['merge-base', '--is-ancestor', a, b], { cwd: top })).code === 0;
+    let next: string;
+    let fastForward = false;
+    if (await isAncestor(head, old)) next = old;
+    else if (await isAncestor(old, head)) {
+      next = head;
+      fastForward = true;
+    } else {
+      const m = await git(['merge-tree', '--write-tree', '--no-messages', '--name-only', '-z', old, head], { cwd: top });
+      const parts = m.stdout.split('\0');
+      if (m.code === 1) {
+        const paths: string[] = [];
+        for (const p of parts.slice(1)) {
+          if (!p) break;
+          if (!paths.includes(p)) paths.push(p);
+        }
+        throw new AppError('E_MERGE_CONFLICT', `Merging ${ws.branch} into ${ws.base} conflicts in ${paths.length} file(s).`, { paths });
+      }
+      if (m.code !== 0) throw new GitError('merge-tree', m);
+      const tree = parts[0]!.trim();
+      const message = `Merge branch '${ws.branch}' into ${ws.base}`;
+      next = (await gitOk(['commit-tree', tree, '-p', old, '-p', head, '-m', message], { cwd: top, env: gitIdentityEnv(person) })).trim();
+    }
+    let checkoutUpdated = false;
+    if (next !== old) {
+      const set = await git(['update-ref', '-m', `bmad: merge ${ws.branch}`, baseRef, next, old], { cwd: top });
+      if (set.code !== 0) return null;
+      if (checkedOut) {
+        // Index and files go from the old commit to the new one; a file changed meanwhile (or an
+        // untracked one in the way) stops it, and the branch goes back.
+        const rt = await git([...atTop(top), 'read-tree', '-m', '-u', old, next], { cwd: top, env: { GIT_OPTIONAL_LOCKS: '1' } });
+        if (rt.code !== 0) {
+          await git(['update-ref', '-m', 'bmad: merge undone', baseRef, old, next], { cwd: top });
+          throw new AppError('E_BASE_DIRTY', 'The project folder has changes the merge would overwrite.');
+        }
+        checkoutUpdated = true;
+      }
+    }
+    const updated = await this.opts.store.update(ws.id, { status: 'merged', mergedCommit: next }, 'open');
+    if (!updated) throw new AppError('E_CONFLICT', 'The workspace changed during the merge.');
+    return { workspace: updated, commit: next, fastForward, checkoutUpdated };
   }
 
   /** Removes the workspace's clone and its branch; the row stays, discarded. */
