@@ -351,6 +351,23 @@ describe('workspaces', () => {
     expect(sh(s.repo, ['ls-tree', '--name-only', 'main']).trim().split('\n')).toEqual(expect.arrayContaining(['left.txt', 'right.txt']));
   });
 
+  it('lists renames, deletions and binary files with their counts', async () => {
+    const s = await setup({ 'README.md': 'r\n', 'old/name.txt': 'a\nb\nc\nd\ne\n', 'gone.txt': 'x\ny\n' });
+    const ws = await s.service.create(s.project, { name: 'shapes', createdBy: 'u1' });
+    const dir = s.service.checkoutPath(ws);
+    fs.mkdirSync(path.join(dir, 'new'));
+    sh(dir, ['mv', 'old/name.txt', 'new/name.txt']);
+    sh(dir, ['rm', '-q', 'gone.txt']);
+    fs.writeFileSync(path.join(dir, 'logo.bin'), Buffer.from([0, 1, 2, 0, 255, 0]));
+    work(s, ws, {});
+    await s.service.sync(s.project, ws);
+    expect((await s.service.get(s.project, ws.id)).files).toEqual([
+      { path: 'gone.txt', status: 'deleted', additions: 0, deletions: 2 },
+      { path: 'logo.bin', status: 'added', additions: null, deletions: null },
+      { path: 'new/name.txt', status: 'renamed', additions: 0, deletions: 0 },
+    ]);
+  });
+
   it('answers 404 for another project\'s workspace and records the setup outcome', async () => {
     const s = await setup();
     const ws = await s.service.create(s.project, { name: 'mine', createdBy: 'u1' });
