@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { makeRepo, sh, tempDir, writeFiles } from '../../test/git-repo';
 import { AppError } from '../errors';
-import { MemoryWorkspaceStore, WorkspaceService } from '../workspaces';
-import { git, repositoryInfo } from '.';
+import { MemoryWorkspaceStore, WorkspaceService } from '.';
+import { git, repositoryInfo } from '../git';
 
 // A repository's own config, what it includes, its hooks and its attributes may be written by
 // whoever works in it (in a workspace: the model's commands). Each mechanism below would run a
