@@ -164,6 +164,8 @@ describe('workspaces', () => {
     const one = await s.service.diff(s.project, ws.id, { path: 'src/new.txt' });
     expect(one.diff).toContain('+new');
     expect(one.diff).not.toContain('app.txt');
+    expect(await code(s.service.diff(s.project, ws.id, { path: '../outside.txt' }))).toBe('E_VALIDATION');
+    expect((await s.service.diff(s.project, ws.id, { path: 'src/*.txt' })).diff).toBe('');
 
     const merged = await s.service.merge(s.project, ws.id, alice);
     expect(merged).toMatchObject({ commit: head, fastForward: true, checkoutUpdated: true });

@@ -297,7 +297,9 @@ export class WorkspaceService {
     if (!head) return { diff: '', cut: false, bytes: 0 };
     const max = Math.min(opts.maxBytes ?? MAX_DIFF_BYTES, MAX_DIFF_BYTES);
     const spec = opts.path !== undefined ? [`:(literal)${opts.path.replace(/^\/+/, '')}`] : [];
-    if (opts.path !== undefined && (opts.path.includes('\0') || opts.path.trim() === '')) throw new AppError('E_VALIDATION', 'path is not a file path', { field: 'path' });
+    if (opts.path !== undefined && (opts.path.includes('\0') || opts.path.trim() === '' || opts.path.split(/[\\/]/).includes('..'))) {
+      throw new AppError('E_VALIDATION', 'path is not a file path of the workspace', { field: 'path' });
+    }
     const r = await git(['diff', ...DIFF_SAFE, '-M', `${base}...${head}`, '--', ...spec], { cwd: top, maxBytes: max, timeoutMs: 120_000 });
     if (r.code !== 0 && !r.cut) throw new GitError('diff', r);
     return { diff: r.stdout, cut: r.cut, bytes: Buffer.byteLength(r.stdout) };
