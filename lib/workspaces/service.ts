@@ -316,8 +316,10 @@ export class WorkspaceService {
    * touched). With `commit`, the clone's uncommitted changes are committed first, by git inside
    * bubblewrap (the clone's .git is the model's). Call after every command and at each turn's end.
    */
-  async sync(project: ProjectRef, ws: Workspace, opts: { commit?: Person & { message: string } } = {}): Promise<SyncResult> {
-    if (ws.status !== 'open') return { head: null, committed: false, synced: false };
+  async sync(project: ProjectRef, given: Workspace, opts: { commit?: Person & { message: string } } = {}): Promise<SyncResult> {
+    // The row as it is now: a workspace merged or discarded meanwhile is not moved again.
+    const ws = await this.opts.store.get(given.id);
+    if (!ws || ws.projectId !== project.id || ws.status !== 'open') return { head: null, committed: false, synced: false };
     const top = this.repoTop(project);
     const dir = this.checkoutPath(ws);
     let committed = false;
