@@ -74,6 +74,10 @@ describe('architecture', () => {
     // Accounts know who asks and what they may do, nothing of what is asked for.
     ['auth', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'stream', 'llm', 'agents', 'workflows', 'versions', 'audit']],
     ['access', ['auth', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'stream', 'llm', 'agents', 'workflows', 'versions', 'audit']],
+    // Git on the server's side is a leaf: whoever needs git goes through its runner, it knows no one.
+    ['git', ['workspaces', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'scripts', 'db', 'stream', 'llm', 'agents']],
+    // Workspaces are used by tools, chat and runs, never the other way round.
+    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

@@ -56,6 +56,8 @@ export interface Config {
   models: ModelSetup;
   limits: ToolLimits;
   scripts: ScriptSettings;
+  /** WORKSPACES_ROOT: where workspaces' clones live (default DATA_DIR/workspaces). */
+  workspacesRoot: string;
 }
 
 export const DEFAULT_LIMITS: ToolLimits = {
@@ -96,6 +98,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     projectRoot: path.resolve(/*turbopackIgnore: true*/ cwd),
     outputPath: abs(env.OUTPUT_PATH, 'output'),
     dataDir: abs(env.DATA_DIR, 'data'),
+    workspacesRoot: abs(env.WORKSPACES_ROOT, path.join(nonEmpty(env.DATA_DIR) ?? 'data', 'workspaces')),
     maxIterations: int(env.MAX_ITERATIONS, 25),
     turnTimeoutMs: int(env.TURN_TIMEOUT_MS, 120_000),
     store: env.CONVERSATION_STORE === 'memory' ? 'memory' : postgresUrl(env.DATABASE_URL) ? 'postgres' : 'sqlite',

@@ -10,6 +10,35 @@ function ddl(...statements: string[]): Migration {
   };
 }
 
+function workspaceDdl(key: string): string[] {
+  return [
+    `CREATE TABLE build_settings (
+       project_id  ${key} PRIMARY KEY,
+       enabled     integer NOT NULL DEFAULT 0,
+       base_branch text,
+       setup       text,
+       env         text NOT NULL DEFAULT '{}',
+       updated_at  ${key} NOT NULL
+     )`,
+    `CREATE TABLE workspaces (
+       id            ${key} PRIMARY KEY,
+       project_id    ${key} NOT NULL,
+       name          ${key} NOT NULL,
+       branch        text NOT NULL,
+       base          text NOT NULL,
+       base_commit   text NOT NULL,
+       status        text NOT NULL CHECK (status IN ('open', 'merged', 'discarded')),
+       created_by    text NOT NULL,
+       setup         text,
+       merged_commit text,
+       created_at    ${key} NOT NULL,
+       updated_at    ${key} NOT NULL
+     )`,
+    "CREATE UNIQUE INDEX workspaces_live_name ON workspaces (project_id, name) WHERE status <> 'discarded'",
+    'CREATE INDEX workspaces_by_project ON workspaces (project_id, created_at, id)',
+  ];
+}
+
 /**
  * The Postgres schema history, oldest first, by name (Kysely orders them by name). Append only:
  * an edited migration would leave existing databases on a schema no code describes.
@@ -113,6 +142,9 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
     "CREATE INDEX runs_running ON runs (id) WHERE status = 'running'",
     'CREATE INDEX runs_by_project ON runs (project_id, created_at, id)',
   ),
+  // Build settings per project and workspaces (a clone on a branch of its own): same columns in
+  // both dialects. A name is unique among a project's workspaces not discarded.
+  '0004_workspaces': ddl(...workspaceDdl('text COLLATE "C"')),
 };
 
 /**
@@ -120,7 +152,9 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
  * history of their own (user_version), which the conversation store runs before these. Same
  * rules as above.
  */
-export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {};
+export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001_workspaces': ddl(...workspaceDdl('text')),
+};
 
 export type SqlDialect = 'sqlite' | 'postgres';
 

@@ -22,7 +22,12 @@ export type ApiErrorCode =
   | 'E_LLM_UPSTREAM'
   | 'E_LLM_NOT_CONFIGURED'
   | 'E_LLM_TIMEOUT'
-  | 'E_INTERNAL';
+  | 'E_INTERNAL'
+  | 'E_BUILD_DISABLED'
+  | 'E_MERGE_CONFLICT'
+  | 'E_BASE_DIRTY'
+  | 'E_WORKSPACE_NOT_FOUND'
+  | 'E_NOT_A_REPOSITORY';
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
@@ -48,6 +53,12 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_LLM_NOT_CONFIGURED: 503,
   E_LLM_TIMEOUT: 504,
   E_INTERNAL: 500,
+  E_BUILD_DISABLED: 409,
+  E_MERGE_CONFLICT: 409,
+  E_BASE_DIRTY: 409,
+  E_WORKSPACE_NOT_FOUND: 404,
+  // The project's state, not the request's shape: the same request works once it is a repository.
+  E_NOT_A_REPOSITORY: 409,
 };
 
 /**

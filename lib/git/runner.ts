@@ -1,0 +1,241 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/**
+ * Every git the server runs goes through here. A repository's own configuration (its .git/config,
+ * what that includes, its config.worktree) and its attributes (.gitattributes in the tree,
+ * .git/info/attributes) may come from whoever could write in it — in a workspace, the model's
+ * commands. Nothing they say may run a program on the host:
+ *
+ * - no system or global configuration, a clean environment (no GIT_* of the server's, HOME and
+ *   XDG_CONFIG_HOME nowhere, so no user attributes file either);
+ * - fixed command-line settings for every single-valued key that names a program or turns one on
+ *   (hooks, fsmonitor, pager, editor, ssh, askpass, signing, external diff, alternate refs, auto gc)
+ *   — the command line wins over the repository's files;
+ * - for the keys whose names git cannot know beforehand (a driver named in .gitattributes:
+ *   `filter.<x>.*`, `diff.<x>.*`, `merge.<x>.driver`, `credential.<url>.helper`), the repository's
+ *   configuration is listed first (`git config --list`, which only reads) and each such key is
+ *   overridden on the command line: filters and diff programs emptied (git then runs none), merge
+ *   drivers replaced by git's own text merge;
+ * - transports limited to local paths (no ssh, http, ext), so no credential helper or proxy is
+ *   ever asked.
+ *
+ * Callers add `--no-ext-diff --no-textconv` to diff and log themselves (see DIFF_SAFE).
+ */
+
+/** The environment of every git: nothing of the server's. */
+export const GIT_ENV: Readonly<Record<string, string>> = {
+  PATH: '/usr/local/bin:/usr/bin:/bin',
+  HOME: '/nonexistent',
+  XDG_CONFIG_HOME: '/nonexistent',
+  LANG: 'C',
+  LC_ALL: 'C',
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_ATTR_NOSYSTEM: '1',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_PAGER: 'cat',
+  PAGER: 'cat',
+  GIT_EDITOR: ':',
+  GIT_PROTOCOL_FROM_USER: '0',
+  GIT_NO_REPLACE_OBJECTS: '1',
+  GIT_OPTIONAL_LOCKS: '0',
+};
+
+/** Fixed overrides, applied to every command. */
+export const FIXED_CONFIG: readonly (readonly [string, string])[] = [
+  ['core.hooksPath', '/dev/null'],
+  ['core.fsmonitor', 'false'],
+  ['core.untrackedCache', 'false'],
+  ['core.pager', 'cat'],
+  ['core.editor', ':'],
+  ['sequence.editor', ':'],
+  ['core.askPass', ''],
+  ['core.sshCommand', ''],
+  ['core.gitProxy', ''],
+  ['core.alternateRefsCommand', ''],
+  ['core.attributesFile', '/dev/null'],
+  ['credential.helper', ''],
+  ['diff.external', ''],
+  ['commit.gpgSign', 'false'],
+  ['tag.gpgSign', 'false'],
+  ['log.showSignature', 'false'],
+  ['merge.verifySignatures', 'false'],
+  ['gc.auto', '0'],
+  ['maintenance.auto', 'false'],
+  ['fetch.writeCommitGraph', 'false'],
+  ['submodule.recurse', 'false'],
+  ['fetch.recurseSubmodules', 'false'],
+  ['protocol.allow', 'never'],
+  ['protocol.file.allow', 'always'],
+  ['advice.detachedHead', 'false'],
+];
+
+/** Flags for diff and log: never an external diff program or a textconv filter. */
+export const DIFF_SAFE = ['--no-ext-diff', '--no-textconv', '--no-color'] as const;
+
+/** What a three-way merge of a file with a repository-defined driver uses instead: git's own text merge. */
+export const SAFE_MERGE_DRIVER = 'git merge-file --marker-size=%L %A %O %B';
+
+/** Keys of the repository's configuration that name programs per driver, and what replaces them. */
+function overrideFor(key: string): [string, string][] {
+  const k = key.toLowerCase();
+  let m: RegExpMatchArray | null;
+  if ((m = /^filter\.(.+)\.(clean|smudge|process|required)$/s.exec(k))) {
+    const base = key.slice(0, key.length - m[2]!.length);
+    return [
+      [`${base}clean`, ''],
+      [`${base}smudge`, ''],
+      [`${base}process`, ''],
+      [`${base}required`, 'false'],
+    ];
+  }
+  if ((m = /^diff\.(.+)\.(command|textconv)$/s.exec(k))) return [[key, '']];
+  if (/^merge\.(.+)\.driver$/s.test(k)) return [[key, SAFE_MERGE_DRIVER]];
+  if (/^credential\.(.+)\.helper$/s.test(k)) return [[key, '']];
+  if (/^remote\.(.+)\.(uploadpack|receivepack)$/s.test(k)) return [[key, k.endsWith('uploadpack') ? 'git-upload-pack' : 'git-receive-pack']];
+  if (/^remote\.(.+)\.(vcs|proxy)$/s.test(k)) return [[key, '']];
+  return [];
+}
+
+export interface GitOptions {
+  /** Where git runs (it finds the repository from there). */
+  cwd: string;
+  /** Added to GIT_ENV (identities, GIT_INDEX_FILE...). */
+  env?: Record<string, string>;
+  input?: string;
+  timeoutMs?: number;
+  /** stdout kept at most; git is killed once it has written more (the result says `cut`). */
+  maxBytes?: number;
+}
+
+export interface GitResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** stdout reached maxBytes: reading stopped there and git was killed. */
+  cut: boolean;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
+const MAX_STDERR = 64 * 1024;
+
+function spawnGit(args: string[], opts: GitOptions): Promise<GitResult> {
+  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+  return new Promise((resolve, reject) => {
+    const child: ChildProcess = spawn('git', args, {
+      cwd: opts.cwd,
+      env: { ...GIT_ENV, ...(opts.env ?? {}) } as unknown as NodeJS.ProcessEnv,
+      stdio: [opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let kept = 0;
+    let errKept = 0;
+    let cut = false;
+    const kill = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+      } catch {
+        // Already gone.
+      }
+    };
+    const timer = setTimeout(kill, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      if (cut) return;
+      const room = maxBytes - kept;
+      if (chunk.length >= room) {
+        // Reading stops at the cap: whatever git still has to say costs nothing more.
+        if (room > 0) out.push(chunk.subarray(0, room));
+        kept = maxBytes;
+        cut = true;
+        kill();
+        child.stdout!.destroy();
+        return;
+      }
+      out.push(chunk);
+      kept += chunk.length;
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      if (errKept >= MAX_STDERR) return;
+      err.push(chunk);
+      errKept += chunk.length;
+    });
+    child.on('error', (e: Error) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(timer);
+      resolve({
+        code: cut ? 0 : code ?? (signal ? 128 : 1),
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8').slice(0, MAX_STDERR),
+        cut,
+      });
+    });
+    if (opts.input !== undefined) {
+      // git killed at the cap (or done early) closes its end: the rest of the input is not needed.
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(opts.input);
+    }
+  });
+}
+
+/**
+ * Overrides as GIT_CONFIG_COUNT/KEY/VALUE (command-line scope, like `-c`): a driver's name may hold
+ * "=", which `-c key=value` would split in the wrong place.
+ */
+function configEnv(pairs: Iterable<readonly [string, string]>): Record<string, string> {
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (const [k, v] of pairs) {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
+    i++;
+  }
+  env.GIT_CONFIG_COUNT = String(i);
+  return env;
+}
+
+/**
+ * The overrides for the repository at `cwd`: the fixed ones, then one per driver key its
+ * configuration holds (read with includes; reading runs nothing). Outside a repository, the fixed ones.
+ */
+export async function safeConfig(cwd: string): Promise<Record<string, string>> {
+  const listed = await spawnGit(['config', '--list', '--null', '--name-only'], { cwd, env: configEnv(FIXED_CONFIG), timeoutMs: 10_000 });
+  // Fails closed: a configuration that cannot be listed (unreadable, an include that never
+  // ends) is one whose drivers cannot be known, so nothing runs on it.
+  if (listed.code !== 0 || listed.cut) throw new GitError('config', listed);
+  const pairs = new Map<string, string>(FIXED_CONFIG.map(([k, v]) => [k, v]));
+  for (const key of listed.stdout.split('\0')) {
+    if (!key) continue;
+    for (const [k, v] of overrideFor(key)) pairs.set(k, v);
+  }
+  return configEnv(pairs);
+}
+
+/** Runs `git <args>` safely at `cwd` (see above). Throws only when the repository's configuration cannot be read; otherwise read `code`. */
+export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
+  const config = await safeConfig(opts.cwd);
+  // The caller's env may add identities or an index file, never replace the overrides.
+  return spawnGit(['--no-pager', ...args], { ...opts, env: { ...(opts.env ?? {}), ...config } });
+}
+
+/** `git` that must succeed: its output, or an Error carrying git's first line of complaint (no paths added). */
+export async function gitOk(args: string[], opts: GitOptions): Promise<string> {
+  const r = await git(args, opts);
+  if (r.code !== 0) throw new GitError(args[0] ?? 'git', r);
+  return r.stdout;
+}
+
+export class GitError extends Error {
+  constructor(
+    readonly command: string,
+    readonly result: GitResult,
+  ) {
+    super(`git ${command} failed (${result.code}): ${result.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
+    this.name = 'GitError';
+  }
+}

@@ -1,0 +1,62 @@
+import { runSandboxed } from '../scripts/run';
+import { bwrapArgs, SANDBOX_ENV } from '../scripts/sandbox';
+import { FIXED_CONFIG } from '../git/runner';
+
+/**
+ * Git on a workspace's own repository, whose .git the model's commands may have written: it
+ * runs inside bubblewrap (the checkout read-write at /workspace, /usr read-only, no network, a
+ * clean environment), so whatever that repository's config or hooks say runs where the model's
+ * commands run anyway, never on the host.
+ */
+export interface SandboxedGit {
+  bwrap: string;
+  timeoutMs?: number;
+}
+
+export interface SandboxedOutcome {
+  ok: boolean;
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export async function runInCheckout(sandbox: SandboxedGit, checkout: string, script: string, env: Record<string, string>): Promise<SandboxedOutcome> {
+  const config: Record<string, string> = { GIT_CONFIG_COUNT: String(FIXED_CONFIG.length) };
+  FIXED_CONFIG.forEach(([k, v], i) => {
+    config[`GIT_CONFIG_KEY_${i}`] = k;
+    config[`GIT_CONFIG_VALUE_${i}`] = v;
+  });
+  const out = await runSandboxed({
+    bwrap: sandbox.bwrap,
+    spec: {
+      mounts: [{ kind: 'rw', host: checkout, at: '/workspace' }],
+      cwd: '/workspace',
+      command: ['/bin/sh', '-c', script],
+      env: { ...SANDBOX_ENV, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0', GIT_PAGER: 'cat', GIT_EDITOR: ':', ...config, ...env },
+    },
+    timeoutMs: sandbox.timeoutMs ?? 120_000,
+    maxOutputBytes: 64 * 1024,
+  });
+  return { ok: out.exitCode === 0 && !out.spawnError, exitCode: out.exitCode, stdout: out.stdout, stderr: out.spawnError ?? out.stderr };
+}
+
+const sq = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Where the clone appears inside the sandbox that serves a fetch from it. */
+export const SERVED_AT = '/workspace';
+
+/**
+ * The `--upload-pack` of a fetch from a workspace's clone: git's upload-pack inside bubblewrap,
+ * seeing the clone read-only and nothing else. A `.git` file, a `commondir` or alternates the
+ * model planted there can only point inside the clone, never at another repository of the host.
+ * git appends the repository's path (SERVED_AT) to this line and runs it with sh.
+ */
+export function uploadPackCommand(bwrap: string, checkout: string): string {
+  const args = bwrapArgs({
+    mounts: [{ kind: 'ro', host: checkout, at: SERVED_AT }],
+    cwd: '/',
+    command: ['git-upload-pack'],
+    env: { ...SANDBOX_ENV, PATH: '/usr/lib/git-core:/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
+  return [bwrap, ...args].map(sq).join(' ');
+}
