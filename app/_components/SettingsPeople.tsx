@@ -113,7 +113,7 @@ export function People() {
                   <option value="member">member</option>
                   <option value="admin">admin</option>
                 </select>
-                <button type="button" className="button" aria-label={`Set a new password for ${p.name}`} onClick={() => setPending({ kind: 'password', person: p })}>
+                <button type="button" className="button" aria-label={`Set password for ${p.name}`} onClick={() => setPending({ kind: 'password', person: p })}>
                   Set password
                 </button>
                 {p.status === 'active' ? (
