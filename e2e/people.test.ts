@@ -12,7 +12,7 @@ import type { Browser, Page } from 'playwright-core';
 import { startScriptedModel, type ScriptedModel } from '../test/scripted-model';
 import { bmadProject } from '../test/bmad-installs';
 import { makeFolders, startApp, type AppServer, type Folders } from './support';
-import { expectNoViolations, launchBrowser, openTab, screenshot, until, type Tab } from './browser-helpers';
+import { expectNoViolations, launchBrowser, openTab, screenshot, sleep, until, type Tab } from './browser-helpers';
 
 jest.setTimeout(120_000);
 
@@ -167,6 +167,8 @@ it('lets the admin deactivate the member after asking: their open page gets 401 
   expect(await status(member, '/api/projects')).toBe(401);
   await member.reload();
   await member.getByTestId('sign-in').waitFor();
+  // Every browser here signs in from one address, allowed 5 attempts a minute: the ones above used them.
+  await sleep(61_000);
   await member.getByLabel('Email').fill('mia@example.com');
   await member.getByLabel('Password').fill('set-by-admin-1');
   await member.getByRole('button', { name: 'Sign in' }).click();
@@ -176,7 +178,7 @@ it('lets the admin deactivate the member after asking: their open page gets 401 
   await until(async () => (await people.getByTestId('person-item').nth(1).getAttribute('data-status')) === 'active', 'Mia active again');
   await signIn(member, 'mia@example.com', 'set-by-admin-1');
   await screenshot(admin, 'people-settings.png');
-});
+}, 180_000);
 
 it('asks before revoking a token, naming it; the revoked token’s 401 says so', async () => {
   const tokens = admin.getByTestId('tokens');
