@@ -128,7 +128,13 @@ describe('accounts, one step after the other on one server', () => {
     // An owner manages the members of their project.
     const added = await json(await put('shop', 'carol@example.com', 'viewer', alice));
     expect(added.status).toBe(200);
-    expect(added.body.data.map((m: { email: string; projectRole: string }) => `${m.email}:${m.projectRole}`)).toEqual(['alice@example.com:owner', 'carol@example.com:viewer']);
+    // Members first, then the admins (who are not members), marked by their access.
+    expect(added.body.data.members.map((m: { email: string; projectRole: string; access: string }) => `${m.email}:${m.projectRole}:${m.access}`)).toEqual([
+      'alice@example.com:owner:member',
+      'carol@example.com:viewer:member',
+      'root@example.com:owner:admin',
+    ]);
+    expect(added.body.data.canManage).toBe(true);
     // An editor does not; a viewer neither.
     expect((await put('lab', 'carol@example.com', 'viewer', bob)).status).toBe(403);
     expect((await put('shop', 'bob@example.com', 'viewer', carol)).status).toBe(403);
