@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { AuditLog } from '../audit';
-import { isConfigPath, loadAgentConfig, type ConfigReader } from '../agents/config';
+import { isConfigPath, loadAgentConfig, type ConfigReader } from '../bmad-config';
 import type { ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
 import { expandVariables, isDocumentFolderKey, isReservedVariable } from '../paths';

@@ -7,7 +7,8 @@ import { commandSummaries, type ResolvedAgent } from '../agents/catalog';
 import type { Workspace } from '../agents/workspace';
 import { problemLine, type Problem } from '../results';
 import { readInstall, type BmadInstall, type InstalledAgent } from './layout';
-import { customizationLayers, mergeTomlLayers, skillAgentDefinition } from '../skills';
+import { customizationLayers, mergeTomlLayers } from '../bmad-config';
+import { skillAgentDefinition } from '../agents/skill-agent';
 
 /** A project folder's own settings for this app, beside its BMAD install. */
 export const SETTINGS_FILE = '.bmad-orchestrator.yaml';

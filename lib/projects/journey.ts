@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { AgentCommand } from '../agents/parser';
 import { listOutputTree } from '../outputs';
-import { customizationLayers, isTable, mergeTomlLayers } from '../skills';
+import { customizationLayers, isTable, mergeTomlLayers } from '../bmad-config';
 import type { JourneyDocument, JourneyPhase, JourneyStatus, JourneyStep, OutputFileEntry, ProjectJourney } from '../../types/api';
 import type { Project, ProjectCatalog } from './catalog';
 

@@ -4,7 +4,8 @@ import { parse as parseCsv } from 'csv-parse/sync';
 import yaml from 'js-yaml';
 import { isDocumentFolderKey, isDeniedProjectName } from '../paths';
 import type { Problem } from '../results';
-import { centralConfigLayers, discoverSkills, isTable, mergeTomlLayers, type InstalledSkill, type TomlTable } from '../skills';
+import { centralConfigLayers, isTable, mergeTomlLayers, type TomlTable } from '../bmad-config';
+import { discoverSkills, type InstalledSkill } from '../skills';
 
 /**
  * What BMAD's installer leaves in a project, read as it is: `_bmad/` (`bmad/` in early v6
