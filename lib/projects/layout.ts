@@ -127,17 +127,15 @@ function manifestModules(manifest: Record<string, unknown> | null): string[] {
  * project, the project root itself, the installed method, a secret or machinery folder, or a
  * value still waiting on a variable.
  */
-export function projectFolderOf(raw: string, outputRel: string | null, installFolder: string | null): { rel: string } | { reason: string } {
+export function projectFolderOf(raw: string, outputRel: string, installFolder: string): { rel: string } | { reason: string } {
   let text = raw.trim().replace(/\\/g, '/');
-  if (outputRel !== null) text = text.replace(/^\{output_folder\}(?=\/|$)/, outputRel);
+  text = text.replace(/^\{output_folder\}(?=\/|$)/, outputRel);
   text = text.replace(/^\{project[-_]root\}(?=\/|$)/, '');
   if (/\{[^}]*\}/.test(text)) return { reason: 'names a variable the server does not resolve here' };
   if (/^([A-Za-z]:|~)/.test(text) || (raw.trim().startsWith('/') && !/^\{/.test(raw.trim()))) return { reason: 'is an absolute path' };
   const parts = text.split('/').filter((p) => p && p !== '.');
   if (parts.some((p) => p === '..')) return { reason: 'leaves the project' };
   if (!parts.length) return { reason: 'is the project folder itself' };
-  // The output folder was never held to these: it is the app's own mount, never `{project-root}/...`.
-  if (installFolder === null) return { rel: parts.join('/') };
   if (parts.some((p) => isDeniedProjectName(p) || p.startsWith('.'))) return { reason: 'is a hidden, secret or machinery folder' };
   if (parts[0] === installFolder || /^(_bmad|bmad|_config|_cfg)$/i.test(parts[0])) return { reason: 'is inside the installed method' };
   return { rel: parts.join('/') };
@@ -149,12 +147,14 @@ export function projectFolderOf(raw: string, outputRel: string | null, installFo
  */
 function outputRootOf(projectRoot: string, config: Record<string, unknown>, configFile: string, problems: Problem[]): string {
   const raw = str(config.output_folder) ?? DEFAULT_OUTPUT;
-  const found = projectFolderOf(raw, null, null);
-  if ('reason' in found) {
+  // Looser than the other document folders (an absolute path inside the project counts): the output folder is the app's own mount.
+  const rel = raw.replace(/^\{project[-_]root\}\/?/, '').replace(/^\.\//, '');
+  const abs = path.resolve(/*turbopackIgnore: true*/ projectRoot, rel || DEFAULT_OUTPUT);
+  if (/\{[^}]*\}/.test(rel) || !isInsideFolder(projectRoot, abs) || abs === projectRoot) {
     problems.push({ file: configFile, severity: 'warning', reason: `output_folder "${raw}" is not a folder inside the project; ${DEFAULT_OUTPUT} is used` });
     return path.join(/*turbopackIgnore: true*/ projectRoot, DEFAULT_OUTPUT);
   }
-  return path.resolve(/*turbopackIgnore: true*/ projectRoot, found.rel);
+  return abs;
 }
 
 /** Every other folder the config names for documents, by key; one that cannot be used is a problem line. */
