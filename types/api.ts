@@ -49,8 +49,13 @@ export interface ProjectView {
   agentCount: number;
   /** Virtual path of the output folder every agent of the project shares. */
   outputFolder: string;
-  /** Further folders agents may write (virtual paths); empty by default. */
+  /** Further folders agents may write (virtual paths): the config's document folders and the settings'. */
   writable: string[];
+  /**
+   * The config's document folders beyond the output folder (`{project-root}/docs/planning`): the
+   * documents listing names their files by their path in the project (`docs/planning/prd.md`).
+   */
+  documentFolders?: string[];
   /**
    * `<file>: <severity>: <reason>` lines, files relative to the project. In the list: what reading
    * the install finds (manifests, module configs, settings); in the detail: the doctor's errors

@@ -48,10 +48,11 @@ it('a project another instance creates is listed at once', async () => {
 
 it("a project's settings changed through another instance apply within moments", async () => {
   const writable = async () => (await b.projects.view((await b.projects.get('shop'))!)).writable;
-  expect(await writable()).toEqual([]);
-  await fs.mkdir(path.join(projectsRoot, 'shop', 'docs'), { recursive: true });
-  await fs.writeFile(path.join(projectsRoot, 'shop', SETTINGS_FILE), 'writable: [docs]\n');
-  expect(await eventually(writable, (w) => w.length > 0)).toEqual(['{project-root}/docs']);
+  // The config's project_knowledge folder is writable from the start.
+  expect(await writable()).toEqual(['{project-root}/docs']);
+  await fs.mkdir(path.join(projectsRoot, 'shop', 'src'), { recursive: true });
+  await fs.writeFile(path.join(projectsRoot, 'shop', SETTINGS_FILE), 'writable: [src]\n');
+  expect(await eventually(writable, (w) => w.length > 1)).toEqual(['{project-root}/src', '{project-root}/docs']);
 });
 
 it("an agent's file changed by another instance is read again, even within one tick of a coarse clock", async () => {
