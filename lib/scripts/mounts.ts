@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { isDeniedProjectName, isInside } from '../paths';
 import { fail, type ToolFailure } from '../results';
-import type { Mount } from './sandbox';
+import type { Mount } from '../sandbox';
 
 /** Where the project appears inside the sandbox, with its own layout below. */
 export const PROJECT_AT = '/project';

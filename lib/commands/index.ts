@@ -1,0 +1,14 @@
+export {
+  runCommand,
+  parseStatus,
+  diffStatus,
+  CHECKOUT_AT,
+  MAX_COMMAND_OUTPUT_BYTES,
+  MAX_CHANGED_FILES,
+  type CommandHost,
+  type CommandRequest,
+  type CommandResult,
+  type FileChange,
+  type StoppedBy,
+} from './runner';
+export { uvShim, supportFiles } from './shim';
