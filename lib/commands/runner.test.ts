@@ -234,7 +234,7 @@ for host, port in [('127.0.0.1', ${port}), ('1.1.1.1', 53)]:
   });
 
   it('runs git on the checkout\'s own repository and reports what changed', async () => {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: checkout, env: { PATH: '/usr/bin:/bin', HOME: base, GIT_CONFIG_NOSYSTEM: '1' } }).toString().trim();
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: checkout, env: { PATH: '/usr/bin:/bin', HOME: base, GIT_CONFIG_NOSYSTEM: '1' } as unknown as NodeJS.ProcessEnv }).toString().trim();
     git('init', '-q', '-b', 'bmad/one');
     git('-c', 'user.name=Seed', '-c', 'user.email=seed@example.com', 'add', '.');
     git('-c', 'user.name=Seed', '-c', 'user.email=seed@example.com', 'commit', '-qm', 'seed');
