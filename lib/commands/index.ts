@@ -1,5 +1,7 @@
 export {
   runCommand,
+  runSetup,
+  commandHost,
   parseStatus,
   diffStatus,
   CHECKOUT_AT,
@@ -10,5 +12,6 @@ export {
   type CommandResult,
   type FileChange,
   type StoppedBy,
+  type SetupRun,
 } from './runner';
 export { uvShim, supportFiles } from './shim';

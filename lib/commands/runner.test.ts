@@ -7,7 +7,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { DEFAULT_COMMAND_SETTINGS, type CommandSettings } from '../config';
 import { HeadTail } from '../sandbox';
-import { runCommand, type CommandHost, type CommandRequest } from '.';
+import { runCommand, runSetup, type CommandHost, type CommandRequest } from '.';
 
 /**
  * The command runner on real bubblewrap, bash and git: what a line sees, what it cannot reach,
@@ -226,10 +226,15 @@ for host, port in [('127.0.0.1', ${port}), ('1.1.1.1', 53)]:
       expect(r.stdout).not.toContain('REACHED');
     });
 
-    it('reaches the host\'s network in setup mode', async () => {
+    it('reaches the host\'s network in setup mode, its output kept', async () => {
       const r = await run(probe(), { setup: true });
       expect(r.stdout).toContain('REACHED 127.0.0.1 HELLO-FROM-HOST');
       expect(r.changes).toBeNull();
+      const setup = await runSetup({ checkout, cwd: checkout, tmp, command: `${probe()}; pwd; echo warn >&2; exit 3` }, settings, host);
+      expect(setup).toMatchObject({ ok: false, exitCode: 3, stopped: null });
+      expect(setup.output).toContain('REACHED 127.0.0.1 HELLO-FROM-HOST');
+      expect(setup.output).toMatch(/\/workspace\nwarn\n$/);
+      expect(setup.output).not.toContain(base);
     });
   });
 

@@ -1,9 +1,10 @@
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
-import type { CommandSettings } from '../config';
+import type { CommandSettings, ScriptSettings } from '../config';
 import { log } from '../log';
 import { isInside } from '../paths';
 import { createRunCgroup, runSandboxed, type Mount, type RunOutcome } from '../sandbox';
+import { scriptCapabilities } from '../scripts';
 import { supportFiles } from './shim';
 
 /** Where the checkout appears inside the sandbox; the same for every workspace and instance. */
@@ -245,5 +246,46 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
     changes,
     cgroup: [...heldByCgroup],
     ...(outcome.spawnError ? { spawnError: outcome.spawnError } : {}),
+  };
+}
+
+/**
+ * bubblewrap and python3 as the script tool found them (the same probe and setting), or why
+ * commands cannot run here.
+ */
+export async function commandHost(scripts: ScriptSettings): Promise<CommandHost | { reason: string }> {
+  const caps = await scriptCapabilities(scripts);
+  if (!caps.sandbox || !caps.bwrap) return { reason: caps.reason ?? 'the sandbox is not available' };
+  return { bwrap: caps.bwrap, python: caps.python ?? '/usr/bin/python3', disableUserns: caps.disableUserns };
+}
+
+/** A project's setup line as a workspace keeps it: outcome, exit code, output (stdout then stderr). */
+export interface SetupRun {
+  ok: boolean;
+  exitCode: number | null;
+  stopped: StoppedBy | null;
+  /** At most about 1 MB, head and tail; never a server path (the checkout is /workspace). */
+  output: string;
+  durationMs: number;
+}
+
+/**
+ * Runs a project's setup line once in a new workspace: the same sandbox as a command but with the
+ * host's network (to install packages), no status check. The caller stores the outcome.
+ */
+export async function runSetup(
+  req: Omit<CommandRequest, 'setup'>,
+  settings: CommandSettings,
+  host: CommandHost,
+): Promise<SetupRun> {
+  const r = await runCommand({ ...req, setup: true }, settings, host);
+  const output = [r.stdout, r.stderr].filter(Boolean).join(r.stdout.endsWith('\n') || !r.stdout ? '' : '\n');
+  const checkout = await fs.realpath(req.checkout).catch(() => req.checkout);
+  return {
+    ok: r.exitCode === 0 && !r.spawnError,
+    exitCode: r.exitCode,
+    stopped: r.stopped,
+    output: (r.spawnError ? `The sandbox could not be started: ${r.spawnError}` : output).split(checkout).join(CHECKOUT_AT),
+    durationMs: r.durationMs,
   };
 }

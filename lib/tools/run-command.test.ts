@@ -81,6 +81,9 @@ describe('offer', () => {
     expect(toolDefinitions(undefined, { commands: true }).map((d) => d.function.name)).toContain('run_command');
     const r = await run({ command: 'true' }, { commands: undefined });
     expect(r).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE', message: expect.stringContaining('workspace') } });
+    const noSandbox = await run({ command: 'true' }, { scripts: { ...DEFAULT_SCRIPT_SETTINGS, bwrap: '/nonexistent/bwrap' } });
+    expect(noSandbox).toMatchObject({ ok: false, error: { code: 'E_UNAVAILABLE', message: expect.stringMatching(/bubblewrap.*not installed/) } });
+    expect(synced).toBe(0);
   });
 });
 

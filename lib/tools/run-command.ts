@@ -1,12 +1,11 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CHECKOUT_AT, MAX_COMMAND_OUTPUT_BYTES, runCommand, type CommandResult } from '../commands';
+import { CHECKOUT_AT, commandHost, MAX_COMMAND_OUTPUT_BYTES, runCommand, type CommandResult } from '../commands';
 import { DEFAULT_SCRIPT_SETTINGS } from '../config';
 import { log } from '../log';
 import { expandVariables, isInside, redactPaths, resolvePath, TMP_TOKEN, today, withoutReserved } from '../paths';
 import { fail, type ToolResult } from '../results';
-import { scriptCapabilities } from '../scripts';
 import { coerceArgs, defineTool } from './define';
 import { renderFolders } from './run-script';
 import type { CommandContext, ToolContext } from './types';
@@ -96,10 +95,8 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
     return fail('E_UNAVAILABLE', 'Commands run only in a workspace of a project with build enabled; this conversation has none. Nothing was run.');
   }
   if (input.command.includes('\0')) return fail('E_INVALID_ARGS', 'The command may not contain NUL bytes.');
-  const caps = await scriptCapabilities(ctx.scripts ?? DEFAULT_SCRIPT_SETTINGS);
-  if (!caps.sandbox || !caps.bwrap) {
-    return fail('E_UNAVAILABLE', `Commands cannot run on this server: ${caps.reason ?? 'the sandbox is not available'}. Nothing was run.`, { details: { sandbox: false } });
-  }
+  const host = await commandHost(ctx.scripts ?? DEFAULT_SCRIPT_SETTINGS);
+  if ('reason' in host) return fail('E_UNAVAILABLE', `Commands cannot run on this server: ${host.reason}. Nothing was run.`, { details: { sandbox: false } });
   const p = await places(ctx, commands);
   if (!p) return fail('E_SANDBOX_VIOLATION', 'Access denied (mount {project-root}): the project folder is not inside the workspace checkout.');
   let cwd = p.project;
@@ -126,7 +123,7 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
       signal: ctx.signal,
     },
     commands.settings,
-    { bwrap: caps.bwrap, python: caps.python ?? '/usr/bin/python3', disableUserns: caps.disableUserns },
+    host,
   );
   const show = translator(ctx, p);
   if (result.spawnError) return fail('E_INTERNAL', `The sandbox could not be started (${show(result.spawnError)}); nothing was run.`);
