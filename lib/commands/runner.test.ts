@@ -149,6 +149,14 @@ sandboxed('a command', () => {
     expect(r.stdout).toBe('');
   });
 
+  it('leaves no set-user-ID file behind in what it could write', async () => {
+    const r = await run('cp /bin/true suid && chmod 4755 suid && mkdir -p d && chmod 2755 d && cp /bin/true /tmp/suid2 && chmod u+s /tmp/suid2 && stat -c %a suid');
+    expect(r).toMatchObject({ exitCode: 0, stdout: '4755\n' });
+    expect((await fs.stat(path.join(checkout, 'suid'))).mode & 0o7777).toBe(0o755);
+    expect((await fs.stat(path.join(checkout, 'd'))).mode & 0o7777).toBe(0o755);
+    expect((await fs.stat(path.join(tmp, 'suid2'))).mode & 0o7777).toBe(0o755);
+  });
+
   it('cannot write a file past the file size limit', async () => {
     const r = await run('head -c 3000000 /dev/zero > big.bin', {}, { maxFileMb: 1 });
     expect(r.exitCode).not.toBe(0);

@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CommandSettings, ScriptSettings } from '../config';
@@ -154,6 +155,28 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
   return mounts;
 }
 
+const SETID = 0o6000;
+
+/**
+ * The sandbox's user is the server's: when that is root, a file a command marks set-user-ID
+ * would be a root program on the host. Once every process of the command is gone, such bits are
+ * cleared in the folders it could write (found by find(1), which follows no link).
+ */
+async function clearSetId(dirs: string[]): Promise<number> {
+  const found = await new Promise<string[]>((resolve) => {
+    execFile('/usr/bin/find', [...dirs, '-xdev', '(', '-type', 'f', '-o', '-type', 'd', ')', '-perm', '/6000', '-print0'], { env: {} as NodeJS.ProcessEnv, timeout: 60_000, maxBuffer: 10_000_000 }, (_e, stdout) =>
+      resolve(String(stdout).split('\0').filter(Boolean)),
+    );
+  });
+  let cleared = 0;
+  for (const file of found) {
+    const st = await fs.lstat(file).catch(() => null);
+    if (!st || st.isSymbolicLink() || !(st.mode & SETID)) continue;
+    await fs.chmod(file, st.mode & 0o1777).then(() => cleared++, () => undefined);
+  }
+  return cleared;
+}
+
 function stoppedBy(o: RunOutcome, memoryExceeded: boolean): StoppedBy | null {
   if (o.timedOut) return 'time_limit';
   if (memoryExceeded || /\b(MemoryError|Cannot allocate memory|JavaScript heap out of memory|std::bad_alloc|out of memory)\b/.test(o.stderr)) return 'memory_limit';
@@ -213,6 +236,9 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   } finally {
     await cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
   }
+  const writable = [checkout, ...(req.tmp ? [await fs.realpath(req.tmp).catch(() => req.tmp as string)] : [])];
+  const defused = await clearSetId(writable);
+  if (defused) log.warn('commands.setid_cleared', { files: defused });
   let changes: CommandResult['changes'] = null;
   if (track && !outcome.spawnError) {
     let { before, after } = parseStatus(outcome.report);
