@@ -126,6 +126,15 @@ sandboxed('a command', () => {
     expect(await gone(`sleep 1${marker}`)).toEqual([]);
   });
 
+  it('is ended with everything it started when the turn is stopped', async () => {
+    const marker = `${(Date.now() % 100000) + 3}`;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 800);
+    const r = await run(`setsid sleep 3${marker} & sleep 3${marker}`, { signal: controller.signal });
+    expect(r).toMatchObject({ aborted: true, exitCode: null });
+    expect(await gone(`sleep 3${marker}`)).toEqual([]);
+  });
+
   it('leaves nothing running once the line itself has ended', async () => {
     const marker = `${(Date.now() % 100000) + 7}`;
     const r = await run(`setsid sleep 2${marker} & (sleep 2${marker} &) ; echo done`);
