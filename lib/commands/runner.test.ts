@@ -295,11 +295,12 @@ for host, port in [('127.0.0.1', ${port}), ('1.1.1.1', 53)]:
       last = now;
     }, 20);
     try {
-      const r = await run('head -c 20000000 /dev/urandom | base64 | tail -c 10; sleep 1');
+      const r = await run('head -c 20000000 /dev/urandom | base64 | tail -c 10; sleep 2');
       expect(r.exitCode).toBe(0);
     } finally {
       clearInterval(timer);
     }
-    expect(worst).toBeLessThan(250);
+    // The health check answers within a second; a blocked loop would stall for the whole command.
+    expect(worst).toBeLessThan(1_000);
   });
 });
