@@ -105,7 +105,10 @@ describe('architecture', () => {
     ['llm', ['tools', 'loop', 'chat', 'conversations', 'context', 'models']],
     ['prompt', ['tools', 'loop', 'chat', 'runtime']],
     ['stream', ['tools', 'chat', 'conversations', 'runtime']],
-    ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
+    ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations', 'commands']],
+    // bubblewrap building blocks: what scripts and commands share, knowing neither.
+    ['sandbox', ['scripts', 'commands', 'tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations', 'paths']],
+    ['commands', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
     ['doctor', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'llm', 'stream', 'audit']],
     // Profiles are configuration: they know no other room.
     ['models', ['config', 'llm', 'loop', 'chat', 'conversations', 'tools', 'runtime', 'context', 'prompt', 'stream', 'agents', 'projects']],

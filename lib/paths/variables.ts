@@ -2,6 +2,9 @@ import path from 'node:path';
 
 export type MountName = 'bundle-root' | 'core-root' | 'output_folder';
 
+/** The temp folder of a workspace's commands (their /tmp), readable by the file tools. */
+export const TMP_TOKEN = '{tmp}';
+
 export const MOUNT_TOKENS: Record<MountName, string> = {
   'bundle-root': '{bundle-root}',
   'core-root': '{core-root}',
@@ -119,6 +122,9 @@ function lookupName(name: string, scope: VariableScope): Lookup {
     case 'project-root':
     case 'project_root':
       return { literal: '{project-root}' };
+    case 'tmp':
+      // A workspace's command temp folder, a mount of its own (see PathContext.tmpRoot).
+      return { literal: TMP_TOKEN };
     case 'installed_path':
       return scope.installedPath === undefined ? undefined : { expand: scope.installedPath };
     case 'config_source':
