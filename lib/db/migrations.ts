@@ -113,6 +113,8 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
     "CREATE INDEX runs_running ON runs (id) WHERE status = 'running'",
     'CREATE INDEX runs_by_project ON runs (project_id, created_at, id)',
   ),
+  // Who wrote a user message (NULL: before accounts, or without them), and their name then.
+  '0004_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
 };
 
 /**
