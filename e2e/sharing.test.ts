@@ -20,47 +20,36 @@ let model: ScriptedModel;
 let folders: Folders;
 let app: AppServer;
 const tabs: Tab[] = [];
-const cookies: Record<string, string> = {};
+const pages: Record<string, Page> = {};
 let conversationId: string;
 
-/** The name=value pairs of a response's Set-Cookie headers, as a Cookie header. */
-const cookieOf = (res: Response) =>
-  res.headers
-    .getSetCookie()
-    .map((c) => c.split(';')[0]!)
-    .filter((c) => !c.endsWith('='))
-    .join('; ');
-
-async function api(method: string, url: string, who: string, body?: unknown): Promise<Response> {
-  return fetch(`${app.url}${url}`, {
-    method,
-    headers: { cookie: cookies[who]!, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
+/** A request from `who`'s browser (their session cookie, same origin). */
+async function api(who: string, method: string, url: string, body?: unknown): Promise<{ status: number; body: any }> {
+  return pages[who]!.evaluate(
+    async ({ method, url, body }) => {
+      const res = await fetch(url, { method, headers: body !== undefined ? { 'content-type': 'application/json' } : {}, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      return { status: res.status, body: await res.json().catch(() => null) };
+    },
+    { method, url, body },
+  );
 }
 
-async function signIn(who: string): Promise<void> {
-  const res = await fetch(`${app.url}/api/auth/sign-in/email`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: `${who}@example.com`, password: `${who}-password-1` }),
-  });
-  expect(res.status).toBe(200);
-  cookies[who] = cookieOf(res);
-}
-
-/** A browser context of its own, signed in as `who`. */
-async function browserOf(who: string, width = 1280): Promise<Page> {
+async function newPage(width = 1280): Promise<Page> {
   const t = await openTab(browser, app.url, { width, height: 860 });
   tabs.push(t);
-  const url = new URL(app.url);
-  await t.context.addCookies(
-    cookies[who]!.split('; ').map((pair) => {
-      const at = pair.indexOf('=');
-      return { name: pair.slice(0, at), value: pair.slice(at + 1), domain: url.hostname, path: '/' };
-    }),
-  );
   return t.page;
+}
+
+/** A browser context of its own, signed in on the sign-in page as `who`. */
+async function signIn(who: string): Promise<Page> {
+  const page = await newPage();
+  await page.goto('/');
+  await page.getByTestId('sign-in').waitFor();
+  await page.getByLabel('Email').fill(`${who}@example.com`);
+  await page.getByLabel('Password').fill(`${who}-password-1`);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByTestId('account-link').waitFor();
+  return (pages[who] = page);
 }
 
 beforeAll(async () => {
@@ -71,21 +60,22 @@ beforeAll(async () => {
   await fs.mkdir(projectsRoot);
   await bmadProject('6.0.4', { parent: projectsRoot, name: 'garden' });
   app = await startApp(folders, { AUTH: 'on', OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'e2e-model', PROJECTS_ROOT: projectsRoot });
-  // The people, as an admin makes them (the account page has tests of its own).
-  const setup = await fetch(`${app.url}/api/auth/setup`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ email: 'root@example.com', name: 'Root', password: 'root-password-1' }),
-  });
-  expect(setup.status).toBe(201);
-  cookies.root = cookieOf(setup);
+  // The admin, then the people, as an admin makes them (the account page has tests of its own).
+  const root = (pages.root = await newPage());
+  await root.goto('/');
+  await root.getByTestId('first-run').waitFor();
+  await root.getByLabel('Your name').fill('Root');
+  await root.getByLabel('Email').fill('root@example.com');
+  await root.getByLabel('Password').fill('root-password-1');
+  await root.getByRole('button', { name: 'Create admin account' }).click();
+  await root.getByTestId('account-link').waitFor();
   for (const [who, name] of [
     ['alice', 'Alice'],
     ['bob', 'Bob'],
-  ]) {
-    expect((await api('POST', '/api/users', 'root', { email: `${who}@example.com`, name, password: `${who}-password-1`, role: 'member' })).status).toBe(201);
-    expect((await api('PUT', '/api/projects/garden/members', 'root', { email: `${who}@example.com`, role: 'editor' })).status).toBe(200);
-    await signIn(who!);
+  ] as const) {
+    expect((await api('root', 'POST', '/api/users', { email: `${who}@example.com`, name, password: `${who}-password-1`, role: 'member' })).status).toBe(201);
+    expect((await api('root', 'PUT', '/api/projects/garden/members', { email: `${who}@example.com`, role: 'editor' })).status).toBe(200);
+    await signIn(who);
   }
 }, 240_000);
 
@@ -101,7 +91,7 @@ afterAll(async () => {
 let alicePage: Page;
 
 it('lets the owner chat; her own words carry no one else’s name', async () => {
-  const page = (alicePage = await browserOf('alice'));
+  const page = (alicePage = pages.alice!);
   model.setScript([reply.text('Here is a first outline of the garden PRD.')]);
   await page.goto('/?p=garden&agent=pm');
   await sendMessage(page, 'Draft the garden PRD');
@@ -114,7 +104,7 @@ it('lets the owner chat; her own words carry no one else’s name', async () => 
 });
 
 it("lets an admin read a member's private conversation, never send in it", async () => {
-  const page = await browserOf('root');
+  const page = pages.root!;
   await page.goto(`/?p=garden&c=${conversationId}`);
   const line = page.getByTestId('read-only-line');
   await line.waitFor();
@@ -125,10 +115,7 @@ it("lets an admin read a member's private conversation, never send in it", async
   expect(await page.getByTestId('edit-message').count()).toBe(0);
   expect(await page.getByTestId('regenerate').count()).toBe(0);
   // The server says the same to a write sent by hand from this browser.
-  const refused = await page.evaluate(async (id) => {
-    const res = await fetch('/api/chat', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ projectId: 'garden', agentId: 'pm', message: 'hi', conversationId: id, stream: false }) });
-    return { status: res.status, body: (await res.json()) as { code: string; error: string } };
-  }, conversationId);
+  const refused = await api('root', 'POST', '/api/chat', { projectId: 'garden', agentId: 'pm', message: 'hi', conversationId, stream: false });
   expect(refused.status).toBe(403);
   expect(refused.body.code).toBe('E_FORBIDDEN');
   expect(refused.body.error).toMatch(/read this conversation but not write in it/);
@@ -142,7 +129,7 @@ it('shows a shared conversation read-only to a member, who continues in a copy a
   await share.click();
   await until(async () => (await share.getAttribute('aria-pressed')) === 'true', 'shared');
 
-  const page = await browserOf('bob');
+  const page = pages.bob!;
   await page.goto(`/?p=garden&c=${conversationId}`);
   const line = page.getByTestId('read-only-line');
   await line.waitFor();
@@ -177,16 +164,17 @@ it('shows a shared conversation read-only to a member, who continues in a copy a
   await expectNoViolations(page, "one's own copy");
 
   // Stored: the copy is Bob's, his message names him; Alice's conversation did not move.
-  const copy = (await (await api('GET', `/api/conversations/${copyId}`, 'bob')).json()) as { data: { ownerId: string; canWrite: boolean; messages: Array<{ role: string; author?: { name: string } }> } };
+  const copy = (await api('bob', 'GET', `/api/conversations/${copyId}`)).body as { data: { canWrite: boolean; messages: Array<{ role: string; author?: { name: string } }> } };
   expect(copy.data.canWrite).toBe(true);
   expect(copy.data.messages.filter((m) => m.role === 'user').map((m) => m.author?.name)).toEqual(['Alice', 'Bob']);
-  const original = (await (await api('GET', `/api/conversations/${conversationId}`, 'alice')).json()) as { data: { messages: unknown[] } };
+  const original = (await api('alice', 'GET', `/api/conversations/${conversationId}`)).body as { data: { messages: unknown[] } };
   expect(original.data.messages).toHaveLength(2);
-  expect((await api('GET', `/api/conversations/${copyId}`, 'alice')).status).toBe(404);
+  expect((await api('alice', 'GET', `/api/conversations/${copyId}`)).status).toBe(404);
 });
 
 it('works read-only on a phone: the line and the button fit at 375 px', async () => {
-  const page = await browserOf('bob', 375);
+  const page = await newPage(375);
+  await page.context().addCookies(await pages.bob!.context().cookies());
   await page.goto(`/?p=garden&c=${conversationId}`);
   const button = page.getByTestId('continue-in-copy');
   await button.waitFor();
