@@ -409,6 +409,7 @@ export function App() {
               helpCommand={projectId ? helpCommand : null}
               onSwitchAgent={projectId ? (id) => navigate({ kind: 'new', agentId: id, projectId }) : undefined}
               initialMessage={route.kind === 'new' ? pendingCommand : null}
+              onOpenConversation={(id) => navigate({ kind: 'conversation', id, ...inProject(projectId) })}
             />
           )}
         </main>

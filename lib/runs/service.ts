@@ -388,11 +388,13 @@ export class RunService {
     // The run's conversation is its owner's, as POST /api/chat makes a caller's.
     const author = this.authorOf && run.ownerId !== LOCAL_CALLER.id ? await this.authorOf(run.ownerId).catch(() => undefined) : undefined;
     const owner = run.ownerId !== LOCAL_CALLER.id ? { ownerId: run.ownerId, ...(author ? { author } : {}) } : {};
+    // Every message of the run, the first and each answer, is its owner's words.
+    const writer = run.ownerId !== LOCAL_CALLER.id ? { messageAuthor: { id: run.ownerId, name: author ?? run.ownerId } } : {};
     for (let turn = 1; ; turn++) {
       this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
       const handle = await startTurn(
         this.chat,
-        { agentId: run.agentId, projectId: run.projectId, message, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
+        { agentId: run.agentId, projectId: run.projectId, message, ...writer, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
         signal,
       );
       if (!conversationId) {
