@@ -26,6 +26,8 @@ describe('account settings', () => {
     expect(listenHost({}, ['/usr/bin/node', '/app/node_modules/next/dist/bin/next', 'dev'])).toBe('0.0.0.0');
     expect(listenHost({ HOST: '10.0.0.8' }, ['/usr/bin/node', '/app/node_modules/next/dist/bin/next', 'start', '-H', '127.0.0.1'])).toBe('127.0.0.1');
     expect(authStartupProblem({ AUTH: 'off', HOST: '127.0.0.1' }, ['node', 'next', 'start'])).toMatch(/HOST is 0\.0\.0\.0/);
+    // npm start -- -H 0.0.0.0: Next takes the last -H.
+    expect(listenHost({}, ['node', 'next', 'start', '-p', '3000', '-H', '127.0.0.1', '-H', '0.0.0.0'])).toBe('0.0.0.0');
   });
 
   it('need ALLOWED_HOSTS beyond loopback, and refuse a malformed ALLOWED_HOSTS or TRUST_PROXY anywhere', () => {

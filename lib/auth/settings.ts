@@ -54,12 +54,15 @@ export function isLoopbackHost(host: string | undefined): boolean {
  * interface whatever HOST says (Next does not read it); elsewhere (tests, tools) HOST is the answer.
  */
 export function listenHost(env: Env = process.env, argv: string[] = process.argv): string | undefined {
+  // The last one, as Next reads it (`npm start -- -H 0.0.0.0` comes after start.mjs's own -H).
+  let given: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === '-H' || a === '--hostname') return argv[i + 1];
+    if (a === '-H' || a === '--hostname') given = argv[i + 1];
     const m = /^(?:-H|--hostname)=(.*)$/.exec(a);
-    if (m) return m[1];
+    if (m) given = m[1];
   }
+  if (given !== undefined) return given;
   if (/(?:^|[\\/])next$/.test(argv[1] ?? '') && (argv[2] === 'start' || argv[2] === 'dev')) return '0.0.0.0';
   return set(env.HOST);
 }
