@@ -88,7 +88,7 @@ describe('AUTH=off on loopback', () => {
   it('every route refuses a foreign Host with 403 before doing anything; loopback names on any form are served', async () => {
     const requests = walk(await someStaticAsset(app));
     for (const r of requests) {
-      for (const host of [FOREIGN, `${FOREIGN}:${app.port}`, `localhost.${FOREIGN}`, `127.0.0.1.nip.io:${app.port}`, '0.0.0.0', '']) {
+      for (const host of [FOREIGN, `${FOREIGN}:${app.port}`, `localhost.${FOREIGN}`, `127.0.0.1.nip.io:${app.port}`, '0.0.0.0', `127.0.0.1:${app.port}.evil.example.com`]) {
         const res = await raw(app.port, r.method, r.path, { ...r.headers, host, origin: `http://${host}` }, r.body);
         expect({ ...r, host, status: res.status }).toEqual({ ...r, host, status: 403 });
         expect(res.body).not.toContain('bmad');
@@ -98,6 +98,14 @@ describe('AUTH=off on loopback', () => {
         expect({ ...r, host, forbidden: res.status === 403 }).toEqual({ ...r, host, forbidden: false });
       }
     }
+    // Without a Host at all (HTTP/1.1 requires one): refused too.
+    const hostless = await new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: app.port, path: '/api/projects', setHost: false }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject);
+    });
+    expect([400, 403]).toContain(hostless);
     // The refusal is in the API's error shape, and names what to set.
     const refused = await raw(app.port, 'GET', '/api/projects', { host: FOREIGN });
     expect(JSON.parse(refused.body)).toMatchObject({ success: false, code: 'E_FORBIDDEN', error: expect.stringContaining('ALLOWED_HOSTS') });
