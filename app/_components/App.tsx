@@ -299,6 +299,16 @@ export function App() {
             if (id === conversationId) workIn(projectId);
           }}
           onClose={() => setSidebarOpen(false)}
+          openDocument={(rootPath) => {
+            // The viewer reads documents inside the output folder; a run's files are named from the project root.
+            const rel = outputBase && rootPath.startsWith(`${outputBase}/`) ? rootPath.slice(outputBase.length + 1) : null;
+            return rel
+              ? () => {
+                  setSidebarOpen(false);
+                  openDocument(rel);
+                }
+              : null;
+          }}
         />
       </aside>
       {sidebarOpen ? <div className="scrim" onClick={() => setSidebarOpen(false)} aria-hidden="true" /> : null}
