@@ -133,7 +133,7 @@ it('home: the projects one can see first, with version, stage and activity; the 
   expect(homeBox.y).toBeLessThan(bundlesBox.y);
   await expectNoViolations(page, 'home');
 
-  await card.getByRole('link', { name: 'plants' }).click();
+  await card.getByRole('link').first().click();
   await page.waitForURL((u) => u.searchParams.get('p') === 'plants');
   const firstCard = page.locator('[data-testid="agent-card"]').first();
   await firstCard.waitFor();
