@@ -413,7 +413,7 @@ export function App() {
                 loading={agentsLoading}
                 error={agentsError}
                 asSection={!projectId}
-                holdCards={!!projectId && (projectsLoading || (!!project && (journeySettled !== projectId || (!detail?.detail && !detail?.error))))}
+                holdCards={!!projectId && (projectsLoading || (!!project && journeySettled !== projectId))}
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
                 onRetry={() => void loadAgents(projectId)}
                 workspace={{

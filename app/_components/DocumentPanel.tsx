@@ -174,7 +174,7 @@ export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose
         aria-labelledby={`${id}-tab-document`}
         tabIndex={editing ? undefined : 0}
         hidden={tab !== 'document'}
-        data-testid="document-content"
+        data-testid={editing ? 'document-editing' : 'document-content'}
       >
         {documentBody}
       </div>
@@ -195,7 +195,7 @@ export function DocumentPanel({ path, url, downloadUrl, version, docked, onClose
       </div>
     </>
   ) : editing ? (
-    <div className="viewer-body viewer-body-editing" data-testid="document-content">
+    <div className="viewer-body viewer-body-editing">
       {documentBody}
     </div>
   ) : (
