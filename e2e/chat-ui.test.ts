@@ -134,10 +134,10 @@ describe('chat UI with a scripted model', () => {
       const { page } = await newTab();
       await richConversation(page);
       await page.locator('[data-testid="output-file"][data-path="plan.md"]').click();
-      await page.getByTestId('file-content').locator('h1').waitFor();
+      await page.getByTestId('document-content').locator('h1').waitFor();
       await expectNoViolations(page, 'outputs viewer');
       await page.keyboard.press('Escape');
-      await page.getByTestId('file-viewer').waitFor({ state: 'detached' });
+      await page.getByTestId('document-panel').waitFor({ state: 'detached' });
 
       await page.getByTestId('conversation-item').first().hover();
       await page.getByTestId('delete-conversation').first().click();
