@@ -2,7 +2,7 @@
  * End to end in a real browser: playwright-core driving Debian's chromium against the production
  * build (`next start`) and the scripted OpenAI-compatible model server.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/browser   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/browser   (E2E_SKIP_BUILD=1 reuses an existing build).
  * Screenshots land in e2e/artifacts/ (git-ignored): main-flow.png is the main flow's artifact;
  * every test also leaves a final-state screenshot named after it, handy when one fails.
  */

@@ -2,7 +2,7 @@
  * The chat screen in a real browser: accessibility (axe-core's default rules on every main screen,
  * light and dark; 44 px tap targets on a phone), rich answers, tool cards, documents, the sidebar.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/chat-ui   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/chat-ui   (E2E_SKIP_BUILD=1 reuses an existing build).
  * The tests under "needs the server side" use API parts that land with the server work
  * (regenerate, edit, search, export, the last turn's status); skip them on an older server with
  * -t '^(?!.*needs the server side)'.

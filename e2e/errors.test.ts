@@ -5,7 +5,7 @@
  * must still reach the caller with its status and code, never as 500 E_INTERNAL. Jest's API tests
  * run one module graph and cannot see that difference; this walk can.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/errors   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/errors   (E2E_SKIP_BUILD=1 reuses an existing build).
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';

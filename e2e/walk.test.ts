@@ -7,7 +7,7 @@
  * stored text of a stopped answer equal to the screen, and the sidebar's row actions at 375 px.
  * Each screen touched is checked with axe-core, light and dark, on a desktop and at 375 px.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/walk   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/walk   (E2E_SKIP_BUILD=1 reuses an existing build).
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
