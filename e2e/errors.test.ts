@@ -1,5 +1,5 @@
 /**
- * Every error code the README's tables promise, against the production build (`next start`). There
+ * Every error code the docs (`docs/api.md` and the other areas) promise, against the production build (`next start`). There
  * the runtime (stores, run service, model clients) is built by the instrumentation hook in a module
  * graph of its own, and each route handler has its own copy of lib/: an error thrown by the runtime
  * must still reach the caller with its status and code, never as 500 E_INTERNAL. Jest's API tests

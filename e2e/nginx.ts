@@ -16,7 +16,7 @@ export interface Nginx {
  * listening on a free loopback port, round robin over the given local ports without buffering
  * (answers stream), optionally keeping idle connections to them; resolves once /api/health
  * answers through it. It passes the Host people used and appends the client's address to
- * X-Forwarded-For, as the README's example does (the instances run with ALLOWED_HOSTS and TRUST_PROXY=1).
+ * X-Forwarded-For, as the nginx example in docs/instances.md does (the instances run with ALLOWED_HOSTS and TRUST_PROXY=1).
  */
 export async function startNginx(dir: string, ports: number[], options: { keepalive?: number } = {}): Promise<Nginx> {
   await fs.mkdir(dir, { recursive: true });

@@ -198,7 +198,7 @@ export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onR
           : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
       </p>
       {workspace ? <WorkspaceBar {...workspace} /> : null}
-      {/* Above the agents, as the README shows it; its space is kept while it loads. */}
+      {/* Above the agents, as docs/bmad-projects.md describes it; its space is kept while it loads. */}
       {children ? <div className="picker-journey">{children}</div> : null}
       {loading ? (
         <p className="msg-pending" role="status">
