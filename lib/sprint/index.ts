@@ -1,0 +1,16 @@
+export {
+  readBoard,
+  sprintProjectOf,
+  locateSprint,
+  titleFromKey,
+  titleFromMarkdown,
+  specNamesStory,
+  STATUS_FILE,
+  type Board,
+  type BoardEpic,
+  type BoardStory,
+  type SprintProject,
+  type SprintLocation,
+} from './board';
+export { setStoryStatus, validateChange, commitMessage, hasSprintStatus, type SprintActor, type StatusChange } from './status';
+export { STORY_STATUSES, EPIC_STATUSES, RETRO_STATUSES, MAX_STATUS_BYTES, classifyKey, statusesFor, setStatusInText, type StoryStatus } from './parse';
