@@ -14,3 +14,4 @@ export {
 } from './board';
 export { setStoryStatus, validateChange, commitMessage, hasSprintStatus, type SprintActor, type StatusChange } from './status';
 export { STORY_STATUSES, EPIC_STATUSES, RETRO_STATUSES, MAX_STATUS_BYTES, classifyKey, statusesFor, setStatusInText, type StoryStatus } from './parse';
+export { workspaceStatusChanges, applyWorkspaceStatusChanges, sprintNeutralHead, type WorkspaceStatusChanges } from './workspace';

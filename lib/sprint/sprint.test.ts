@@ -6,7 +6,7 @@ import { makeRepo, sh, tempDir, writeFiles } from '../../test/git-repo';
 import { isAppError } from '../errors';
 import { readInstall } from '../projects/layout';
 import { setFileLockFolder } from '../paths/file-lock';
-import { readBoard, setStoryStatus, sprintProjectOf, setStatusInText, type SprintProject } from './index';
+import { applyWorkspaceStatusChanges, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, setStatusInText, workspaceStatusChanges, type SprintProject } from './index';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const PLANNING = path.join(REPO_ROOT, 'node_modules/bmad-method-612/src/bmm-skills/plan/bmad-sprint-planning');
@@ -267,6 +267,62 @@ describe('changing one story', () => {
     expect(sh(dir, ['status', '--porcelain'])).toBe('');
     expect(fs.readFileSync(path.join(dir, ARTIFACTS, 'sprint-status.yaml'), 'utf8')).toBe(sh(dir, ['show', `main:${ARTIFACTS}/sprint-status.yaml`]));
   }, 180_000);
+});
+
+describe("a workspace's sprint status", () => {
+  it('is read as status changes, applied to the base one by one, and the merge never conflicts on it', async () => {
+    const { dir, project } = sprintRepo([{ title: 'Accounts', stories: ['User login', 'Account management', 'Password reset'] }]);
+    const file = `${ARTIFACTS}/sprint-status.yaml`;
+    // The workspace (its branch in the project repository, as workspaces keep them): code, and its story moved in the file by hand.
+    sh(dir, ['checkout', '-q', '-b', 'bmad/1-1-user-login']);
+    const text = fs.readFileSync(path.join(dir, file), 'utf8');
+    writeFiles(dir, {
+      'src/login.ts': 'export const login = true;\n',
+      [file]: text.replace('1-1-user-login: backlog', '1-1-user-login: review').replace('epic-1: backlog', 'epic-1: in-progress').replace('1-3-password-reset: backlog', '1-3-password-reset: finished').replace('  epic-1-retrospective: optional', '  epic-1-retrospective: optional\n  9-9-invented: done'),
+    });
+    sh(dir, ['add', '-A']);
+    sh(dir, ['commit', '-q', '-m', 'login']);
+    const head = sh(dir, ['rev-parse', 'HEAD']).trim();
+    sh(dir, ['checkout', '-q', 'main']);
+    // Meanwhile a person moves another story on the base.
+    await setStoryStatus(project, '1-2-account-management', 'in-progress', { name: 'Ada' });
+    const base = sh(dir, ['rev-parse', 'main']).trim();
+    // Merged as text, the two edits of neighbouring lines conflict: what this module exists to avoid.
+    const plain = require('node:child_process').spawnSync('git', ['merge-tree', '--write-tree', '--name-only', base, head], { cwd: dir, encoding: 'utf8' });
+    expect(plain.status).toBe(1);
+    expect(plain.stdout).toContain(file);
+
+    const found = await workspaceStatusChanges(project, 'bmad/1-1-user-login');
+    expect(found.touched).toBe(true);
+    expect(found.changes).toEqual([
+      { key: 'epic-1', from: 'backlog', to: 'in-progress' },
+      { key: '1-1-user-login', from: 'backlog', to: 'review' },
+    ]);
+    expect(found.ignored.map((i) => i.key)).toEqual(['1-3-password-reset', '9-9-invented']);
+    const { applied } = await applyWorkspaceStatusChanges(project, 'bmad/1-1-user-login', { name: 'Ada', run: 'run_7' });
+    expect(applied.map((a) => `${a.key}=${a.to}`)).toEqual(['epic-1=in-progress', '1-1-user-login=review']);
+    expect(gitLog(dir).slice(0, 2)).toEqual(['Sprint: 1-1-user-login → review (by run run_7 for Ada)|Ada', 'Sprint: epic-1 → in-progress (by run run_7 for Ada)|Ada']);
+
+    const neutral = await sprintNeutralHead(project, head, { name: 'Ada' });
+    expect(neutral).not.toBe(head);
+    expect(sh(dir, ['rev-parse', `${neutral}^`]).trim()).toBe(head);
+    expect(sh(dir, ['diff', '--name-only', head, neutral]).trim()).toBe(file);
+    const tip = sh(dir, ['rev-parse', 'main']).trim();
+    const merged = require('node:child_process').spawnSync('git', ['merge-tree', '--write-tree', tip, neutral], { cwd: dir, encoding: 'utf8' });
+    expect(merged.status).toBe(0);
+    const tree = merged.stdout.trim();
+    expect(sh(dir, ['show', `${tree}:${file}`])).toBe(sh(dir, ['show', `main:${file}`]));
+    expect(sh(dir, ['show', `${tree}:src/login.ts`])).toBe('export const login = true;\n');
+    const statuses = sh(dir, ['show', `${tree}:${file}`]);
+    expect(statuses).toContain('1-1-user-login: review');
+    expect(statuses).toContain('1-2-account-management: in-progress');
+    expect(statuses).not.toContain('9-9-invented');
+
+    // A branch that never touched the file merges as it is.
+    sh(dir, ['branch', 'bmad/other', 'main']);
+    expect(await sprintNeutralHead(project, sh(dir, ['rev-parse', 'bmad/other']).trim(), { name: 'Ada' })).toBe(sh(dir, ['rev-parse', 'bmad/other']).trim());
+    expect((await workspaceStatusChanges(project, 'bmad/other')).touched).toBe(false);
+  }, 60_000);
 });
 
 describe('setStatusInText', () => {
