@@ -15,3 +15,4 @@ export {
 export { setStoryStatus, validateChange, commitMessage, hasSprintStatus, type SprintActor, type StatusChange } from './status';
 export { STORY_STATUSES, EPIC_STATUSES, RETRO_STATUSES, MAX_STATUS_BYTES, classifyKey, statusesFor, setStatusInText, type StoryStatus } from './parse';
 export { workspaceStatusChanges, applyWorkspaceStatusChanges, sprintNeutralHead, type WorkspaceStatusChanges } from './workspace';
+export { buildResultOf, statusOfText, outcomeOf, type BuildResult } from './result';

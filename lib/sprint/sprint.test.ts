@@ -6,7 +6,7 @@ import { makeRepo, sh, tempDir, writeFiles } from '../../test/git-repo';
 import { isAppError } from '../errors';
 import { readInstall } from '../projects/layout';
 import { setFileLockFolder } from '../paths/file-lock';
-import { applyWorkspaceStatusChanges, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, setStatusInText, workspaceStatusChanges, type SprintProject } from './index';
+import { applyWorkspaceStatusChanges, buildResultOf, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, setStatusInText, workspaceStatusChanges, type SprintProject } from './index';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..');
 const PLANNING = path.join(REPO_ROOT, 'node_modules/bmad-method-612/src/bmm-skills/plan/bmad-sprint-planning');
@@ -323,6 +323,73 @@ describe("a workspace's sprint status", () => {
     expect(await sprintNeutralHead(project, sh(dir, ['rev-parse', 'bmad/other']).trim(), { name: 'Ada' })).toBe(sh(dir, ['rev-parse', 'bmad/other']).trim());
     expect((await workspaceStatusChanges(project, 'bmad/other')).touched).toBe(false);
   }, 60_000);
+});
+
+/** The markdown blocks bmad-build-auto's workflow tells the model to write when it halts, as that file states them (indentation removed). */
+function autoHaltTemplates(): string[] {
+  const workflow = fs.readFileSync(path.join(REPO_ROOT, 'node_modules/bmad-method-612/src/bmm-skills/ship/bmad-build-auto/workflow.md'), 'utf8');
+  const blocks = [...workflow.matchAll(/^( *)```markdown\n([\s\S]*?)^ *```$/gm)].map((m) => m[2]!.split('\n').map((l) => l.slice(m[1]!.length)).join('\n'));
+  expect(blocks).toHaveLength(2);
+  return blocks;
+}
+
+describe('build results', () => {
+  const SPEC_TEMPLATE = fs.readFileSync(path.join(REPO_ROOT, 'node_modules/bmad-method-612/src/bmm-skills/ship/bmad-build-auto/spec-template.md'), 'utf8');
+  const [skeleton, resultFile] = autoHaltTemplates();
+  const fill = (t: string, status: string, condition: string) => t.replace(/<final status>/g, status).replace(/<blocking condition, if any>/g, condition).replace(/<entry title[^>]*>/g, 'Login');
+
+  function checkout(files: Record<string, string>): { root: string; artifacts: string } {
+    const root = path.join(tempDir('sprint-checkout'), 'project');
+    writeFiles(root, Object.fromEntries(Object.entries(files).map(([k, v]) => [`${ARTIFACTS}/${k}`, v])));
+    fs.mkdirSync(path.join(root, ARTIFACTS), { recursive: true });
+    return { root, artifacts: ARTIFACTS };
+  }
+  const touch = (c: { root: string; artifacts: string }, name: string, secondsAgo: number) => {
+    const t = new Date(Date.now() - secondsAgo * 1000);
+    fs.utimesSync(path.join(c.root, c.artifacts, name), t, t);
+  };
+
+  it("reads bmad-build-auto's spec and halt files and dev-story's Status line", async () => {
+    const done = SPEC_TEMPLATE.replace("status: 'draft'", "status: 'done'") + '\n## Auto Run Result\n\nSummary: login added.\n';
+    expect(await buildResultOf(checkout({ 'spec-1-2-login.md': done }), '1-2-login')).toEqual({ outcome: 'complete', status: 'done', file: `${ARTIFACTS}/spec-1-2-login.md` });
+
+    const blocked = fill(skeleton!, 'blocked', 'intent gap: which provider, email or OAuth?');
+    expect(await buildResultOf(checkout({ 'spec-1-2-login.md': blocked }), '1-2-login')).toEqual({ outcome: 'blocked', status: 'blocked', reason: 'intent gap: which provider, email or OAuth?', file: `${ARTIFACTS}/spec-1-2-login.md` });
+
+    // A halt before its spec was known: the result file beside the artifacts.
+    const early = fill(resultFile!, 'blocked', 'unclear intent');
+    expect(await buildResultOf(checkout({ 'bmad-build-auto-result-1-2-login.md': early }), '1-2-login')).toMatchObject({ outcome: 'blocked', reason: 'unclear intent' });
+
+    // A spec of story 1-20 is not story 1-2's; a story never written to is failed.
+    expect(await buildResultOf(checkout({ 'spec-1-20-other.md': done }), '1-2-login')).toEqual({ outcome: 'failed', status: null, reason: 'The build skill wrote no status for the story.', file: null });
+
+    // dev-story (6.0.x): the story file's Status line.
+    expect(await buildResultOf(checkout({ '1-2-login.md': storyFile(1, 2, 'Login', 'review') }), '1-2-login')).toEqual({ outcome: 'complete', status: 'review', file: `${ARTIFACTS}/1-2-login.md` });
+    expect(await buildResultOf(checkout({ '1-2-login.md': storyFile(1, 2, 'Login', 'in-progress') }), '1-2-login')).toMatchObject({ outcome: 'failed', status: 'in-progress', reason: 'The build skill stopped with the story at "in-progress".' });
+
+    // The file written last decides: the story file still says ready-for-dev, the spec says done.
+    const both = checkout({ '1-2-login.md': storyFile(1, 2, 'Login'), 'spec-1-2-login.md': done });
+    touch(both, '1-2-login.md', 60);
+    expect(await buildResultOf(both, '1-2-login')).toMatchObject({ outcome: 'complete', file: `${ARTIFACTS}/spec-1-2-login.md` });
+    touch(both, 'spec-1-2-login.md', 120);
+    expect(await buildResultOf(both, '1-2-login')).toMatchObject({ outcome: 'failed', status: 'ready-for-dev', file: `${ARTIFACTS}/1-2-login.md` });
+  });
+
+  it('follows no symlink and reads no file past its cap', async () => {
+    const outside = path.join(tempDir('sprint-outside'), 'secret.md');
+    fs.writeFileSync(outside, '---\nstatus: blocked\n---\nBlocking condition: the secret\n');
+    const c = checkout({});
+    fs.symlinkSync(outside, path.join(c.root, ARTIFACTS, 'spec-1-2-login.md'));
+    expect(await buildResultOf(c, '1-2-login')).toMatchObject({ outcome: 'failed', file: null });
+    const big = checkout({ '1-2-login.md': `Status: review\n${'x'.repeat(1_100_000)}` });
+    expect(await buildResultOf(big, '1-2-login')).toMatchObject({ outcome: 'failed', file: null });
+    // An artifacts folder that is a link out of the checkout is not read.
+    const linked = path.join(tempDir('sprint-linked'), 'project');
+    fs.mkdirSync(path.join(linked, '_bmad-output'), { recursive: true });
+    fs.symlinkSync(path.dirname(outside), path.join(linked, ARTIFACTS));
+    fs.writeFileSync(path.join(path.dirname(outside), '1-2-login.md'), 'Status: done\n');
+    expect(await buildResultOf({ root: linked, artifacts: ARTIFACTS }, '1-2-login')).toMatchObject({ outcome: 'failed', file: null });
+  });
 });
 
 describe('setStatusInText', () => {
