@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../errors';
-import { git } from '../git/runner';
-import { currentBranch, findRepositoryTop, resolveCommit } from '../git/repo';
+import { git, GitError } from '../git/runner';
+import { atTop, currentBranch, findRepositoryTop, resolveCommit } from '../git/repo';
 import { splitFrontmatter } from '../frontmatter';
 import { invalidStatusFile, MAX_STATUS_BYTES, parseStatusDocument, readEntries } from './parse';
 
@@ -108,6 +108,20 @@ export interface Board {
   /** The file read, relative to the project, with the branch and commit it was read at; null when there is none. */
   source: { path: string; branch: string; commit: string } | null;
   epics: BoardEpic[];
+  /**
+   * The project folder has the base branch checked out and its sprint status differs from the
+   * committed one (edited, or written by an agent and never committed): the board shows the
+   * committed one, and changes are refused until the folder's file is committed or discarded.
+   */
+  uncommitted: boolean;
+}
+
+/** Whether the project folder has the base branch checked out with its sprint status changed or untracked. */
+export async function hasLocalChanges(loc: SprintLocation): Promise<boolean> {
+  if ((await currentBranch(loc.top)) !== loc.branch) return false;
+  const r = await gitAt(loc.top, [...atTop(loc.top), 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--', loc.fileInRepo]);
+  if (r.code !== 0) throw new GitError('status', r);
+  return r.stdout.length > 0;
 }
 
 /** `1-2-account-management` → `Account management`: a title when no story file names one. */
@@ -202,9 +216,10 @@ async function blobHeads(top: string, wanted: { blob: string; size: number }[]):
 export async function readBoard(project: SprintProject): Promise<Board> {
   const loc = await locateSprint(project);
   const commit = await resolveCommit(loc.top, loc.ref);
-  if (!commit) return { source: null, epics: [] };
+  const uncommitted = await hasLocalChanges(loc);
+  if (!commit) return { source: null, epics: [], uncommitted };
   const found = await statusTextAt(loc.top, commit, loc.fileInRepo);
-  if (!found) return { source: null, epics: [] };
+  if (!found) return { source: null, epics: [], uncommitted };
   const entries = readEntries(parseStatusDocument(found.text));
   const epics = new Map<number, BoardEpic>();
   const epicOf = (n: number): BoardEpic => {
@@ -243,5 +258,6 @@ export async function readBoard(project: SprintProject): Promise<Board> {
   return {
     source: { path: projectPathOf(loc, loc.fileInRepo), branch: loc.branch, commit },
     epics: [...epics.values()].sort((a, b) => a.number - b.number),
+    uncommitted,
   };
 }

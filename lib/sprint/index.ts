@@ -1,5 +1,6 @@
 export {
   readBoard,
+  hasLocalChanges,
   sprintProjectOf,
   locateSprint,
   titleFromKey,

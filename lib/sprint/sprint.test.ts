@@ -87,6 +87,7 @@ describe('the board from the base branch', () => {
 
     const board = await readBoard(sp);
     expect(board.source).toEqual({ path: `${ARTIFACTS}/sprint-status.yaml`, branch: 'main', commit: sh(top, ['rev-parse', 'main']).trim() });
+    expect(board.uncommitted).toBe(false);
     expect(board.epics).toEqual([
       {
         key: 'epic-1',
@@ -110,7 +111,9 @@ describe('the board from the base branch', () => {
     // The working tree is not the board: an uncommitted edit shows nowhere.
     const file = path.join(folder, 'sprint-status.yaml');
     fs.writeFileSync(file, fs.readFileSync(file, 'utf8').replace('1-2-account-management: backlog', '1-2-account-management: done'));
-    expect((await readBoard(sp)).epics[0]!.stories[1]!.status).toBe('backlog');
+    const again = await readBoard(sp);
+    expect(again.epics[0]!.stories[1]!.status).toBe('backlog');
+    expect(again.uncommitted).toBe(true);
   }, 120_000);
 
   it("reads 6.12's template with its comments and action items, and 6.0.4's template with its legacy values", async () => {
@@ -129,7 +132,11 @@ describe('the board from the base branch', () => {
   it('answers no epics for a project without a sprint status, and a clear error for a broken one', async () => {
     const dir = makeRepo(tempDir('sprint-none'));
     const project = { root: dir, artifacts: ARTIFACTS, baseBranch: null };
-    expect(await readBoard(project)).toEqual({ source: null, epics: [] });
+    expect(await readBoard(project)).toEqual({ source: null, epics: [], uncommitted: false });
+    // Sprint planning ran in the project folder and its file was never committed: said, not shown.
+    writeFiles(dir, { [`${ARTIFACTS}/sprint-status.yaml`]: TEMPLATE_612 });
+    expect(await readBoard(project)).toEqual({ source: null, epics: [], uncommitted: true });
+    fs.rmSync(path.join(dir, ARTIFACTS, 'sprint-status.yaml'));
     sh(dir, ['commit', '-q', '--allow-empty', '-m', 'x']);
     writeFiles(dir, { [`${ARTIFACTS}/sprint-status.yaml`]: 'development_status:\n  1-1-a: done\n  1-1-a: review\n' });
     sh(dir, ['add', '-A']);

@@ -5,7 +5,7 @@ import { AppError } from '../errors';
 import { GitError } from '../git/runner';
 import { atTop, currentBranch, resolveCommit } from '../git/repo';
 import { withFileLock } from '../paths/file-lock';
-import { entryAt, gitAt, locateSprint, statusTextAt, type SprintLocation, type SprintProject } from './board';
+import { entryAt, gitAt, hasLocalChanges, locateSprint, statusTextAt, type SprintLocation, type SprintProject } from './board';
 import { classifyKey, setStatusInText, statusesFor } from './parse';
 
 /** Who changes a status: a person, or a run on a person's behalf. */
@@ -88,9 +88,7 @@ export async function setStoryStatus(project: SprintProject, key: unknown, statu
 
 async function checkedOutClean(loc: SprintLocation): Promise<boolean> {
   if ((await currentBranch(loc.top)) !== loc.branch) return false;
-  const r = await gitAt(loc.top, [...atTop(loc.top), 'status', '--porcelain=v1', '-z', '--untracked-files=all', '--', loc.fileInRepo]);
-  if (r.code !== 0) throw new GitError('status', r);
-  if (r.stdout.length) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes to the sprint status; commit or discard them first.');
+  if (await hasLocalChanges(loc)) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes to the sprint status; commit or discard them first.');
   return true;
 }
 
