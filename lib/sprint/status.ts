@@ -122,8 +122,14 @@ async function setOnce(loc: SprintLocation, key: string, status: string, by: Spr
     // Index and file go from the old commit to the new one; this path is the only one that
     // differs, and it was checked clean. Should it have changed since, the branch goes back.
     // The index's stat data is brought up to date first: a file rewritten with its own content is not a change.
-    await gitAt(loc.top, [...atTop(loc.top), 'update-index', '-q', '--refresh'], { env: { GIT_OPTIONAL_LOCKS: '1' } });
-    const rt = await gitAt(loc.top, [...atTop(loc.top), 'read-tree', '-m', '-u', old, next], { env: { GIT_OPTIONAL_LOCKS: '1' } });
+    // Another git holding the index (a merge moving this checkout) is waited for, briefly.
+    let rt = { code: 1, stderr: '' } as { code: number; stderr: string };
+    for (let i = 0; i < 20; i++) {
+      await gitAt(loc.top, [...atTop(loc.top), 'update-index', '-q', '--refresh'], { env: { GIT_OPTIONAL_LOCKS: '1' } });
+      rt = await gitAt(loc.top, [...atTop(loc.top), 'read-tree', '-m', '-u', old, next], { env: { GIT_OPTIONAL_LOCKS: '1' } });
+      if (rt.code === 0 || !rt.stderr.includes('index.lock')) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
     if (rt.code !== 0) {
       await gitAt(loc.top, ['update-ref', '-m', 'bmad: sprint status change undone', loc.ref, old, next]);
       throw new AppError('E_BASE_DIRTY', 'The project folder has changes to the sprint status that the change would overwrite.');
