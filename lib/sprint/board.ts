@@ -48,6 +48,10 @@ export async function locateSprint(project: SprintProject): Promise<SprintLocati
   if (!top) throw new AppError('E_NOT_A_REPOSITORY', 'The project folder is not in a git repository.');
   const branch = project.baseBranch ?? (await currentBranch(top));
   if (!branch) throw new AppError('E_CONFLICT', 'The project folder has no branch checked out; set a base branch in the build settings.');
+  // The folder comes from the install's config, already held inside the project; checked again since a caller may build it.
+  if (!project.artifacts || path.posix.isAbsolute(project.artifacts) || project.artifacts.split('/').some((p) => p === '..' || p === '.git' || !p)) {
+    throw new AppError('E_VALIDATION', 'The implementation artifacts folder must be a folder inside the project.', { field: 'implementation_artifacts' });
+  }
   const projectInRepo = path.relative(fs.realpathSync(top), fs.realpathSync(project.root)).split(path.sep).join('/');
   const folderInRepo = [projectInRepo, project.artifacts].filter(Boolean).join('/');
   return { top, branch, ref: `refs/heads/${branch}`, folderInRepo, fileInRepo: `${folderInRepo}/${STATUS_FILE}`, projectInRepo };

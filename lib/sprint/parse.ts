@@ -12,6 +12,7 @@ export const MAX_STATUS_BYTES = 1024 * 1024;
 /** Entries of `development_status` read at most. */
 export const MAX_ENTRIES = 5_000;
 const MAX_KEY = 300;
+const MAX_STATUS_CHARS = 64;
 
 export const STORY_STATUSES = ['backlog', 'ready-for-dev', 'in-progress', 'review', 'done'] as const;
 export const EPIC_STATUSES = ['backlog', 'in-progress', 'done'] as const;
@@ -93,7 +94,8 @@ export function readEntries(doc: Document.Parsed): StatusEntry[] {
     const kind = classifyKey(key);
     if (!kind) continue;
     const v = pair.value;
-    const status = isScalar(v) && v.value !== null && typeof v.value !== 'object' ? normalizeStatus(String(v.value)) : null;
+    // A status is a word; a value as long as a page is cut (the board shows it, it never goes back to the file).
+    const status = isScalar(v) && v.value !== null && typeof v.value !== 'object' ? normalizeStatus(String(v.value).slice(0, MAX_STATUS_CHARS)) : null;
     out.push({ key, ...kind, status });
   }
   return out;

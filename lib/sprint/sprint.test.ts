@@ -170,6 +170,10 @@ describe('the board from the base branch', () => {
     const after = sh(dir, ['show', `main:${ARTIFACTS}/sprint-status.yaml`]);
     expect(after).toBe(`{development_status: {${keys.map((k, i) => `${k}: ${i === 1_500 ? 'review' : 'backlog'}`).join(', ')}}}`);
 
+    // One value as long as a page: read, and cut to a word's length.
+    put(`development_status:\n  1-1-a: ${'a'.repeat(200_000)}\n`);
+    expect((await readBoard(project)).epics[0]!.stories[0]!.status).toBe('a'.repeat(64));
+
     put(`development_status:\n  1-1-a: done\n# ${'z'.repeat(2_100_000)}\n`);
     t = Date.now();
     await expectAppError(readBoard(project), 'E_SPRINT_STATUS_INVALID');
