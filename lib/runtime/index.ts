@@ -17,6 +17,7 @@ import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
 import { externalToolCheck } from '../doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
 import { DATABASE_FILE } from '../conversations';
+import { openWorkspaceStore, WorkspaceService } from '../workspaces';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -34,6 +35,8 @@ export interface Runtime extends ChatDeps {
   mcp: McpHub;
   /** People, sessions, tokens and memberships; null in the single-user mode (AUTH=off). */
   accounts: Accounts | null;
+  /** Build settings and workspaces (git checkouts of their own, on `bmad/<name>` branches). */
+  workspaces: WorkspaceService;
 }
 
 export interface RuntimeOptions {
@@ -61,6 +64,11 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     mcp,
     access: accounts ? accountsPolicy(accounts) : openAccess,
     accounts,
+    workspaces: new WorkspaceService({
+      store: openWorkspaceStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+      root: config.workspacesRoot,
+      bwrap: config.scripts.bwrap,
+    }),
     auditDir: path.join(config.dataDir, 'audit'),
     llm: (name = config.models.defaultProfile) => {
       const profile = config.models.profiles.get(name);
@@ -105,6 +113,7 @@ export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
     await previous.runs.close();
     await previous.mcp?.close();
     await previous.store.close();
+    await previous.workspaces.store.close();
     if (previous.accounts && previous.accounts !== runtime?.accounts) await previous.accounts.close();
   }
 }
