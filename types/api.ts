@@ -49,8 +49,13 @@ export interface ProjectView {
   agentCount: number;
   /** Virtual path of the output folder every agent of the project shares. */
   outputFolder: string;
-  /** Further folders agents may write (virtual paths); empty by default. */
+  /** Further folders agents may write (virtual paths): the config's document folders and the settings'. */
   writable: string[];
+  /**
+   * The config's document folders beyond the output folder (`{project-root}/docs/planning`): the
+   * documents listing names their files by their path in the project (`docs/planning/prd.md`).
+   */
+  documentFolders?: string[];
   /**
    * `<file>: <severity>: <reason>` lines, files relative to the project. In the list: what reading
    * the install finds (manifests, module configs, settings); in the detail: the doctor's errors
@@ -152,6 +157,8 @@ export interface ChatMessageView {
   usage?: UsageView;
   /** Part of the turn no longer goes to the model in full (the context window was full). */
   compacted?: boolean;
+  /** User messages, with accounts: who wrote it (a token's or a run's owner for theirs); absent without accounts. */
+  author?: PersonRef;
 }
 
 export type MessagePartView = { type: 'text'; text: string } | { type: 'tool'; toolCallId: string };
@@ -201,6 +208,13 @@ export interface ConversationSummaryView {
   ownerId?: string;
   /** Present (true) when the project's members may read it. */
   shared?: boolean;
+  /** With accounts: who started it, by name (the list and the detail view give it). */
+  owner?: PersonRef;
+  /**
+   * Whether the caller may write in it (chat, edit, regenerate, rename, delete, share): only its
+   * owner does; admins and the readers of a shared conversation read it and may continue in a copy.
+   */
+  canWrite?: boolean;
 }
 
 /** A person as others see them: who started a conversation, who wrote a version. */
@@ -219,8 +233,11 @@ export interface ConversationListData {
 export interface ConversationDetail extends ConversationSummaryView {
   messages: ChatMessageView[];
   usage: UsageView;
-  /** With accounts: who started the conversation, and so wrote its user messages. */
-  owner?: PersonRef;
+}
+
+/** POST /api/conversations/:id/copy: the caller's new conversation, holding the source's messages. */
+export interface ConversationCopyData {
+  id: string;
 }
 
 export interface OutputFileEntry {
