@@ -17,6 +17,7 @@ import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
 import { externalToolCheck } from '../doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
 import { DATABASE_FILE } from '../conversations';
+import { openWorkspaceStore, WorkspaceService } from '../workspaces';
 import { closeVersionStores } from '../versions';
 import { PendingWork } from './work';
 
@@ -36,6 +37,8 @@ export interface Runtime extends ChatDeps {
   mcp: McpHub;
   /** People, sessions, tokens and memberships; null in the single-user mode (AUTH=off). */
   accounts: Accounts | null;
+  /** Build settings and workspaces (git checkouts of their own, on `bmad/<name>` branches). */
+  workspaces: WorkspaceService;
   /** What outlives the requests that started it (ChatDeps.track); closeRuntime waits for it. */
   work: PendingWork;
 }
@@ -66,6 +69,11 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     mcp,
     access: accounts ? accountsPolicy(accounts) : openAccess,
     accounts,
+    workspaces: new WorkspaceService({
+      store: openWorkspaceStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+      root: config.workspacesRoot,
+      bwrap: config.scripts.bwrap,
+    }),
     auditDir: path.join(config.dataDir, 'audit'),
     work,
     track: work.track,
@@ -116,6 +124,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   if (runtime.mcp !== keep.mcp) await runtime.mcp?.close();
   if (runtime.store !== keep.store) await runtime.store.close();
   if (runtime.accounts && runtime.accounts !== keep.accounts) await runtime.accounts.close();
+  await runtime.workspaces.store.close();
 }
 
 /** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */
