@@ -1,5 +1,5 @@
 import { roleAllows, type Caller, type ProjectRole, type Role } from '../access';
-import { OIDC_PROVIDER_ID } from '../auth';
+import { clientAddressed, OIDC_PROVIDER_ID } from '../auth';
 import { AppError } from '../errors';
 import { getRuntime } from '../runtime';
 import { accountsOf, projectOf, requireAdmin, type BodyOf } from './access';
@@ -43,11 +43,14 @@ export async function createFirstAdmin(request: Request, body: BodyOf<{ email: s
   return { person, cookies: signedIn.headers.getSetCookie() };
 }
 
-/** Better Auth's own routes (sign-in, sign-out, session, SSO callbacks, ...), once its tables are ready. */
+/**
+ * Better Auth's own routes (sign-in, sign-out, session, SSO callbacks, ...), once its tables are
+ * ready; the request carries the client's address only as a trusted proxy gave it.
+ */
 export async function authRequest(request: Request): Promise<Response> {
   const accounts = accountsOf();
   await accounts.ready();
-  return accounts.auth.handler(request);
+  return accounts.auth.handler(clientAddressed(request));
 }
 
 /** Everyone with an account (admins only). */
