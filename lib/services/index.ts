@@ -1,6 +1,6 @@
 export { projectOf, conversationOf, canOpenConversation, visibleProjects, accountsOf, requireAdmin, projectNotFound, conversationNotFound, committerOf, APP_IDENTITY, type BodyOf } from './access';
 export { getBuildSettings, putBuildSettings } from './build';
-export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView } from './workspaces';
+export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView, workspaceForRun } from './workspaces';
 export { setupOf } from './setup';
 export { listProjects, listProjectsBrief, getProject, listInstallable, createProject } from './projects';
 export { listAgents, listAgentsBrief, listBundles } from './agents';
@@ -12,3 +12,4 @@ export { listModels } from './models';
 export { listConversations, getConversation, updateConversation, deleteConversation, copyConversation, stopConversation, exportConversation, conversationAudit, visiblePage, detailFor, summariesFor, type ConversationQuery, type ConversationPatch } from './conversations';
 export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson, updatePerson, removePerson, setPersonPassword, changeOwnPassword, listTokens, createToken, revokeToken, listMembers, putMember, removeMember } from './accounts';
 export { projectMcpServers } from './mcp-hub';
+export { turnWorkspace, placeIn } from './turns';
