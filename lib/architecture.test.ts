@@ -142,6 +142,14 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
+  // The use cases sit on top: nothing in lib builds on them.
+  it('nothing in lib imports lib/services', () => {
+    const offending = [...imports]
+      .filter(([f]) => roomOf(f) !== 'services')
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'services').map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
   it('lib/ imports neither Next.js nor React', () => {
     const offending = [...imports].flatMap(([f, list]) => list.filter((i) => /^(next|react|react-dom)(\/|$)/.test(i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);

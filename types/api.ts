@@ -77,6 +77,8 @@ export interface ProjectDetail extends ProjectView {
   doctor: { summary: string; errors: number; warnings: number; notes: number };
   /** Tokens and cost summed over the project's conversations the caller can see. */
   usage: UsageView;
+  /** The git repository the project folder is in; null when none. */
+  repository: RepositoryView | null;
 }
 
 export interface HealthData {
@@ -333,4 +335,104 @@ export interface ProjectMcpServer {
   projects?: string[];
   /** Known once the server was listed: the function name, the server's own name, the `server:tool` name skills use. */
   tools: { name: string; tool: string; reference: string }[];
+}
+
+/** A project folder that is (or is inside) a git repository; never a path. */
+export interface RepositoryView {
+  /** null: a detached HEAD. */
+  branch: string | null;
+  /** null: no commit yet. */
+  head: string | null;
+  /** No uncommitted change to tracked files. */
+  clean: boolean;
+}
+
+/** A project's build settings (GET/PUT /api/projects/:id/build). */
+export interface BuildSettingsView {
+  enabled: boolean;
+  /** null: the branch the project folder has checked out. */
+  baseBranch: string | null;
+  /** One shell line run once, with network, in each new workspace. */
+  setup: string | null;
+  /** Non-secret variables for commands. */
+  env: Record<string, string>;
+}
+
+/** What a workspace's setup line did. */
+export interface WorkspaceSetupView {
+  status: 'running' | 'ok' | 'failed' | 'skipped';
+  exitCode?: number | null;
+  /** Its output, head and tail when long. */
+  output?: string;
+  durationMs?: number;
+  at: string;
+}
+
+export type WorkspaceStatusView = 'open' | 'merged' | 'discarded';
+
+export interface WorkspaceView {
+  id: string;
+  name: string;
+  /** `bmad/<name>`, a branch of the project repository. */
+  branch: string;
+  /** The branch it was made from and merges into. */
+  base: string;
+  baseCommit: string;
+  status: WorkspaceStatusView;
+  /** Who made it. */
+  createdBy: string;
+  setup: WorkspaceSetupView | null;
+  mergedCommit?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WorkspaceFileView {
+  path: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed' | 'copied' | 'typechange' | 'unmerged' | 'unknown';
+  /** null for binary files. */
+  additions: number | null;
+  deletions: number | null;
+}
+
+export interface WorkspaceCommitView {
+  sha: string;
+  subject: string;
+  author: string;
+  date: string;
+}
+
+export interface WorkspaceDetailView extends WorkspaceView {
+  /** The branch's commit (null when the branch is gone). */
+  head: string | null;
+  ahead: number;
+  behind: number;
+  files: WorkspaceFileView[];
+  /** Newest first, at most 500. */
+  commits: WorkspaceCommitView[];
+}
+
+export interface WorkspaceDiffView {
+  /** The unified diff against the base. */
+  diff: string;
+  /** Longer than 1 MB: cut there. */
+  cut: boolean;
+  bytes: number;
+}
+
+export interface WorkspaceMergeView {
+  workspace: WorkspaceView;
+  /** The base branch's commit after the merge. */
+  commit: string;
+  fastForward: boolean;
+  /** The project folder had the base checked out and shows the merge. */
+  checkoutUpdated: boolean;
+}
+
+/** Where a headless run worked, when in a workspace. */
+export interface RunWorkspaceView {
+  id: string;
+  branch: string;
+  ahead: number;
+  files: WorkspaceFileView[];
 }

@@ -6,7 +6,7 @@ import type { ConversationStore } from '../conversations/types';
 import { createCatalog, type Catalog } from '../agents';
 import { createLlmClient } from '../llm';
 import { AppError } from '../errors';
-import type { ChatDeps } from '../chat';
+import { APP_IDENTITY, placeForRun, type ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
@@ -17,6 +17,7 @@ import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
 import { externalToolCheck } from '../doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
 import { DATABASE_FILE } from '../conversations';
+import { openWorkspaceStore, WorkspaceService } from '../workspaces';
 import { closeVersionStores } from '../versions';
 import { PendingWork } from './work';
 
@@ -36,6 +37,8 @@ export interface Runtime extends ChatDeps {
   mcp: McpHub;
   /** People, sessions, tokens and memberships; null in the single-user mode (AUTH=off). */
   accounts: Accounts | null;
+  /** Build settings and workspaces (git checkouts of their own, on `bmad/<name>` branches). */
+  workspaces: WorkspaceService;
   /** What outlives the requests that started it (ChatDeps.track); closeRuntime waits for it. */
   work: PendingWork;
 }
@@ -66,6 +69,11 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     mcp,
     access: accounts ? accountsPolicy(accounts) : openAccess,
     accounts,
+    workspaces: new WorkspaceService({
+      store: openWorkspaceStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+      root: config.workspacesRoot,
+      bwrap: config.scripts.bwrap,
+    }),
     auditDir: path.join(config.dataDir, 'audit'),
     work,
     track: work.track,
@@ -87,6 +95,12 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     settings: runSettings(),
     trackTurn,
     ...(accounts ? { authorOf: async (id: string) => accounts.personById(id).then((p) => (p ? p.name || p.email : undefined)) } : {}),
+    // A run's commits are its owner's; the app's own in the single-user mode.
+    placeOf: async (run) => {
+      const person = accounts ? await accounts.personById(run.ownerId) : null;
+      const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
+      return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId! }, who);
+    },
   });
   return { ...runtime, runs };
 }
@@ -116,6 +130,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   if (runtime.mcp !== keep.mcp) await runtime.mcp?.close();
   if (runtime.store !== keep.store) await runtime.store.close();
   if (runtime.accounts && runtime.accounts !== keep.accounts) await runtime.accounts.close();
+  await runtime.workspaces.store.close();
 }
 
 /** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */

@@ -67,17 +67,3 @@ export async function callerOf(request: Request): Promise<Caller> {
   if (found.caller) return found.caller;
   throw new AppError('E_UNAUTHENTICATED', REFUSALS[found.refusal ?? 'none']);
 }
-
-/** The caller, who must be an admin (403 otherwise: admin pages are not secret). */
-export async function adminOf(request: Request): Promise<Caller> {
-  const caller = await callerOf(request);
-  if (caller.role !== 'admin') throw new AppError('E_FORBIDDEN', 'Only an admin may do this.');
-  return caller;
-}
-
-/** The accounts service; a 404 in the single-user mode, which has no people or tokens. */
-export function accountsOr404() {
-  const { accounts } = getRuntime();
-  if (!accounts) throw new AppError('E_NOT_FOUND', 'Accounts are off on this server (AUTH=off): there are no people or tokens.');
-  return accounts;
-}

@@ -113,3 +113,33 @@ export function fileResponse(file: { name: string; content: Buffer; contentType:
   if (download) headers['content-disposition'] = `attachment; filename*=UTF-8''${encodeURIComponent(file.name)}`;
   return new Response(new Uint8Array(file.content), { status: 200, headers });
 }
+
+/**
+ * A stream of JSON lines: `work` sends what it will; an error it throws ends the stream with
+ * `{"type":"error","status","code","error"}` (unknown errors never leak their text).
+ */
+export function ndjsonResponse(route: string, work: (send: (line: Record<string, unknown>) => void) => Promise<void>): Response {
+  const encoder = new TextEncoder();
+  const stream = new ReadableStream<Uint8Array>({
+    async start(controller) {
+      let open = true;
+      const send = (line: Record<string, unknown>) => {
+        if (!open) return;
+        try {
+          controller.enqueue(encoder.encode(`${JSON.stringify(line)}\n`));
+        } catch {
+          open = false;
+        }
+      };
+      try {
+        await work(send);
+      } catch (e) {
+        if (!isAppError(e)) log.error('request.crash', { route, error: (e as Error)?.name ?? 'unknown' });
+        send(isAppError(e) ? { type: 'error', status: e.status, code: e.code, error: e.message } : { type: 'error', status: 500, code: 'E_INTERNAL', error: 'Internal server error.' });
+      }
+      if (open) controller.close();
+      open = false;
+    },
+  });
+  return new Response(stream, { status: 200, headers: { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' } });
+}

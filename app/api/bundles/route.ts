@@ -1,4 +1,4 @@
-import { getRuntime } from '@/lib/runtime';
+import { listBundles } from '@/lib/services';
 import { handle, ok } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 
@@ -6,8 +6,5 @@ export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
-  return handle('GET /api/bundles', request, async () => {
-    await callerOf(request);
-    return ok(await getRuntime().catalog.listBundles());
-  });
+  return handle('GET /api/bundles', request, async () => ok(await listBundles(await callerOf(request))));
 }

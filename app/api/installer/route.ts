@@ -1,4 +1,4 @@
-import { installableReleases } from '@/lib/projects';
+import { listInstallable } from '@/lib/services';
 import { handle, ok } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 
@@ -7,8 +7,5 @@ export const runtime = 'nodejs';
 
 /** What POST /api/projects can install: each pinned BMAD release (the default first), its installer's tools and its modules. */
 export async function GET(request: Request) {
-  return handle('GET /api/installer', request, async () => {
-    await callerOf(request);
-    return ok(await installableReleases());
-  });
+  return handle('GET /api/installer', request, async () => ok(await listInstallable(await callerOf(request))));
 }

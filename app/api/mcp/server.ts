@@ -2,10 +2,8 @@ import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mc
 import { isAppError } from '@/lib/errors';
 import { log } from '@/lib/log';
 import type { Caller } from '@/lib/access';
-import { projectDocuments } from '@/lib/projects';
-import { getRuntime } from '@/lib/runtime';
-import { projectOr404 } from '../_lib/projects';
-import { MCP_SERVER_TOOLS, readDocument, visibleProjects, type McpServerTool } from './tools';
+import { documentResources, readDocumentText } from '@/lib/services';
+import { MCP_SERVER_TOOLS, type McpServerTool } from './tools';
 
 /** Documents listed as resources: at most this many across the caller's projects. */
 const MAX_LISTED_RESOURCES = 1_000;
@@ -42,23 +40,13 @@ export function createAppMcpServer(caller: Caller): McpServer {
   server.registerResource(
     'document',
     new ResourceTemplate('bmad://{projectId}/{+path}', {
-      list: async () => {
-        const dataDir = getRuntime().config.dataDir;
-        const resources: { uri: string; name: string; mimeType?: string }[] = [];
-        for (const project of await visibleProjects(caller)) {
-          for (const doc of await projectDocuments(dataDir, project).list()) {
-            if (resources.length >= MAX_LISTED_RESOURCES) break;
-            resources.push({ uri: `bmad://${encodeURIComponent(project.id)}/${doc.path.split('/').map(encodeURIComponent).join('/')}`, name: `${project.id}: ${doc.path}` });
-          }
-        }
-        return { resources };
-      },
+      list: async () => ({ resources: await documentResources(caller, MAX_LISTED_RESOURCES) }),
     }),
     { title: 'Project document', description: "A document of a project's output folder" },
     async (uri, vars) => {
       const projectId = decodeURIComponent(String(vars.projectId));
       const rel = String(vars.path).split('/').map(decodeURIComponent).join('/');
-      const doc = await readDocument(await projectOr404(projectId, caller), rel);
+      const doc = await readDocumentText(caller, projectId, rel);
       return { contents: [{ uri: uri.href, mimeType: doc.contentType, text: doc.text ?? `(${doc.contentType}, ${doc.bytes} bytes: not text)` }] };
     },
   );

@@ -1,5 +1,4 @@
-import { getRuntime } from '@/lib/runtime';
-import { modelsView } from '@/lib/chat/views';
+import { listModels } from '@/lib/services';
 import { handle, ok } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 
@@ -7,8 +6,5 @@ export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 export async function GET(request: Request) {
-  return handle('GET /api/models', request, async () => {
-    await callerOf(request);
-    return ok(modelsView(getRuntime().config.models));
-  });
+  return handle('GET /api/models', request, async () => ok(listModels(await callerOf(request))));
 }

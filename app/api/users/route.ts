@@ -1,16 +1,14 @@
 import { z } from 'zod';
+import { createPerson, listPeople } from '@/lib/services';
 import { handle, ok, readJson } from '../_lib/http';
-import { accountsOr404, adminOf } from '../_lib/caller';
+import { callerOf } from '../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 /** Everyone with an account (admins only). */
 export async function GET(request: Request) {
-  return handle('GET /api/users', request, async () => {
-    await adminOf(request);
-    return ok(await accountsOr404().listPeople());
-  });
+  return handle('GET /api/users', request, async () => ok(await listPeople(await callerOf(request))));
 }
 
 const NewPerson = z.object({
@@ -23,8 +21,7 @@ const NewPerson = z.object({
 /** An admin creates a person (self sign-up is closed unless ALLOW_SIGNUP=true). */
 export async function POST(request: Request) {
   return handle('POST /api/users', request, async () => {
-    await adminOf(request);
-    const body = await readJson(request, NewPerson);
-    return ok(await accountsOr404().createPerson(body), { status: 201 });
+    const caller = await callerOf(request);
+    return ok(await createPerson(caller, () => readJson(request, NewPerson)), { status: 201 });
   });
 }

@@ -1,7 +1,6 @@
-import { clientAddressed } from '@/lib/auth';
 import { AppError } from '@/lib/errors';
+import { authRequest } from '@/lib/services';
 import { fail, handle } from '../../_lib/http';
-import { accountsOr404 } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -12,9 +11,7 @@ export const runtime = 'nodejs';
  */
 async function authRoute(request: Request): Promise<Response> {
   return handle(`${request.method} /api/auth/*`, request, async () => {
-    const accounts = accountsOr404();
-    await accounts.ready();
-    const response = await accounts.auth.handler(clientAddressed(request));
+    const response = await authRequest(request);
     if (response.status !== 429) return response;
     const retry = response.headers.get('x-retry-after') ?? response.headers.get('retry-after') ?? '60';
     const res = fail(new AppError('E_RATE_LIMITED', `Too many attempts; try again in ${retry} seconds.`));

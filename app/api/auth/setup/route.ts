@@ -1,25 +1,15 @@
 import { z } from 'zod';
-import { getRuntime } from '@/lib/runtime';
-import { OIDC_PROVIDER_ID } from '@/lib/auth';
+import { createFirstAdmin, setupInfo } from '@/lib/services';
 import { AppError } from '@/lib/errors';
 import { handle, ok, readJson } from '../../_lib/http';
-import { accountsOr404, isCrossOriginWrite } from '../../_lib/caller';
+import { isCrossOriginWrite } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 /** What the sign-in page needs before anyone is signed in. */
 export async function GET(request: Request) {
-  return handle('GET /api/auth/setup', request, async () => {
-    const { accounts } = getRuntime();
-    if (!accounts) return ok({ auth: false, needsSetup: false, sso: null, signUp: false });
-    return ok({
-      auth: true,
-      needsSetup: await accounts.needsSetup(),
-      sso: accounts.settings.oidc ? { providerId: OIDC_PROVIDER_ID } : null,
-      signUp: accounts.settings.allowSignup,
-    });
-  });
+  return handle('GET /api/auth/setup', request, async () => ok(await setupInfo()));
 }
 
 const FirstAdmin = z.object({
@@ -35,12 +25,9 @@ const FirstAdmin = z.object({
 export async function POST(request: Request) {
   return handle('POST /api/auth/setup', request, async () => {
     if (isCrossOriginWrite(request)) throw new AppError('E_FORBIDDEN', 'Requests that change something must come from this site (the Origin does not match).');
-    const accounts = accountsOr404();
-    const body = await readJson(request, FirstAdmin);
-    const person = await accounts.createFirstAdmin(body);
-    const signedIn = await accounts.auth.api.signInEmail({ body: { email: person.email, password: body.password }, request, headers: request.headers, asResponse: true });
+    const { person, cookies } = await createFirstAdmin(request, () => readJson(request, FirstAdmin));
     const res = ok(person, { status: 201 });
-    for (const cookie of signedIn.headers.getSetCookie()) res.headers.append('set-cookie', cookie);
+    for (const cookie of cookies) res.headers.append('set-cookie', cookie);
     return res;
   });
 }

@@ -1,11 +1,5 @@
-import { getRuntime } from '@/lib/runtime';
-import { withResolvedGreetings } from '@/lib/chat/greeting';
-import { problemLine } from '@/lib/results';
-import { countBySeverity, countLine, markCommands } from '@/lib/doctor';
-import { projectUsageView } from '@/lib/chat/views';
-import type { ProjectDetail } from '@/types/api';
+import { getProject } from '@/lib/services';
 import { handle, ok } from '../../_lib/http';
-import { projectOr404 } from '../../_lib/projects';
 import { callerOf } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -21,26 +15,6 @@ export const runtime = 'nodejs';
 export async function GET(request: Request, ctx: { params: Promise<{ id: string }> }) {
   return handle('GET /api/projects/:id', request, async () => {
     const caller = await callerOf(request);
-    const { id } = await ctx.params;
-    const project = await projectOr404(id, caller);
-    const rt = getRuntime();
-    const [view, diagnosis, agents, usage] = await Promise.all([
-      rt.projects.view(project),
-      rt.doctor.project(project),
-      rt.projects.agents(project).then((list) => withResolvedGreetings(rt, list)),
-      projectUsageView(rt.store, project.id, (c) => rt.access.conversation(caller, c, 'read')),
-    ]);
-    const counts = countBySeverity(diagnosis);
-    const detail: ProjectDetail = {
-      ...view,
-      role: (await rt.access.projectRole(caller, project.id)) ?? 'viewer',
-      // The same lines, and the same count, as `npm run doctor` prints for the project's folder.
-      problems: diagnosis.filter((p) => p.severity !== 'note').map(problemLine),
-      notes: diagnosis.filter((p) => p.severity === 'note').map(problemLine),
-      doctor: { summary: countLine(diagnosis), errors: counts.error, warnings: counts.warning, notes: counts.note },
-      agents: markCommands(agents, diagnosis),
-      usage,
-    };
-    return ok(detail);
+    return ok(await getProject(caller, (await ctx.params).id));
   });
 }

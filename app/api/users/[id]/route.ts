@@ -1,45 +1,29 @@
 import { z } from 'zod';
-import { AppError } from '@/lib/errors';
+import { removePerson, updatePerson } from '@/lib/services';
 import { handle, ok, readJson } from '../../_lib/http';
-import { accountsOr404, adminOf } from '../../_lib/caller';
+import { callerOf } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 type Params = { params: Promise<{ id: string }> };
 
-const notFound = (id: string) => new AppError('E_NOT_FOUND', `No person with id "${id.slice(0, 80)}".`);
-
 const Patch = z
   .object({ role: z.enum(['admin', 'member']).optional(), active: z.boolean().optional() })
   .refine((b) => b.role !== undefined || b.active !== undefined, { message: 'send role or active', path: ['role'] });
 
-/**
- * An admin changes a person's role, or deactivates (`active: false`) or reactivates them. Never
- * their own (a server keeps the admin who acts), nor the last active admin's.
- */
+/** An admin changes a person's role, or deactivates (`active: false`) or reactivates them; never their own. */
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/users/:id', request, async () => {
-    const caller = await adminOf(request);
-    const { id } = await params;
-    const body = await readJson(request, Patch);
-    if (id === caller.id) throw new AppError('E_CONFLICT', body.role !== undefined ? 'You cannot change your own role.' : 'You cannot deactivate yourself; another admin can.');
-    const accounts = accountsOr404();
-    if (!(await accounts.personById(id))) throw notFound(id);
-    if (body.role !== undefined && !(await accounts.setRole(id, body.role))) throw notFound(id);
-    if (body.active !== undefined && !(await accounts.setActive(caller.id, id, body.active))) throw notFound(id);
-    const person = await accounts.personById(id);
-    if (!person) throw notFound(id);
-    return ok(person);
+    const caller = await callerOf(request);
+    return ok(await updatePerson(caller, (await params).id, () => readJson(request, Patch)));
   });
 }
 
 /** An admin deletes a person: account, sessions, tokens and memberships; their conversations stay. */
 export async function DELETE(request: Request, { params }: Params) {
   return handle('DELETE /api/users/:id', request, async () => {
-    const caller = await adminOf(request);
-    const { id } = await params;
-    if (!(await accountsOr404().removePerson(caller.id, id))) throw notFound(id);
-    return ok({ id, removed: true });
+    const caller = await callerOf(request);
+    return ok(await removePerson(caller, (await params).id));
   });
 }

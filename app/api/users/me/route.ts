@@ -1,4 +1,4 @@
-import { getRuntime } from '@/lib/runtime';
+import { me } from '@/lib/services';
 import { handle, ok } from '../../_lib/http';
 import { callerOf } from '../../_lib/caller';
 
@@ -7,16 +7,5 @@ export const runtime = 'nodejs';
 
 /** Who the request is: the signed-in person, a token's owner, or `local` with accounts off. */
 export async function GET(request: Request) {
-  return handle('GET /api/users/me', request, async () => {
-    const caller = await callerOf(request);
-    return ok({
-      id: caller.id,
-      kind: caller.kind,
-      ...(caller.email ? { email: caller.email } : {}),
-      name: caller.name ?? '',
-      role: caller.role,
-      accounts: getRuntime().accounts !== null,
-      ...(caller.projectIds ? { projectIds: caller.projectIds } : {}),
-    });
-  });
+  return handle('GET /api/users/me', request, async () => ok(me(await callerOf(request))));
 }

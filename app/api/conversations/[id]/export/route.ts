@@ -1,8 +1,6 @@
 import { z } from 'zod';
-import { getRuntime } from '@/lib/runtime';
-import { conversationMarkdown, exportFileName } from '@/lib/chat/export';
+import { exportConversation } from '@/lib/services';
 import { handle, parseWith } from '../../../_lib/http';
-import { conversationOr404, detailFor } from '../../../_lib/conversations';
 import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -16,15 +14,12 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     const caller = await callerOf(request);
     const { id } = await params;
     const { format = 'md' } = parseWith(Query, Object.fromEntries(new URL(request.url).searchParams));
-    const conversation = await conversationOr404(id, caller);
-    const history = await getRuntime().store.messages(id);
-    const body = format === 'md' ? conversationMarkdown(conversation, history) : `${JSON.stringify(await detailFor(conversation, caller, history), null, 2)}\n`;
-    const name = exportFileName(conversation, format);
-    return new Response(body, {
+    const file = await exportConversation(caller, id, format);
+    return new Response(file.body, {
       status: 200,
       headers: {
-        'content-type': format === 'md' ? 'text/markdown; charset=utf-8' : 'application/json; charset=utf-8',
-        'content-disposition': `attachment; filename="${name}"; filename*=UTF-8''${encodeURIComponent(name)}`,
+        'content-type': file.contentType,
+        'content-disposition': `attachment; filename="${file.name}"; filename*=UTF-8''${encodeURIComponent(file.name)}`,
         'x-content-type-options': 'nosniff',
         'cache-control': 'no-store',
       },

@@ -1,24 +1,17 @@
-import { getRuntime } from '@/lib/runtime';
+import { stopConversation } from '@/lib/services';
 import { handle, ok } from '../../../_lib/http';
-import { conversationOr404 } from '../../../_lib/conversations';
 import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
-type Params = { params: Promise<{ id: string }> };
-
 /**
- * Stops the conversation's running turn, on whichever instance runs it: the request is recorded
- * in the store and that instance ends the turn as a local Stop does (stored `stopped`, the
- * partial answer kept). `stopping` is false when no turn was running.
+ * Stops the conversation's running turn, on whichever instance runs it (the request is recorded
+ * in the store). `stopping` is false when no turn was running.
  */
-export async function POST(request: Request, { params }: Params) {
+export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return handle('POST /api/conversations/:id/stop', request, async () => {
     const caller = await callerOf(request);
-    const { id } = await params;
-    await conversationOr404(id, caller, 'write');
-    const stopping = await getRuntime().store.requestStop(id);
-    return ok({ conversationId: id, stopping });
+    return ok(await stopConversation(caller, (await params).id));
   });
 }

@@ -1,7 +1,5 @@
-import { getRuntime } from '@/lib/runtime';
-import { projectJourney } from '@/lib/projects';
+import { journeyOf } from '@/lib/services';
 import { handle, ok } from '../../../_lib/http';
-import { projectOr404 } from '../../../_lib/projects';
 import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -11,8 +9,6 @@ export const runtime = 'nodejs';
 export async function GET(request: Request, ctx: { params: Promise<{ id: string }> }) {
   return handle('GET /api/projects/:id/journey', request, async () => {
     const caller = await callerOf(request);
-    const { id } = await ctx.params;
-    const project = await projectOr404(id, caller);
-    return ok(await projectJourney(getRuntime().projects, project));
+    return ok(await journeyOf(caller, (await ctx.params).id));
   });
 }

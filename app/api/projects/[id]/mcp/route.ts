@@ -1,6 +1,5 @@
-import { getRuntime } from '@/lib/runtime';
+import { projectMcpServers } from '@/lib/services';
 import { handle, ok } from '../../../_lib/http';
-import { projectOr404 } from '../../../_lib/projects';
 import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -14,8 +13,7 @@ export const runtime = 'nodejs';
 export async function GET(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return handle('GET /api/projects/:id/mcp', request, async () => {
     const caller = await callerOf(request);
-    const project = await projectOr404((await params).id, caller);
     const list = new URL(request.url).searchParams.get('list') === '1';
-    return ok({ servers: await getRuntime().mcp.forProject(project.id, { list }) });
+    return ok(await projectMcpServers(caller, (await params).id, list));
   });
 }

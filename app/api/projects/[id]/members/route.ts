@@ -1,32 +1,18 @@
 import { z } from 'zod';
-import { AppError } from '@/lib/errors';
+import { listMembers, putMember, removeMember } from '@/lib/services';
 import { handle, ok, readJson } from '../../../_lib/http';
-import { accountsOr404, callerOf } from '../../../_lib/caller';
-import { projectOr404 } from '../../../_lib/projects';
-import { getRuntime } from '@/lib/runtime';
-import { roleAllows, type Caller } from '@/lib/access';
-
-/**
- * Everyone with access (members, then admins who are not members) and whether the caller may
- * manage them, so a screen offers only what will work.
- */
-async function view(projectId: string, caller: Caller) {
-  const role = await getRuntime().access.projectRole(caller, projectId);
-  return { members: await accountsOr404().members(projectId), canManage: !!role && roleAllows(role, 'own') };
-}
+import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 type Params = { params: Promise<{ id: string }> };
 
-/** The project's people and their roles (anyone who sees the project). */
+/** The project's people and their roles (anyone who sees the project), and whether the caller may manage them. */
 export async function GET(request: Request, { params }: Params) {
   return handle('GET /api/projects/:id/members', request, async () => {
     const caller = await callerOf(request);
-    const { id } = await params;
-    const project = await projectOr404(id, caller, 'read');
-    return ok(await view(project.id, caller));
+    return ok(await listMembers(caller, (await params).id));
   });
 }
 
@@ -39,14 +25,7 @@ const Put = z.object({
 export async function PUT(request: Request, { params }: Params) {
   return handle('PUT /api/projects/:id/members', request, async () => {
     const caller = await callerOf(request);
-    const { id } = await params;
-    const project = await projectOr404(id, caller, 'own');
-    const body = await readJson(request, Put);
-    const accounts = accountsOr404();
-    const person = await accounts.personByEmail(body.email);
-    if (!person) throw new AppError('E_NOT_FOUND', `No person with email ${body.email}; an admin creates people on the People page.`, { field: 'email' });
-    await accounts.setMember(project.id, person.id, body.role);
-    return ok(await view(project.id, caller));
+    return ok(await putMember(caller, (await params).id, () => readJson(request, Put)));
   });
 }
 
@@ -56,14 +35,6 @@ const Delete = z.object({ email: z.email('email must be an email address').max(2
 export async function DELETE(request: Request, { params }: Params) {
   return handle('DELETE /api/projects/:id/members', request, async () => {
     const caller = await callerOf(request);
-    const { id } = await params;
-    const project = await projectOr404(id, caller, 'own');
-    const body = await readJson(request, Delete);
-    const accounts = accountsOr404();
-    const person = await accounts.personByEmail(body.email);
-    if (!person || !(await accounts.removeMember(project.id, person.id))) {
-      throw new AppError('E_NOT_FOUND', `${body.email} is not a member of this project.`, { field: 'email' });
-    }
-    return ok(await view(project.id, caller));
+    return ok(await removeMember(caller, (await params).id, () => readJson(request, Delete)));
   });
 }

@@ -1,10 +1,7 @@
 import { z } from 'zod';
-import { getRuntime } from '@/lib/runtime';
-import { projectDocuments } from '@/lib/projects';
+import { restoreDocument } from '@/lib/services';
 import { handle, ok, readJson } from '../../../_lib/http';
-import { projectOr404 } from '../../../_lib/projects';
 import { callerOf } from '../../../_lib/caller';
-import { authorOf } from '@/lib/access';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -17,8 +14,6 @@ const RestoreBody = z.object({
 export async function POST(request: Request, { params }: { params: Promise<{ id: string }> }) {
   return handle('POST /api/projects/:id/restore', request, async () => {
     const caller = await callerOf(request);
-    const project = await projectOr404((await params).id, caller, 'write');
-    const body = await readJson(request, RestoreBody);
-    return ok(await projectDocuments(getRuntime().config.dataDir, project).restore(body.path, body.version, authorOf(caller)));
+    return ok(await restoreDocument(caller, (await params).id, () => readJson(request, RestoreBody)));
   });
 }

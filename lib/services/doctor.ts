@@ -1,0 +1,48 @@
+import { countBySeverity, countLine, markCommands } from '../doctor';
+import type { Project } from '../projects';
+import { problemLine, type Problem } from '../results';
+import { getRuntime, type Runtime } from '../runtime';
+import { scriptCapabilities } from '../scripts';
+import type { AgentSummary, HealthData, ProjectDetail } from '../../types/api';
+
+/**
+ * The doctor's diagnosis of a project: every agent's start, menu targets, workflows, steps,
+ * templates and config keys, in the same lines and count as `npm run doctor` prints for its folder.
+ * A diagnosis loads every workflow of the install, so the runtime's doctor keeps it 5 s per project.
+ */
+export async function diagnosisOf(project: Project): Promise<Problem[]> {
+  return getRuntime().doctor.project(project);
+}
+
+/** The detail's doctor fields from a diagnosis; each agent's commands carry the problem of a broken target. */
+export function doctorView(diagnosis: Problem[], agents: AgentSummary[]): Pick<ProjectDetail, 'problems' | 'notes' | 'doctor' | 'agents'> {
+  const counts = countBySeverity(diagnosis);
+  return {
+    problems: diagnosis.filter((p) => p.severity !== 'note').map(problemLine),
+    notes: diagnosis.filter((p) => p.severity === 'note').map(problemLine),
+    doctor: { summary: countLine(diagnosis), errors: counts.error, warnings: counts.warning, notes: counts.note },
+    agents: markCommands(agents, diagnosis),
+  };
+}
+
+/**
+ * Whether this instance can serve: its store reachable with a current schema (503 otherwise, so a
+ * load balancer sends it nothing), the default model, what scripts may do, and each MCP server's
+ * state as last seen (asking never connects one).
+ */
+export async function health(): Promise<{ ready: boolean; data: HealthData & { mcp?: { servers: ReturnType<Runtime['mcp']['status']> } } }> {
+  const { config, store, mcp } = getRuntime();
+  // Probed once per process (a missing piece is asked again after a while), so this stays cheap.
+  const [caps, storeHealth] = await Promise.all([scriptCapabilities(config.scripts), store.health()]);
+  const ready = storeHealth.ok && storeHealth.migrations.current;
+  return {
+    ready,
+    data: {
+      status: ready ? 'ok' : 'unavailable',
+      llm: { configured: config.llm.configured, model: config.llm.model },
+      capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
+      store: storeHealth,
+      ...(mcp.servers().length ? { mcp: { servers: mcp.status() } } : {}),
+    },
+  };
+}

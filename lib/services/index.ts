@@ -1,0 +1,15 @@
+export { projectOf, conversationOf, canOpenConversation, visibleProjects, accountsOf, requireAdmin, projectNotFound, conversationNotFound, committerOf, APP_IDENTITY, type BodyOf } from './access';
+export { getBuildSettings, putBuildSettings } from './build';
+export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView, workspaceForRun } from './workspaces';
+export { setupOf } from './setup';
+export { listProjects, listProjectsBrief, getProject, listInstallable, createProject } from './projects';
+export { listAgents, listAgentsBrief, listBundles } from './agents';
+export { listDocuments, readProjectFile, saveProjectFile, conversationFiles, conversationFile, filesRootOf, readDocumentText, listDocumentsForModel, documentResources, documentPath, MAX_DOCUMENT_CHARS, type FileContent, type DocumentText } from './documents';
+export { documentVersions, documentAtVersion, documentDiff, restoreDocument } from './versions';
+export { journeyOf } from './journey';
+export { health, diagnosisOf, doctorView } from './doctor';
+export { listModels } from './models';
+export { listConversations, getConversation, updateConversation, deleteConversation, copyConversation, stopConversation, exportConversation, conversationAudit, visiblePage, detailFor, summariesFor, type ConversationQuery, type ConversationPatch } from './conversations';
+export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson, updatePerson, removePerson, setPersonPassword, changeOwnPassword, listTokens, createToken, revokeToken, listMembers, putMember, removeMember } from './accounts';
+export { projectMcpServers } from './mcp-hub';
+export { turnWorkspace, placeIn } from './turns';

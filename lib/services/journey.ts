@@ -1,0 +1,10 @@
+import type { Caller } from '../access';
+import { projectJourney } from '../projects';
+import { getRuntime } from '../runtime';
+import type { ProjectJourney } from '../../types/api';
+import { projectOf } from './access';
+
+/** Where a project the caller sees stands on its BMAD journey and what comes next, from its own help catalog and documents. */
+export async function journeyOf(caller: Caller, projectId: string): Promise<ProjectJourney> {
+  return projectJourney(getRuntime().projects, await projectOf(caller, projectId));
+}

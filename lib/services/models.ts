@@ -1,0 +1,9 @@
+import type { Caller } from '../access';
+import { modelsView } from '../chat/views';
+import { getRuntime } from '../runtime';
+import type { ModelsData } from '../../types/api';
+
+/** The model profiles a turn can use (whoever is signed in): never a key, never an endpoint address. */
+export function listModels(_caller: Caller): ModelsData {
+  return modelsView(getRuntime().config.models);
+}
