@@ -205,7 +205,7 @@ describe('bmad-build on minimist, in a workspace', () => {
   it("runs the Dev agent's Build item in the workspace: render, red, green, commit", async () => {
     h.model.reset();
     h.model.setScript(buildSession);
-    const res = await json(await chat(jsonRequest('/api/chat', { projectId: id, agentId: 'bmad-agent-dev', workspaceId: wid, message: `BD ${INTENT}` })));
+    const res = await json(await chat(jsonRequest('/api/chat', { projectId: id, agentId: 'bmad-agent-dev', workspaceId: wid, message: `*BD ${INTENT}` })));
     expect(res.status).toBe(200);
     const requests = h.model.chatRequests();
     const lastBody = requests[requests.length - 1].body!;
