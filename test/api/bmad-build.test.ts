@@ -175,6 +175,12 @@ describe('bmad-build on minimist, in a workspace', () => {
     await fs.access(path.join(repo.root, '.claude', 'skills', 'bmad-build', 'SKILL.md'));
     // Its devDependency tape is not there: the workspace's setup installs it.
     await expect(fs.access(path.join(repo.root, 'node_modules'))).rejects.toThrow();
+    // What the project folder is before anything happens in its workspace.
+    projectBefore = {
+      head: sh(repo.root, ['rev-parse', 'HEAD']).trim(),
+      status: sh(repo.root, ['status', '--porcelain', '--untracked-files=all', '--ignored']),
+      index: await fs.readFile(path.join(repo.root, 'index.js'), 'utf8'),
+    };
   });
 
   it('the owner turns build on with a setup line; a new workspace runs it once, with network', async () => {
@@ -195,11 +201,6 @@ describe('bmad-build on minimist, in a workspace', () => {
     expect(detail.body.data.setup.output).toMatch(/added \d+ packages/);
     // The install is the workspace's, ignored by git: the branch is still the base.
     expect(detail.body.data).toMatchObject({ ahead: 0, files: [] });
-    projectBefore = {
-      head: sh(repo.root, ['rev-parse', 'HEAD']).trim(),
-      status: sh(repo.root, ['status', '--porcelain', '--untracked-files=all', '--ignored']),
-      index: await fs.readFile(path.join(repo.root, 'index.js'), 'utf8'),
-    };
   });
 
   it("runs the Dev agent's Build item in the workspace: render, red, green, commit", async () => {
