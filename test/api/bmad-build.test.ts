@@ -18,8 +18,9 @@ import { get, jsonRequest, params, startHarness, type Harness } from './harness'
  * npm registry): the project's owner turns build on with a setup line that installs the
  * project's own test runner (with network), makes a workspace, and asks the Dev agent's Build
  * item for a small change. The scripted model follows SKILL.md as a model would: it runs the
- * render line in the sandbox, reads the workflow.md it printed, writes a failing test, runs the
- * project's own tests (red), changes the code, runs them again (green) and commits with git.
+ * render line in the sandbox, reads the workflow.md it printed and the first step that names,
+ * writes a failing test, runs the project's own tests (red), changes the code, runs them again
+ * (green) and commits with git.
  * The commit lands on the workspace's branch, the diff shows it, and the merge brings it into
  * the base branch and the project folder, which nothing touched before.
  */
@@ -118,23 +119,30 @@ const buildSession: ScriptFn = ({ body }) => {
       return reply.toolCalls([{ name: 'read_file', arguments: { file_path: printed } }]);
     }
     case 4: {
-      if (!last.result.ok || !/Build/.test(String(last.result.content ?? ''))) return halt(`workflow.md: ${JSON.stringify(last.result).slice(0, 300)}`);
-      // Red first: the behaviour asked for, as a test of the project's own kind.
+      // workflow.md names its first step by the absolute path the render wrote it under.
+      const step = /Read fully and follow: `([^`]+\/step-01-[\w-]+\.md)`/.exec(String(last.result.content ?? ''))?.[1];
+      if (!last.result.ok || !step) return halt(`workflow.md: ${JSON.stringify(last.result).slice(0, 300)}`);
+      return reply.toolCalls([{ name: 'read_file', arguments: { file_path: step } }]);
+    }
+    case 5: {
+      if (!last.result.ok || !/# Step 1: Clarify/.test(String(last.result.content ?? ''))) return halt(`step 1: ${JSON.stringify(last.result).slice(0, 300)}`);
+      // Freeform intent (path B), a clean tree on a branch made for it; red first: the behaviour
+      // asked for, as a test of the project's own kind.
       return reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{project-root}/test/bmad_story.js', content: STORY_TEST } }]);
     }
-    case 5:
+    case 6:
       if (!last.result.ok) return halt(`writing the test: ${JSON.stringify(last.result).slice(0, 300)}`);
       return reply.toolCalls([{ name: 'run_command', arguments: { command: TESTS } }]);
-    case 6:
+    case 7:
       if (!last.result.ok || last.result.exit_code === 0) return halt(`the new test should fail first: ${JSON.stringify(last.result).slice(0, 300)}`);
       return reply.toolCalls([{ name: 'edit_file', arguments: { file_path: '{project-root}/index.js', old_text: OLD_CONDITION, new_text: NEW_CONDITION } }]);
-    case 7:
+    case 8:
       if (!last.result.ok) return halt(`editing index.js: ${JSON.stringify(last.result).slice(0, 300)}`);
       return reply.toolCalls([{ name: 'run_command', arguments: { command: TESTS } }]);
-    case 8:
+    case 9:
       if (!last.result.ok || last.result.exit_code !== 0) return halt(`the suite should pass now: ${JSON.stringify(last.result).slice(0, 500)}`);
       return reply.toolCalls([{ name: 'run_command', arguments: { command: `git add -A && git commit -q -m "${SUBJECT}" && git rev-parse HEAD` } }]);
-    case 9: {
+    case 10: {
       const sha = /^[0-9a-f]{40}$/m.exec(String(last.result.stdout ?? ''))?.[0];
       if (!last.result.ok || last.result.exit_code !== 0 || !sha) return halt(`commit: ${JSON.stringify(last.result).slice(0, 300)}`);
       return reply.text(`Done: test/bmad_story.js failed first, index.js now takes a negative number after a long flag as its value, the whole suite passes. Committed ${sha}.`);
@@ -214,8 +222,8 @@ describe('bmad-build on minimist, in a workspace', () => {
     session.answer = String(res.body.data.message.content ?? '');
     expect(session.answer).not.toMatch(/HALT/);
     expect(toolNames(requests[0].body!)).toContain('run_command');
-    expect(session.steps.map((s) => s.name)).toEqual(['execute_workflow', 'read_file', 'run_command', 'read_file', 'save_output', 'run_command', 'edit_file', 'run_command', 'run_command']);
-    const [start, , render, workflow, , red, , green, committed] = session.steps;
+    expect(session.steps.map((s) => s.name)).toEqual(['execute_workflow', 'read_file', 'run_command', 'read_file', 'read_file', 'save_output', 'run_command', 'edit_file', 'run_command', 'run_command']);
+    const [start, , render, workflow, step1, , red, , green, committed] = session.steps;
     expect(start.args).toMatchObject({ workflow_path: 'skill:bmad-build' });
     // The render line exactly as SKILL.md has it, run in the sandbox; it wrote _bmad/render/.
     expect(render.args.command).toBe('uv run --no-cache "{project-root}/_bmad/scripts/render_skill.py" --project-root "{project-root}" --skill "{project-root}/.claude/skills/bmad-build"');
@@ -223,9 +231,13 @@ describe('bmad-build on minimist, in a workspace', () => {
     expect(render.result.stdout).toMatch(/^read and follow \{bundle-root\}\/render\/bmad-build\/[\w-]+\/[0-9a-f]+\/workflow\.md\n$/);
     expect(workflow.result.ok).toBe(true);
     expect(String(workflow.result.content)).toContain('# Build New Preview Workflow');
+    // Its step files are named as the sandbox saw them; the file tools read them as they are.
+    expect(step1.args.file_path).toMatch(/^\/workspace\/_bmad\/render\/bmad-build\/.+\/step-01-clarify-and-route\.md$/);
+    expect(String(step1.result.content)).toContain('# Step 1: Clarify');
+    expect(step1.result).toMatchObject({ ok: true, path: expect.stringMatching(/^\{bundle-root\}\/render\/bmad-build\/.+\/step-01-clarify-and-route\.md$/) });
     // The project's own tests, red then green.
     expect(red.result).toMatchObject({ ok: true, exit_code: 1, stopped: null });
-    expect(red.result.stdout).toMatch(/not ok \d+ should be deep equivalent/);
+    expect(red.result.stdout).toMatch(/not ok \d+ should be deeply equivalent/);
     expect(red.result.stdout).toMatch(/# fail {2}2/);
     expect(green.result).toMatchObject({ ok: true, exit_code: 0, stopped: null });
     expect(green.result.stdout).toMatch(/# ok/);
