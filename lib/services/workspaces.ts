@@ -1,5 +1,5 @@
 import { authorOf, type Caller } from '../access';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { repositoryInfo } from '../git';
 import { log } from '../log';
 import type { Project } from '../projects';
@@ -87,7 +87,7 @@ export async function mergeWorkspace(caller: Caller, projectId: string, id: stri
     .workspaces.merge(ref(project), id, committerOf(caller))
     .catch((e: unknown) => {
       // The conflicting paths are part of the answer (repository-relative; never a server path).
-      if (e instanceof AppError && e.code === 'E_MERGE_CONFLICT') throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
+      if (isAppError(e) && e.code === 'E_MERGE_CONFLICT') throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
       throw e;
     });
   log.info('workspace.merged', { project: project.id, workspace: id, fastForward: m.fastForward, by: authorOf(caller) });
@@ -122,7 +122,7 @@ export async function runWorkspaceView(projectId: string, id: string): Promise<R
     const d = await getRuntime().workspaces.get(ref(project), id);
     return { id: d.id, branch: d.branch, ahead: d.ahead, files: d.files.map((f) => ({ path: f.path, status: f.status, additions: f.additions, deletions: f.deletions })) };
   } catch (e) {
-    if (e instanceof AppError) return null;
+    if (isAppError(e)) return null;
     throw e;
   }
 }
