@@ -91,7 +91,7 @@ export function toolContext(
     audit,
     signal,
     ...(deps.track ? { track: deps.track } : {}),
-    ...(place ? { tmpRoot: place.tmpRoot, ...(place.commands ? { commands: place.commands } : {}) } : {}),
+    ...(place ? { tmpRoot: place.tmpRoot, ...(place.commands ? { commands: place.commands, checkoutRoot: place.commands.checkout } : {}) } : {}),
   };
   // Project documents are shared: a write must not silently replace a change made elsewhere.
   if (versioned && ws.projectId) {

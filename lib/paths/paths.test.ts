@@ -185,3 +185,31 @@ describe('a conversation folder replaced by a symlink', () => {
     }
   });
 });
+
+describe('paths as the sandboxes show them', () => {
+  it('reads /workspace/..., /project/... and /tmp/... as the files they are, with every check; refuses them elsewhere', async () => {
+    const checkout = path.join(sb.base, 'checkout');
+    const project = path.join(checkout, 'app');
+    const tmpRoot = path.join(sb.base, 'ws-tmp');
+    await fs.mkdir(path.join(project, '_bmad', 'render'), { recursive: true });
+    await fs.mkdir(tmpRoot, { recursive: true });
+    await fs.writeFile(path.join(project, '_bmad', 'render', 'step-01.md'), '# Step 1\n');
+    await fs.writeFile(path.join(checkout, 'outside.txt'), 'not the project\n');
+    await fs.writeFile(path.join(project, '.env'), 'SECRET=1\n');
+    await fs.writeFile(path.join(tmpRoot, 'story.diff'), '+x\n');
+    const ctx = { ...sb.ctx, projectRoot: project, project: { writable: [], everywhere: true }, checkoutRoot: checkout, tmpRoot };
+    expect(okPath(await resolvePath('/workspace/app/_bmad/render/step-01.md', ctx, 'read'))).toMatchObject({ virtual: '{project-root}/_bmad/render/step-01.md', abs: path.join(await fs.realpath(project), '_bmad', 'render', 'step-01.md') });
+    expect(okPath(await resolvePath('/project/_bmad/render/step-01.md', ctx, 'read')).virtual).toBe('{project-root}/_bmad/render/step-01.md');
+    expect(okPath(await resolvePath('/tmp/story.diff', ctx, 'read')).virtual).toBe('{tmp}/story.diff');
+    // The same rules as for the file tools' own names.
+    expect(code(await resolvePath('/workspace/app/.env', ctx, 'read'))).toBe('E_SANDBOX_VIOLATION');
+    expect(code(await resolvePath('/tmp/story.diff', ctx, 'write'))).toBe('E_READ_ONLY');
+    expect(code(await resolvePath('/workspace/app/_bmad/render/step-01.md', ctx, 'write'))).toBe('E_READ_ONLY');
+    // Outside the project folder, escapes, and without a workspace: absolute paths stay refused.
+    expect(code(await resolvePath('/workspace/outside.txt', ctx, 'read'))).toBe('E_SANDBOX_VIOLATION');
+    expect(code(await resolvePath('/project/../outside.txt', ctx, 'read'))).toBe('E_SANDBOX_VIOLATION');
+    expect(code(await resolvePath('/workspace/app/_bmad/render/step-01.md', { ...ctx, checkoutRoot: undefined }, 'read'))).toBe('E_SANDBOX_VIOLATION');
+    expect(code(await resolvePath('/tmp/story.diff', { ...ctx, tmpRoot: undefined }, 'read'))).toBe('E_SANDBOX_VIOLATION');
+    expect(code(await resolvePath('/etc/passwd', ctx, 'read'))).toBe('E_SANDBOX_VIOLATION');
+  });
+});

@@ -27,6 +27,12 @@ export interface PathContext {
    * by the file tools.
    */
   tmpRoot?: string;
+  /**
+   * In a workspace: the checkout's top folder, which commands see as `/workspace`. The method's
+   * scripts write absolute paths of their sandbox into what they render (bmad-build's workflow.md
+   * names its step files as `/workspace/_bmad/render/...`), so such a path is read as that file.
+   */
+  checkoutRoot?: string;
 }
 
 export interface ProjectAccess {
@@ -322,6 +328,35 @@ async function resolveInProject(names: string[], ctx: PathContext & { project: P
  * Turns a path as the model wrote it into a checked server path. Reads of a missing file fail
  * with ENOENT; writes report `exists` instead. Writes land only in `{output_folder}`.
  */
+/** Where the command sandbox and the script sandbox show the checkout, the project and the temp folder. */
+const SANDBOX_CHECKOUT = '/workspace';
+const SANDBOX_PROJECT = '/project';
+const SANDBOX_TMP = '/tmp';
+
+function under(text: string, at: string): string | null {
+  if (text === at) return '';
+  return text.startsWith(`${at}/`) ? text.slice(at.length + 1) : null;
+}
+
+/**
+ * A path as a sandbox of this project shows it (`/workspace/...` of a command, `/project/...` of
+ * a script, `/tmp/...` of a workspace's commands), as the file tools name the same file; null for
+ * any other path. The result is resolved like any other path, with every check.
+ */
+function sandboxAlias(text: string, ctx: PathContext): string | null {
+  const inCheckout = ctx.checkoutRoot ? under(text, SANDBOX_CHECKOUT) : null;
+  if (inCheckout !== null && ctx.project) {
+    const rel = path.relative(ctx.projectRoot, path.join(ctx.checkoutRoot as string, path.posix.normalize(`/${inCheckout}`)));
+    if (rel === '') return PROJECT_TOKEN;
+    return rel.startsWith('..') || path.isAbsolute(rel) ? null : `${PROJECT_TOKEN}/${rel.split(path.sep).join('/')}`;
+  }
+  const inProject = ctx.project ? under(text, SANDBOX_PROJECT) : null;
+  if (inProject !== null) return inProject ? `${PROJECT_TOKEN}/${inProject}` : PROJECT_TOKEN;
+  const inTmp = ctx.tmpRoot ? under(text, SANDBOX_TMP) : null;
+  if (inTmp !== null) return inTmp ? `${TMP_TOKEN}/${inTmp}` : TMP_TOKEN;
+  return null;
+}
+
 export async function resolvePath(
   input: string,
   ctx: PathContext,
@@ -397,6 +432,8 @@ export async function resolvePath(
   if (/\{(bundle-root|core-root|output_folder)\}/.test(text)) {
     return violation('none', 'a mount variable must start the path');
   }
+  const seen = sandboxAlias(text, ctx);
+  if (seen) return resolvePath(seen, { ...ctx, checkoutRoot: undefined }, access);
   if (text.startsWith('/') || text.startsWith('\\')) {
     return violation('none', 'absolute paths are not allowed; start with {output_folder}/, {bundle-root}/ or {core-root}/');
   }
