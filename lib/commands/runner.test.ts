@@ -8,6 +8,7 @@ import vm from 'node:vm';
 import { DEFAULT_COMMAND_SETTINGS, type CommandSettings } from '../config';
 import { HeadTail } from '../sandbox';
 import { runCommand, runSetup, type CommandHost, type CommandRequest } from '.';
+import { stoppedBy } from './runner';
 
 /**
  * The command runner on real bubblewrap, bash and git: what a line sees, what it cannot reach,
@@ -68,6 +69,20 @@ describe('HeadTail', () => {
     small.push(Buffer.from(' and more'));
     expect(small.text()).toBe('short and more');
     expect(small.cut).toBe(0);
+  });
+});
+
+describe('stoppedBy', () => {
+  it('classifies what stderr says, in linear time on a long line the model wrote', () => {
+    expect(stoppedBy({ timedOut: false, stderr: 'bash: fork: retry: Resource temporarily unavailable\n' }, false)).toBe('process_limit');
+    expect(stoppedBy({ timedOut: false, stderr: 'BlockingIOError: [Errno 11] Resource temporarily unavailable in start_new_thread\n' }, false)).toBe('process_limit');
+    expect(stoppedBy({ timedOut: false, stderr: 'fork\nResource temporarily unavailable\n' }, false)).toBeNull();
+    expect(stoppedBy({ timedOut: false, stderr: 'MemoryError\n' }, false)).toBe('memory_limit');
+    for (const flood of ['thread '.repeat(72_000), 'Resource temporarily unavailable '.repeat(16_000)]) {
+      const started = performance.now();
+      expect(stoppedBy({ timedOut: false, stderr: flood }, false)).toBeNull();
+      expect(performance.now() - started).toBeLessThan(100);
+    }
   });
 });
 

@@ -177,10 +177,22 @@ async function clearSetId(dirs: string[]): Promise<number> {
   return cleared;
 }
 
-function stoppedBy(o: RunOutcome, memoryExceeded: boolean): StoppedBy | null {
+/**
+ * Whether a line of stderr says a process or thread could not be started. Two independent tests
+ * per line, each linear: one regex with `.*` between the two words backtracks quadratically on a
+ * long line repeating the first word, and the stderr is the model's to write.
+ */
+function saysProcessLimit(stderr: string): boolean {
+  for (const line of stderr.split('\n')) {
+    if (/Resource temporarily unavailable|EAGAIN|BlockingIOError/i.test(line) && /fork|spawn|thread/i.test(line)) return true;
+  }
+  return false;
+}
+
+export function stoppedBy(o: Pick<RunOutcome, 'timedOut' | 'stderr'>, memoryExceeded: boolean): StoppedBy | null {
   if (o.timedOut) return 'time_limit';
   if (memoryExceeded || /\b(MemoryError|Cannot allocate memory|JavaScript heap out of memory|std::bad_alloc|out of memory)\b/.test(o.stderr)) return 'memory_limit';
-  if (/(fork|spawn|thread).*(Resource temporarily unavailable|EAGAIN)|(Resource temporarily unavailable|BlockingIOError).*(fork|spawn|thread)/i.test(o.stderr)) return 'process_limit';
+  if (saysProcessLimit(o.stderr)) return 'process_limit';
   return null;
 }
 
