@@ -209,6 +209,21 @@ sandboxed('a command', () => {
     expect(r.stdout).not.toContain(base);
   });
 
+  it('sees the public certificates but not the host\'s private TLS keys', async () => {
+    // A key only its owner may read, as the host keeps them; the server's user (root here) owns it.
+    const planted = existsSync('/etc/ssl/private') ? path.join('/etc/ssl/private', `bmad-test-${process.pid}.key`) : null;
+    if (planted) await fs.writeFile(planted, 'PRIVATE-KEY-MATERIAL', { mode: 0o600 });
+    try {
+      const r = await run(`ls /etc/ssl; ls /etc/ssl/private 2>&1; cat /etc/ssl/private/*.key /etc/pki/tls/private/* 2>&1; head -c 27 /etc/ssl/certs/ca-certificates.crt`);
+      expect(r.stdout).not.toContain('PRIVATE-KEY-MATERIAL');
+      expect(r.stdout).not.toMatch(/^private$/m);
+      expect(r.stdout).toMatch(/ls: cannot access '\/etc\/ssl\/private'/);
+      if (existsSync('/etc/ssl/certs/ca-certificates.crt')) expect(r.stdout).toContain('-----BEGIN CERTIFICATE-----');
+    } finally {
+      if (planted) await fs.rm(planted, { force: true });
+    }
+  });
+
   it('gets a clean environment: the project\'s variables, never the server\'s', async () => {
     process.env.BMAD_TEST_SERVER_SECRET = 'sk-server-secret-123';
     try {

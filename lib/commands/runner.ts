@@ -128,13 +128,30 @@ export function commandPath(readonlyPaths: string[]): string {
   return [...dirs, '/usr/local/bin', '/usr/bin', '/bin', SHIM_AT].join(':');
 }
 
+/**
+ * Public certificates (package managers in a setup line), OpenSSL's settings and Debian's program
+ * alternatives (awk, editor) — never /etc/ssl or /etc/pki whole: their private folders hold the
+ * host's TLS keys, readable inside when the server runs as root (the sandbox's user is then root
+ * outside, and owner bits apply). The certificates' links point into /usr, which is there anyway.
+ */
+const PUBLIC_ETC = [
+  '/etc/ssl/certs',
+  '/etc/ssl/openssl.cnf',
+  '/etc/ca-certificates',
+  '/etc/ca-certificates.conf',
+  '/etc/pki/ca-trust',
+  '/etc/pki/tls/certs',
+  '/etc/pki/tls/cert.pem',
+  '/etc/pki/tls/openssl.cnf',
+  '/etc/alternatives',
+];
+
 /** Mounts of a command's sandbox after the system ones (see lib/sandbox/bwrap.ts). */
 async function mountsFor(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string): Promise<Mount[]> {
   const support = await supportFiles(host.python);
   const mounts: Mount[] = [];
   for (const name of ['passwd', 'group', 'hosts', 'nsswitch.conf']) mounts.push({ kind: 'ro', host: path.join(support.etc, name), at: `/etc/${name}` });
-  // Public certificates (package managers in a setup line) and Debian's program alternatives (awk, editor).
-  for (const dir of ['/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/alternatives']) mounts.push({ kind: 'ro-try', host: dir, at: dir });
+  for (const dir of PUBLIC_ETC) mounts.push({ kind: 'ro-try', host: dir, at: dir });
   if (req.setup) mounts.push({ kind: 'ro-try', host: '/etc/resolv.conf', at: '/etc/resolv.conf' });
   if (req.tmp) {
     await fs.mkdir(req.tmp, { recursive: true });
