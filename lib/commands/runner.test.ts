@@ -305,6 +305,19 @@ for host, port in [('127.0.0.1', ${port}), ('1.1.1.1', 53)]:
     expect(git('log', '--format=%an %s', '-1')).toBe('Ada Lovelace Add new');
   });
 
+  it('says it cannot tell what changed when the status report is longer than it keeps, never "clean" for the files past the cut', async () => {
+    execFileSync('git', ['init', '-q', '-b', 'bmad/one'], { cwd: checkout, env: { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', HOME: base } as unknown as NodeJS.ProcessEnv });
+    // 21,000 untracked files with long names: each status snapshot is over 4 MB.
+    const many = path.join(checkout, 'node_modules');
+    await fs.mkdir(many);
+    const long = 'x'.repeat(180);
+    for (let i = 0; i < 21_000; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => fs.writeFile(path.join(many, `${long}${i + j}`), '')));
+    const r = await run('echo more >> README.md');
+    expect(r.exitCode).toBe(0);
+    expect(r.changes).toBeNull();
+    expect(r.changesUnknown).toBe(true);
+  }, 120_000);
+
   it('runs `uv run` with python3 where no uv is installed, refusing a missing package', async () => {
     await fs.writeFile(path.join(checkout, 'hello.py'), '# /// script\n# dependencies = []\n# ///\nimport sys\nprint("hello", *sys.argv[1:])\n');
     const r = await run('uv run --no-cache hello.py a "b c"');

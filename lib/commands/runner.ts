@@ -18,6 +18,8 @@ export const MAX_COMMAND_OUTPUT_BYTES = 1_000_000;
 export const MAX_CHANGED_FILES = 1_000;
 /** How long the status check after a command that was cut off may take. */
 const STATUS_TIMEOUT_MS = 15_000;
+/** The two status reports together kept at most; past it, what changed is not reported. */
+const MAX_STATUS_REPORT_BYTES = 4_000_000;
 
 export type StoppedBy = 'time_limit' | 'memory_limit' | 'process_limit';
 
@@ -68,8 +70,10 @@ export interface CommandResult {
   /** Output past the head and tail kept of each stream was cut. */
   truncated: boolean;
   outputBytes: number;
-  /** What changed in the checkout, from git status before and after; null when it is no git checkout. */
+  /** What changed in the checkout, from git status before and after; null when it is no git checkout or unknown (see changesUnknown). */
   changes: { files: FileChange[]; more: number } | null;
+  /** A status report was longer than the server keeps (too many untracked or changed files): what changed is not known. */
+  changesUnknown?: boolean;
   /** The sandbox could not be started; nothing ran. */
   spawnError?: string;
   /** Which limits a cgroup held ('pids', 'memory'); the rest were process limits. */
@@ -257,7 +261,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
       timeoutMs,
       maxOutputBytes: MAX_COMMAND_OUTPUT_BYTES,
       headTail: { headBytes: MAX_COMMAND_OUTPUT_BYTES / 4, tailBytes: MAX_COMMAND_OUTPUT_BYTES / 4 },
-      maxReportBytes: 4_000_000,
+      maxReportBytes: MAX_STATUS_REPORT_BYTES,
       cgroup,
       signal: req.signal,
     });
@@ -269,7 +273,9 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const defused = await clearSetId(writable);
   if (defused) log.warn('commands.setid_cleared', { files: defused });
   let changes: CommandResult['changes'] = null;
-  if (track && !outcome.spawnError) {
+  // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
+  let changesUnknown = track && outcome.reportCut;
+  if (track && !outcome.spawnError && !changesUnknown) {
     let { before, after } = parseStatus(outcome.report);
     if (before && !after && !outcome.aborted) {
       // Cut off before its second look: one more sandbox that only looks.
@@ -284,8 +290,10 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
         },
         timeoutMs: STATUS_TIMEOUT_MS,
         maxOutputBytes: 10_000,
+        maxReportBytes: MAX_STATUS_REPORT_BYTES,
       });
-      after = parseStatus(again.report).before;
+      if (again.reportCut) changesUnknown = true;
+      else after = parseStatus(again.report).before;
     }
     if (before && after) changes = diffStatus(before, after);
   }
@@ -299,6 +307,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
     truncated: outcome.truncated,
     outputBytes: outcome.outputBytes,
     changes,
+    ...(changesUnknown ? { changesUnknown: true } : {}),
     cgroup: [...heldByCgroup],
     ...(outcome.spawnError ? { spawnError: outcome.spawnError } : {}),
   };

@@ -144,6 +144,7 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
   if (result.stopped === 'process_limit') hints.push(`The command tried to start more than ${commands.settings.maxProcesses} processes.`);
   if (result.truncated) hints.push(`Output was cut to its first and last ${(MAX_COMMAND_OUTPUT_BYTES / 4).toLocaleString('en')} bytes per stream (of ${result.outputBytes.toLocaleString('en')} in all).`);
   if (line.unresolved.length) hints.push(`${line.unresolved.map((n) => `{${n}}`).join(', ')} stayed as written: no variable has that name.`);
+  if (result.changesUnknown) hints.push('Too many files are untracked or changed in the workspace to tell which ones this command changed (files_changed is null); run `git status` for them, and add folders like node_modules to .gitignore.');
   if (syncFailed) hints.push('The workspace could not be synced after the command; its changes are kept in the workspace.');
   const files = result.changes?.files.map((f) => ({ path: virtualOfChange(p, f.path), status: f.status.trim() || f.status }));
   return {
@@ -155,7 +156,7 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
     duration_ms: result.durationMs,
     stopped: result.stopped,
     ...(result.truncated ? { truncated: true } : {}),
-    ...(files ? { files_changed: files } : {}),
+    ...(files ? { files_changed: files } : result.changesUnknown ? { files_changed: null } : {}),
     ...(result.changes?.more ? { files_changed_more: result.changes.more } : {}),
     ...(hints.length ? { hint: hints.join(' ') } : {}),
   };
