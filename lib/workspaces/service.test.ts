@@ -61,6 +61,27 @@ describe('repository info', () => {
   });
 });
 
+describe('a project repository owned by another user', () => {
+  const asRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  (asRoot ? it : it.skip)('is read, branched, synced and merged all the same', async () => {
+    const s = await setup({ 'a.txt': 'a\n' });
+    // As a repository on a volume owned by the deploy user is to a server running as another.
+    fs.chownSync(s.repo, 4321, 4321);
+    for (const f of fs.readdirSync(s.repo, { recursive: true }) as string[]) fs.lchownSync(path.join(s.repo, f), 4321, 4321);
+    const info = await repositoryInfo(s.repo);
+    expect(info).toMatchObject({ branch: 'main', clean: true });
+    const ws = await s.service.create(s.project, { name: 'foreign', createdBy: 'u1' });
+    work(s, ws, { 'b.txt': 'b\n' }, 'add b');
+    expect((await s.service.sync(s.project, ws)).synced).toBe(true);
+    const detail = await s.service.get(s.project, ws.id);
+    expect(detail).toMatchObject({ ahead: 1, behind: 0 });
+    expect(detail.files.map((f) => f.path)).toEqual(['b.txt']);
+    const merged = await s.service.merge(s.project, ws.id, alice);
+    expect(merged.fastForward).toBe(true);
+    expect(fs.readFileSync(path.join(s.repo, 'b.txt'), 'utf8')).toBe('b\n');
+  });
+});
+
 describe('workspaces', () => {
   it('answers 409 E_BUILD_DISABLED while build is off, and E_NOT_A_REPOSITORY outside git', async () => {
     const s = await setup(undefined, false);

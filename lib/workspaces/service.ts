@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../errors';
-import { DIFF_SAFE, git, gitOk, GitError } from '../git/runner';
+import { DIFF_SAFE, git, gitOk, GitError, trustingUploadPack } from '../git/runner';
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../git/repo';
 import { log } from '../log';
 import { branchProblem, checkName } from './names';
@@ -199,7 +199,7 @@ export class WorkspaceService {
       fs.mkdirSync(this.opts.root, { recursive: true });
       // --no-local: objects are copied through the pack protocol, never hard-linked (a shared
       // object file changed in the workspace would change the project's); no template, so no hooks.
-      await gitOk(['clone', '--quiet', '--no-local', '--template=', '--single-branch', '--no-tags', '--branch', branch, '--', top, dir], { cwd: this.opts.root, timeoutMs: 600_000 });
+      await gitOk(['clone', '--quiet', '--no-local', '--template=', '--single-branch', '--no-tags', '--branch', branch, `--upload-pack=${trustingUploadPack(top)}`, '--', top, dir], { cwd: this.opts.root, trust: [top], timeoutMs: 600_000 });
       // The clone keeps no way back to the project folder (nor its path); the base stays as a local branch to diff against.
       await gitOk(['remote', 'remove', 'origin'], { cwd: dir });
       // The clone's reflogs say where it was cloned from: a server path the model could read.
