@@ -96,6 +96,21 @@ sandboxed('a command', () => {
     expect((await run('no-such-program')).exitCode).toBe(127);
   });
 
+  it('creates no folder outside the checkout through a link planted where the render folder goes', async () => {
+    const elsewhere = path.join(base, 'elsewhere');
+    await fs.mkdir(elsewhere);
+    await fs.symlink(elsewhere, path.join(checkout, '_bmad'));
+    const r = await run('ls /workspace/_bmad/render 2>&1; echo x > /workspace/_bmad/render/x 2>&1; echo done', { readOnlyInside: [path.join(checkout, '_bmad')], writableInside: [path.join(checkout, '_bmad', 'render')] });
+    expect(r.stdout).toMatch(/done\n$/);
+    expect(await fs.readdir(elsewhere)).toEqual([]);
+  });
+
+  it('commits as the person even when the name holds what git refuses in an identity', async () => {
+    execFileSync('git', ['init', '-q', '-b', 'bmad/one'], { cwd: checkout, env: { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', HOME: base } as unknown as NodeJS.ProcessEnv });
+    const r = await run('git add -A && git commit -qm one && git log -1 --format="%an <%ae>"', { gitIdentity: { name: 'Eve <evil>\nX', email: 'eve@example.com>' } });
+    expect(r).toMatchObject({ exitCode: 0, stdout: 'Eve evilX <eve@example.com>\n' });
+  });
+
   it('writes the checkout, and keeps its /tmp between commands in the workspace\'s folder', async () => {
     const r = await run('echo hi > made.txt && echo diff > /tmp/change.diff && echo $HOME $TMPDIR && id -un');
     expect(r).toMatchObject({ exitCode: 0, stdout: '/tmp /tmp\nsandbox\n' });

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CommandSettings, ScriptSettings } from '../config';
+import { gitIdentityEnv } from '../git/runner';
 import { log } from '../log';
 import { isInside } from '../paths';
 import { createRunCgroup, runSandboxed, type Mount, type RunOutcome } from '../sandbox';
@@ -126,6 +127,29 @@ function sandboxPath(checkout: string, real: string): string {
   return rel ? `${CHECKOUT_AT}/${rel}` : CHECKOUT_AT;
 }
 
+/**
+ * Makes `dir` (inside the checkout) folder by folder, following no link: the checkout is the
+ * model's, and a link it planted where a folder is expected (`_bmad` → /somewhere) would
+ * otherwise have the server create folders outside it. False when a part is a link or no folder.
+ */
+async function makeInside(checkout: string, given: string, dir: string): Promise<boolean> {
+  const outside = (r: string) => r === '..' || r.startsWith(`..${path.sep}`) || path.isAbsolute(r);
+  let rel = path.relative(checkout, path.resolve(dir));
+  // The checkout as the caller named it may differ from its real path (a linked parent folder).
+  if (outside(rel)) rel = path.relative(path.resolve(given), path.resolve(dir));
+  if (outside(rel)) return false;
+  let at = checkout;
+  for (const part of rel.split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    const st = await fs.lstat(at).catch(() => null);
+    if (!st) {
+      if (!(await fs.mkdir(at).then(() => true, (e: NodeJS.ErrnoException) => e.code === 'EEXIST'))) return false;
+      if (!(await fs.lstat(at)).isDirectory()) return false;
+    } else if (!st.isDirectory()) return false;
+  }
+  return true;
+}
+
 /** PATH inside: each read-only toolchain folder's bin (or the folder), the system, the uv shim last. */
 export function commandPath(readonlyPaths: string[]): string {
   const dirs = readonlyPaths.map((p) => (existsSync(path.join(p, 'bin')) ? path.join(p, 'bin') : p));
@@ -169,7 +193,7 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
     if (real && isInside(checkout, real)) mounts.push({ kind: 'ro', host: real, at: sandboxPath(checkout, real) });
   }
   for (const dir of req.writableInside ?? []) {
-    await fs.mkdir(dir, { recursive: true }).catch(() => undefined);
+    if (!(await makeInside(checkout, req.checkout, dir))) continue;
     const real = await fs.realpath(dir).catch(() => null);
     if (real && isInside(checkout, real)) mounts.push({ kind: 'rw', host: real, at: sandboxPath(checkout, real) });
   }
@@ -234,10 +258,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const track = !req.setup && existsSync(path.join(checkout, '.git'));
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.env ?? {})) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && !RESERVED_ENV.test(k) && !v.includes('\0')) env[k] = v;
-  if (req.gitIdentity) {
-    const { name, email } = req.gitIdentity;
-    Object.assign(env, { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: email, GIT_COMMITTER_NAME: name, GIT_COMMITTER_EMAIL: email });
-  }
+  if (req.gitIdentity) Object.assign(env, gitIdentityEnv(req.gitIdentity));
   Object.assign(env, { PATH: commandPath(settings.readonlyPaths), LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', HOME: '/tmp', TMPDIR: '/tmp', CI: 'true', USER: 'sandbox', LOGNAME: 'sandbox', SHELL: '/bin/bash' });
   const limits = [
     String(settings.maxFileMb * 1024),

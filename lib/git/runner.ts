@@ -311,3 +311,20 @@ export class GitError extends Error {
 export function redactPaths(text: string): string {
   return text.replace(/(^|[\s'"`=(:,])\/[^\s'"`),]*/g, '$1<path>');
 }
+
+/** Who a commit is by. */
+export interface GitPerson {
+  name: string;
+  email: string;
+}
+
+/**
+ * git's identity variables for a person: "<", ">" and line ends are what git refuses in an ident
+ * (one such name would fail every commit), so they are dropped; empty falls back to the app's own.
+ */
+export function gitIdentityEnv(p: GitPerson): Record<string, string> {
+  const clean = (s: string, fallback: string) => s.replace(/[<>\r\n\0]/g, '').trim() || fallback;
+  const name = clean(p.name, 'BMAD');
+  const email = clean(p.email, 'bmad@localhost');
+  return { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: email, GIT_COMMITTER_NAME: name, GIT_COMMITTER_EMAIL: email };
+}

@@ -3,7 +3,9 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { AppError, isAppError } from '../errors';
-import { DIFF_SAFE, git, gitOk, GitError, trustingUploadPack } from '../git/runner';
+import { DIFF_SAFE, git, gitIdentityEnv, gitOk, GitError, trustingUploadPack } from '../git/runner';
+
+export { gitIdentityEnv };
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../git/repo';
 import { log } from '../log';
 import { branchProblem, checkName } from './names';
@@ -75,14 +77,6 @@ function removeTree(dir: string): Promise<void> {
 }
 
 const notFound = () => new AppError('E_WORKSPACE_NOT_FOUND', 'Workspace not found.');
-
-/** git identity env for a person; "<", ">" and line ends are what git refuses in an ident. */
-export function gitIdentityEnv(p: Person): Record<string, string> {
-  const clean = (s: string, fallback: string) => s.replace(/[<>\r\n\0]/g, '').trim() || fallback;
-  const name = clean(p.name, 'BMAD');
-  const email = clean(p.email, 'bmad@localhost');
-  return { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: email, GIT_COMMITTER_NAME: name, GIT_COMMITTER_EMAIL: email };
-}
 
 function validateBuild(patch: Partial<BuildSettings>): Partial<BuildSettings> {
   const bad = (field: string, message: string) => new AppError('E_VALIDATION', `${field} ${message}`, { field });
