@@ -122,7 +122,8 @@ export function diffStatus(before: Map<string, string>, after: Map<string, strin
   return { files: changed.slice(0, MAX_CHANGED_FILES), more: Math.max(0, changed.length - MAX_CHANGED_FILES) };
 }
 
-function sandboxPath(checkout: string, real: string): string {
+/** Where a path inside the checkout (both real) appears in the sandbox. */
+export function sandboxPath(checkout: string, real: string): string {
   const rel = path.relative(checkout, real).split(path.sep).join('/');
   return rel ? `${CHECKOUT_AT}/${rel}` : CHECKOUT_AT;
 }

@@ -28,6 +28,16 @@ import path from 'node:path';
  * Callers add `--no-ext-diff --no-textconv` to diff and log themselves (see DIFF_SAFE).
  */
 
+/** What keeps system and global configuration (and attributes) away from a git. */
+export const NO_HOST_CONFIG: Readonly<Record<string, string>> = {
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_ATTR_NOSYSTEM: '1',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_PAGER: 'cat',
+  GIT_EDITOR: ':',
+};
+
 /** The environment of every git: nothing of the server's. */
 export const GIT_ENV: Readonly<Record<string, string>> = {
   PATH: '/usr/local/bin:/usr/bin:/bin',
@@ -35,13 +45,8 @@ export const GIT_ENV: Readonly<Record<string, string>> = {
   XDG_CONFIG_HOME: '/nonexistent',
   LANG: 'C',
   LC_ALL: 'C',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_ATTR_NOSYSTEM: '1',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_PAGER: 'cat',
+  ...NO_HOST_CONFIG,
   PAGER: 'cat',
-  GIT_EDITOR: ':',
   GIT_PROTOCOL_FROM_USER: '0',
   GIT_NO_REPLACE_OBJECTS: '1',
   GIT_OPTIONAL_LOCKS: '0',

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CHECKOUT_AT, commandHost, MAX_COMMAND_OUTPUT_BYTES, runCommand, type CommandResult } from '../commands';
+import { CHECKOUT_AT, commandHost, MAX_COMMAND_OUTPUT_BYTES, runCommand, sandboxPath, type CommandResult } from '../commands';
 import { DEFAULT_SCRIPT_SETTINGS } from '../config';
 import { log } from '../log';
 import { expandVariables, isInside, redactPaths, resolvePath, TMP_TOKEN, today, withoutReserved } from '../paths';
@@ -34,19 +34,14 @@ async function real(p: string): Promise<string | null> {
   return fs.realpath(p).catch(() => null);
 }
 
-function sandboxOf(checkout: string, abs: string): string {
-  const rel = path.relative(checkout, abs).split(path.sep).join('/');
-  return rel ? `${CHECKOUT_AT}/${rel}` : CHECKOUT_AT;
-}
-
 async function places(ctx: ToolContext, commands: CommandContext): Promise<Places | null> {
   const checkout = await real(commands.checkout);
   const project = await real(ctx.projectRoot);
   if (!checkout || !project || !isInside(checkout, project)) return null;
-  const tokens: Record<string, string> = { '{project-root}': sandboxOf(checkout, project) };
+  const tokens: Record<string, string> = { '{project-root}': sandboxPath(checkout, project) };
   for (const [token, root] of [['{output_folder}', ctx.outputRoot], ['{bundle-root}', ctx.bundleRoot], ['{core-root}', ctx.coreRoot]] as const) {
     const r = await real(root);
-    if (r && isInside(checkout, r)) tokens[token] = sandboxOf(checkout, r);
+    if (r && isInside(checkout, r)) tokens[token] = sandboxPath(checkout, r);
   }
   // Without a kept temp folder /tmp is gone with the sandbox: nothing there to read back.
   if (ctx.tmpRoot) tokens[TMP_TOKEN] = '/tmp';
