@@ -201,6 +201,8 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
   return mounts;
 }
 
+let warnedNoProcessLimit = false;
+
 const SETID = 0o6000;
 
 /**
@@ -256,6 +258,11 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const memoryBytes = settings.memoryMb * 1024 * 1024;
   const cgroup = await createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null);
   const heldByCgroup = new Set(cgroup?.controllers ?? []);
+  if (!heldByCgroup.has('pids') && process.getuid?.() === 0 && !warnedNoProcessLimit) {
+    // ulimit -u is not enforced for root: nothing holds a fork storm but the host's own limits.
+    warnedNoProcessLimit = true;
+    log.warn('commands.no_process_limit', { reason: 'the server runs as root and no pids cgroup could be made; run it as an unprivileged user or delegate a cgroup' });
+  }
   const track = !req.setup && existsSync(path.join(checkout, '.git'));
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.env ?? {})) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && !RESERVED_ENV.test(k) && !v.includes('\0')) env[k] = v;
