@@ -5,6 +5,7 @@ export {
   parseStatus,
   diffStatus,
   CHECKOUT_AT,
+  sandboxPath,
   MAX_COMMAND_OUTPUT_BYTES,
   MAX_CHANGED_FILES,
   type CommandHost,

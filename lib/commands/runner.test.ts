@@ -8,6 +8,7 @@ import vm from 'node:vm';
 import { DEFAULT_COMMAND_SETTINGS, type CommandSettings } from '../config';
 import { HeadTail } from '../sandbox';
 import { runCommand, runSetup, type CommandHost, type CommandRequest } from '.';
+import { stoppedBy } from './runner';
 
 /**
  * The command runner on real bubblewrap, bash and git: what a line sees, what it cannot reach,
@@ -71,6 +72,20 @@ describe('HeadTail', () => {
   });
 });
 
+describe('stoppedBy', () => {
+  it('classifies what stderr says, in linear time on a long line the model wrote', () => {
+    expect(stoppedBy({ timedOut: false, stderr: 'bash: fork: retry: Resource temporarily unavailable\n' }, false)).toBe('process_limit');
+    expect(stoppedBy({ timedOut: false, stderr: 'BlockingIOError: [Errno 11] Resource temporarily unavailable in start_new_thread\n' }, false)).toBe('process_limit');
+    expect(stoppedBy({ timedOut: false, stderr: 'fork\nResource temporarily unavailable\n' }, false)).toBeNull();
+    expect(stoppedBy({ timedOut: false, stderr: 'MemoryError\n' }, false)).toBe('memory_limit');
+    for (const flood of ['thread '.repeat(72_000), 'Resource temporarily unavailable '.repeat(16_000)]) {
+      const started = performance.now();
+      expect(stoppedBy({ timedOut: false, stderr: flood }, false)).toBeNull();
+      expect(performance.now() - started).toBeLessThan(100);
+    }
+  });
+});
+
 sandboxed('a command', () => {
   it('returns exit code, stdout and stderr, starting in the folder asked for', async () => {
     await fs.mkdir(path.join(checkout, 'sub'));
@@ -79,6 +94,21 @@ sandboxed('a command', () => {
     expect((await run('true')).exitCode).toBe(0);
     expect((await run('exit 42')).exitCode).toBe(42);
     expect((await run('no-such-program')).exitCode).toBe(127);
+  });
+
+  it('creates no folder outside the checkout through a link planted where the render folder goes', async () => {
+    const elsewhere = path.join(base, 'elsewhere');
+    await fs.mkdir(elsewhere);
+    await fs.symlink(elsewhere, path.join(checkout, '_bmad'));
+    const r = await run('ls /workspace/_bmad/render 2>&1; echo x > /workspace/_bmad/render/x 2>&1; echo done', { readOnlyInside: [path.join(checkout, '_bmad')], writableInside: [path.join(checkout, '_bmad', 'render')] });
+    expect(r.stdout).toMatch(/done\n$/);
+    expect(await fs.readdir(elsewhere)).toEqual([]);
+  });
+
+  it('commits as the person even when the name holds what git refuses in an identity', async () => {
+    execFileSync('git', ['init', '-q', '-b', 'bmad/one'], { cwd: checkout, env: { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', HOME: base } as unknown as NodeJS.ProcessEnv });
+    const r = await run('git add -A && git commit -qm one && git log -1 --format="%an <%ae>"', { gitIdentity: { name: 'Eve <evil>\nX', email: 'eve@example.com>' } });
+    expect(r).toMatchObject({ exitCode: 0, stdout: 'Eve evilX <eve@example.com>\n' });
   });
 
   it('writes the checkout, and keeps its /tmp between commands in the workspace\'s folder', async () => {
@@ -194,6 +224,21 @@ sandboxed('a command', () => {
     expect(r.stdout).not.toContain(base);
   });
 
+  it('sees the public certificates but not the host\'s private TLS keys', async () => {
+    // A key only its owner may read, as the host keeps them; the server's user (root here) owns it.
+    const planted = existsSync('/etc/ssl/private') ? path.join('/etc/ssl/private', `bmad-test-${process.pid}.key`) : null;
+    if (planted) await fs.writeFile(planted, 'PRIVATE-KEY-MATERIAL', { mode: 0o600 });
+    try {
+      const r = await run(`ls /etc/ssl; ls /etc/ssl/private 2>&1; cat /etc/ssl/private/*.key /etc/pki/tls/private/* 2>&1; head -c 27 /etc/ssl/certs/ca-certificates.crt`);
+      expect(r.stdout).not.toContain('PRIVATE-KEY-MATERIAL');
+      expect(r.stdout).not.toMatch(/^private$/m);
+      expect(r.stdout).toMatch(/ls: cannot access '\/etc\/ssl\/private'/);
+      if (existsSync('/etc/ssl/certs/ca-certificates.crt')) expect(r.stdout).toContain('-----BEGIN CERTIFICATE-----');
+    } finally {
+      if (planted) await fs.rm(planted, { force: true });
+    }
+  });
+
   it('gets a clean environment: the project\'s variables, never the server\'s', async () => {
     process.env.BMAD_TEST_SERVER_SECRET = 'sk-server-secret-123';
     try {
@@ -274,6 +319,19 @@ for host, port in [('127.0.0.1', ${port}), ('1.1.1.1', 53)]:
     expect(commit.changes?.files).toEqual([{ path: 'README.md', status: 'clean' }, { path: 'new.txt', status: 'clean' }]);
     expect(git('log', '--format=%an %s', '-1')).toBe('Ada Lovelace Add new');
   });
+
+  it('says it cannot tell what changed when the status report is longer than it keeps, never "clean" for the files past the cut', async () => {
+    execFileSync('git', ['init', '-q', '-b', 'bmad/one'], { cwd: checkout, env: { PATH: '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', HOME: base } as unknown as NodeJS.ProcessEnv });
+    // 21,000 untracked files with long names: each status snapshot is over 4 MB.
+    const many = path.join(checkout, 'node_modules');
+    await fs.mkdir(many);
+    const long = 'x'.repeat(180);
+    for (let i = 0; i < 21_000; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => fs.writeFile(path.join(many, `${long}${i + j}`), '')));
+    const r = await run('echo more >> README.md');
+    expect(r.exitCode).toBe(0);
+    expect(r.changes).toBeNull();
+    expect(r.changesUnknown).toBe(true);
+  }, 120_000);
 
   it('runs `uv run` with python3 where no uv is installed, refusing a missing package', async () => {
     await fs.writeFile(path.join(checkout, 'hello.py'), '# /// script\n# dependencies = []\n# ///\nimport sys\nprint("hello", *sys.argv[1:])\n');

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CommandSettings, ScriptSettings } from '../config';
+import { gitIdentityEnv } from '../git/runner';
 import { log } from '../log';
 import { isInside } from '../paths';
 import { createRunCgroup, runSandboxed, type Mount, type RunOutcome } from '../sandbox';
@@ -18,6 +19,8 @@ export const MAX_COMMAND_OUTPUT_BYTES = 1_000_000;
 export const MAX_CHANGED_FILES = 1_000;
 /** How long the status check after a command that was cut off may take. */
 const STATUS_TIMEOUT_MS = 15_000;
+/** The two status reports together kept at most; past it, what changed is not reported. */
+const MAX_STATUS_REPORT_BYTES = 4_000_000;
 
 export type StoppedBy = 'time_limit' | 'memory_limit' | 'process_limit';
 
@@ -68,8 +71,10 @@ export interface CommandResult {
   /** Output past the head and tail kept of each stream was cut. */
   truncated: boolean;
   outputBytes: number;
-  /** What changed in the checkout, from git status before and after; null when it is no git checkout. */
+  /** What changed in the checkout, from git status before and after; null when it is no git checkout or unknown (see changesUnknown). */
   changes: { files: FileChange[]; more: number } | null;
+  /** A status report was longer than the server keeps (too many untracked or changed files): what changed is not known. */
+  changesUnknown?: boolean;
   /** The sandbox could not be started; nothing ran. */
   spawnError?: string;
   /** Which limits a cgroup held ('pids', 'memory'); the rest were process limits. */
@@ -117,9 +122,33 @@ export function diffStatus(before: Map<string, string>, after: Map<string, strin
   return { files: changed.slice(0, MAX_CHANGED_FILES), more: Math.max(0, changed.length - MAX_CHANGED_FILES) };
 }
 
-function sandboxPath(checkout: string, real: string): string {
+/** Where a path inside the checkout (both real) appears in the sandbox. */
+export function sandboxPath(checkout: string, real: string): string {
   const rel = path.relative(checkout, real).split(path.sep).join('/');
   return rel ? `${CHECKOUT_AT}/${rel}` : CHECKOUT_AT;
+}
+
+/**
+ * Makes `dir` (inside the checkout) folder by folder, following no link: the checkout is the
+ * model's, and a link it planted where a folder is expected (`_bmad` → /somewhere) would
+ * otherwise have the server create folders outside it. False when a part is a link or no folder.
+ */
+async function makeInside(checkout: string, given: string, dir: string): Promise<boolean> {
+  const outside = (r: string) => r === '..' || r.startsWith(`..${path.sep}`) || path.isAbsolute(r);
+  let rel = path.relative(checkout, path.resolve(dir));
+  // The checkout as the caller named it may differ from its real path (a linked parent folder).
+  if (outside(rel)) rel = path.relative(path.resolve(given), path.resolve(dir));
+  if (outside(rel)) return false;
+  let at = checkout;
+  for (const part of rel.split(path.sep).filter(Boolean)) {
+    at = path.join(at, part);
+    const st = await fs.lstat(at).catch(() => null);
+    if (!st) {
+      if (!(await fs.mkdir(at).then(() => true, (e: NodeJS.ErrnoException) => e.code === 'EEXIST'))) return false;
+      if (!(await fs.lstat(at)).isDirectory()) return false;
+    } else if (!st.isDirectory()) return false;
+  }
+  return true;
 }
 
 /** PATH inside: each read-only toolchain folder's bin (or the folder), the system, the uv shim last. */
@@ -128,13 +157,30 @@ export function commandPath(readonlyPaths: string[]): string {
   return [...dirs, '/usr/local/bin', '/usr/bin', '/bin', SHIM_AT].join(':');
 }
 
+/**
+ * Public certificates (package managers in a setup line), OpenSSL's settings and Debian's program
+ * alternatives (awk, editor) — never /etc/ssl or /etc/pki whole: their private folders hold the
+ * host's TLS keys, readable inside when the server runs as root (the sandbox's user is then root
+ * outside, and owner bits apply). The certificates' links point into /usr, which is there anyway.
+ */
+const PUBLIC_ETC = [
+  '/etc/ssl/certs',
+  '/etc/ssl/openssl.cnf',
+  '/etc/ca-certificates',
+  '/etc/ca-certificates.conf',
+  '/etc/pki/ca-trust',
+  '/etc/pki/tls/certs',
+  '/etc/pki/tls/cert.pem',
+  '/etc/pki/tls/openssl.cnf',
+  '/etc/alternatives',
+];
+
 /** Mounts of a command's sandbox after the system ones (see lib/sandbox/bwrap.ts). */
 async function mountsFor(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string): Promise<Mount[]> {
   const support = await supportFiles(host.python);
   const mounts: Mount[] = [];
   for (const name of ['passwd', 'group', 'hosts', 'nsswitch.conf']) mounts.push({ kind: 'ro', host: path.join(support.etc, name), at: `/etc/${name}` });
-  // Public certificates (package managers in a setup line) and Debian's program alternatives (awk, editor).
-  for (const dir of ['/etc/ssl', '/etc/ca-certificates', '/etc/pki', '/etc/alternatives']) mounts.push({ kind: 'ro-try', host: dir, at: dir });
+  for (const dir of PUBLIC_ETC) mounts.push({ kind: 'ro-try', host: dir, at: dir });
   if (req.setup) mounts.push({ kind: 'ro-try', host: '/etc/resolv.conf', at: '/etc/resolv.conf' });
   if (req.tmp) {
     await fs.mkdir(req.tmp, { recursive: true });
@@ -148,12 +194,14 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
     if (real && isInside(checkout, real)) mounts.push({ kind: 'ro', host: real, at: sandboxPath(checkout, real) });
   }
   for (const dir of req.writableInside ?? []) {
-    await fs.mkdir(dir, { recursive: true }).catch(() => undefined);
+    if (!(await makeInside(checkout, req.checkout, dir))) continue;
     const real = await fs.realpath(dir).catch(() => null);
     if (real && isInside(checkout, real)) mounts.push({ kind: 'rw', host: real, at: sandboxPath(checkout, real) });
   }
   return mounts;
 }
+
+let warnedNoProcessLimit = false;
 
 const SETID = 0o6000;
 
@@ -177,10 +225,22 @@ async function clearSetId(dirs: string[]): Promise<number> {
   return cleared;
 }
 
-function stoppedBy(o: RunOutcome, memoryExceeded: boolean): StoppedBy | null {
+/**
+ * Whether a line of stderr says a process or thread could not be started. Two independent tests
+ * per line, each linear: one regex with `.*` between the two words backtracks quadratically on a
+ * long line repeating the first word, and the stderr is the model's to write.
+ */
+function saysProcessLimit(stderr: string): boolean {
+  for (const line of stderr.split('\n')) {
+    if (/Resource temporarily unavailable|EAGAIN|BlockingIOError/i.test(line) && /fork|spawn|thread/i.test(line)) return true;
+  }
+  return false;
+}
+
+export function stoppedBy(o: Pick<RunOutcome, 'timedOut' | 'stderr'>, memoryExceeded: boolean): StoppedBy | null {
   if (o.timedOut) return 'time_limit';
   if (memoryExceeded || /\b(MemoryError|Cannot allocate memory|JavaScript heap out of memory|std::bad_alloc|out of memory)\b/.test(o.stderr)) return 'memory_limit';
-  if (/(fork|spawn|thread).*(Resource temporarily unavailable|EAGAIN)|(Resource temporarily unavailable|BlockingIOError).*(fork|spawn|thread)/i.test(o.stderr)) return 'process_limit';
+  if (saysProcessLimit(o.stderr)) return 'process_limit';
   return null;
 }
 
@@ -198,13 +258,15 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const memoryBytes = settings.memoryMb * 1024 * 1024;
   const cgroup = await createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null);
   const heldByCgroup = new Set(cgroup?.controllers ?? []);
+  if (!heldByCgroup.has('pids') && process.getuid?.() === 0 && !warnedNoProcessLimit) {
+    // ulimit -u is not enforced for root: nothing holds a fork storm but the host's own limits.
+    warnedNoProcessLimit = true;
+    log.warn('commands.no_process_limit', { reason: 'the server runs as root and no pids cgroup could be made; run it as an unprivileged user or delegate a cgroup' });
+  }
   const track = !req.setup && existsSync(path.join(checkout, '.git'));
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.env ?? {})) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && !RESERVED_ENV.test(k) && !v.includes('\0')) env[k] = v;
-  if (req.gitIdentity) {
-    const { name, email } = req.gitIdentity;
-    Object.assign(env, { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: email, GIT_COMMITTER_NAME: name, GIT_COMMITTER_EMAIL: email });
-  }
+  if (req.gitIdentity) Object.assign(env, gitIdentityEnv(req.gitIdentity));
   Object.assign(env, { PATH: commandPath(settings.readonlyPaths), LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', HOME: '/tmp', TMPDIR: '/tmp', CI: 'true', USER: 'sandbox', LOGNAME: 'sandbox', SHELL: '/bin/bash' });
   const limits = [
     String(settings.maxFileMb * 1024),
@@ -228,7 +290,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
       timeoutMs,
       maxOutputBytes: MAX_COMMAND_OUTPUT_BYTES,
       headTail: { headBytes: MAX_COMMAND_OUTPUT_BYTES / 4, tailBytes: MAX_COMMAND_OUTPUT_BYTES / 4 },
-      maxReportBytes: 4_000_000,
+      maxReportBytes: MAX_STATUS_REPORT_BYTES,
       cgroup,
       signal: req.signal,
     });
@@ -240,7 +302,9 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const defused = await clearSetId(writable);
   if (defused) log.warn('commands.setid_cleared', { files: defused });
   let changes: CommandResult['changes'] = null;
-  if (track && !outcome.spawnError) {
+  // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
+  let changesUnknown = track && outcome.reportCut;
+  if (track && !outcome.spawnError && !changesUnknown) {
     let { before, after } = parseStatus(outcome.report);
     if (before && !after && !outcome.aborted) {
       // Cut off before its second look: one more sandbox that only looks.
@@ -255,8 +319,10 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
         },
         timeoutMs: STATUS_TIMEOUT_MS,
         maxOutputBytes: 10_000,
+        maxReportBytes: MAX_STATUS_REPORT_BYTES,
       });
-      after = parseStatus(again.report).before;
+      if (again.reportCut) changesUnknown = true;
+      else after = parseStatus(again.report).before;
     }
     if (before && after) changes = diffStatus(before, after);
   }
@@ -270,6 +336,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
     truncated: outcome.truncated,
     outputBytes: outcome.outputBytes,
     changes,
+    ...(changesUnknown ? { changesUnknown: true } : {}),
     cgroup: [...heldByCgroup],
     ...(outcome.spawnError ? { spawnError: outcome.spawnError } : {}),
   };

@@ -1,6 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { git, gitOk } from './runner';
+import { findRepositoryTop, git, gitOk } from './runner';
+
+export { findRepositoryTop };
 
 /** What a project folder's repository shows: never a path. */
 export interface RepositoryInfo {
@@ -10,26 +10,6 @@ export interface RepositoryInfo {
   head: string | null;
   /** No change to a tracked file, staged or not (untracked files do not count). */
   clean: boolean;
-}
-
-/**
- * The working tree's top folder of the repository `folder` is in, found by looking for `.git`
- * upwards (a folder, or a file for linked worktrees), or null. Found on disk rather than asked of
- * git, so a repository's `core.worktree` cannot point the server's checkouts anywhere else.
- */
-export function findRepositoryTop(folder: string): string | null {
-  let dir = path.resolve(folder);
-  for (;;) {
-    try {
-      const st = fs.statSync(path.join(dir, '.git'));
-      if (st.isDirectory() || st.isFile()) return dir;
-    } catch {
-      // Not here.
-    }
-    const up = path.dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
 }
 
 /** Global options that pin the working tree to `top`. */

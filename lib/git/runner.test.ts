@@ -35,6 +35,15 @@ describe('git runner', () => {
     expect(await repositoryInfo(r)).toBeNull();
   });
 
+  it('carries no server path in a GitError\'s message', async () => {
+    const r = repo();
+    const err = new GitError('clone', { code: 128, cut: false, stdout: '', stderr: `fatal: detected dubious ownership in repository at '${r}'\n\tgit config --global --add safe.directory ${r}\n` });
+    expect(err.message).toBe('git clone failed (128): git config --global --add safe.directory <path>');
+    const missing = await git(['clone', '--', path.join(r, 'nope'), path.join(r, 'copy')], { cwd: r });
+    expect(new GitError('clone', missing).message).not.toContain(r);
+    expect(new GitError('clone', missing).message).toContain('<path>');
+  });
+
   it('answers with git\'s exit code, never throwing for it', async () => {
     const r = repo();
     const res = await git(['rev-parse', '--verify', 'no-such-ref'], { cwd: r });

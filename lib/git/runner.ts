@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
 
 /**
  * Every git the server runs goes through here. A repository's own configuration (its .git/config,
@@ -17,10 +19,24 @@ import { spawn, type ChildProcess } from 'node:child_process';
  *   overridden on the command line: filters and diff programs emptied (git then runs none), merge
  *   drivers replaced by git's own text merge;
  * - transports limited to local paths (no ssh, http, ext), so no credential helper or proxy is
- *   ever asked.
+ *   ever asked;
+ * - the repository the server chose (found on disk, see findRepositoryTop) is a `safe.directory`
+ *   on the command line: with no global configuration git would otherwise refuse a repository
+ *   owned by another user ("dubious ownership"), and the listing above would silently read none of
+ *   its configuration.
  *
  * Callers add `--no-ext-diff --no-textconv` to diff and log themselves (see DIFF_SAFE).
  */
+
+/** What keeps system and global configuration (and attributes) away from a git. */
+export const NO_HOST_CONFIG: Readonly<Record<string, string>> = {
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_ATTR_NOSYSTEM: '1',
+  GIT_TERMINAL_PROMPT: '0',
+  GIT_PAGER: 'cat',
+  GIT_EDITOR: ':',
+};
 
 /** The environment of every git: nothing of the server's. */
 export const GIT_ENV: Readonly<Record<string, string>> = {
@@ -29,13 +45,8 @@ export const GIT_ENV: Readonly<Record<string, string>> = {
   XDG_CONFIG_HOME: '/nonexistent',
   LANG: 'C',
   LC_ALL: 'C',
-  GIT_CONFIG_NOSYSTEM: '1',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_ATTR_NOSYSTEM: '1',
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_PAGER: 'cat',
+  ...NO_HOST_CONFIG,
   PAGER: 'cat',
-  GIT_EDITOR: ':',
   GIT_PROTOCOL_FROM_USER: '0',
   GIT_NO_REPLACE_OBJECTS: '1',
   GIT_OPTIONAL_LOCKS: '0',
@@ -97,9 +108,64 @@ function overrideFor(key: string): [string, string][] {
   return [];
 }
 
+/**
+ * The working tree's top folder of the repository `folder` is in, found by looking for `.git`
+ * upwards (a folder, or a file for linked worktrees), or null. Found on disk rather than asked of
+ * git, so a repository's `core.worktree` cannot point the server's checkouts anywhere else.
+ */
+export function findRepositoryTop(folder: string): string | null {
+  let dir = path.resolve(folder);
+  for (;;) {
+    try {
+      const st = fs.statSync(path.join(dir, '.git'));
+      if (st.isDirectory() || st.isFile()) return dir;
+    } catch {
+      // Not here.
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
+/** `safe.directory` values for repositories: as given and as git sees them (symbolic links resolved), working tree and .git. */
+function safeDirectories(tops: string[]): [string, string][] {
+  const out = new Set<string>();
+  for (const top of tops) {
+    for (const p of [path.resolve(top), realOrNull(top)]) {
+      if (!p) continue;
+      out.add(p);
+      out.add(path.join(p, '.git'));
+    }
+  }
+  return [...out].map((p) => ['safe.directory', p]);
+}
+
+function realOrNull(p: string): string | null {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return null;
+  }
+}
+
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * The `--upload-pack` of a clone or fetch from the local repository `top`: git clears
+ * command-line configuration for the upload-pack it starts on a local repository, so the
+ * repository is trusted on upload-pack's own command line (else another user's repository is
+ * "dubious" there too). git runs the line with sh, appending the repository's path.
+ */
+export function trustingUploadPack(top: string): string {
+  return ['git', ...safeDirectories([top]).flatMap(([k, v]) => ['-c', shellQuote(`${k}=${v}`)]), 'upload-pack'].join(' ');
+}
+
 export interface GitOptions {
-  /** Where git runs (it finds the repository from there). */
+  /** Where git runs (it finds the repository from there; that repository is trusted whoever owns it). */
   cwd: string;
+  /** Other repositories this git reads (a clone's source), trusted whoever owns them. */
+  trust?: string[];
   /** Added to GIT_ENV (identities, GIT_INDEX_FILE...). */
   env?: Record<string, string>;
   input?: string;
@@ -187,7 +253,7 @@ function spawnGit(args: string[], opts: GitOptions): Promise<GitResult> {
  * Overrides as GIT_CONFIG_COUNT/KEY/VALUE (command-line scope, like `-c`): a driver's name may hold
  * "=", which `-c key=value` would split in the wrong place.
  */
-function configEnv(pairs: Iterable<readonly [string, string]>): Record<string, string> {
+export function configEnv(pairs: Iterable<readonly [string, string]>): Record<string, string> {
   const env: Record<string, string> = {};
   let i = 0;
   for (const [k, v] of pairs) {
@@ -203,22 +269,24 @@ function configEnv(pairs: Iterable<readonly [string, string]>): Record<string, s
  * The overrides for the repository at `cwd`: the fixed ones, then one per driver key its
  * configuration holds (read with includes; reading runs nothing). Outside a repository, the fixed ones.
  */
-export async function safeConfig(cwd: string): Promise<Record<string, string>> {
-  const listed = await spawnGit(['config', '--list', '--null', '--name-only'], { cwd, env: configEnv(FIXED_CONFIG), timeoutMs: 10_000 });
+export async function safeConfig(cwd: string, trust: string[] = []): Promise<Record<string, string>> {
+  const top = findRepositoryTop(cwd);
+  const fixed = [...FIXED_CONFIG, ...safeDirectories([...(top ? [top] : []), ...trust])];
+  const listed = await spawnGit(['config', '--list', '--null', '--name-only'], { cwd, env: configEnv(fixed), timeoutMs: 10_000 });
   // Fails closed: a configuration that cannot be listed (unreadable, an include that never
   // ends) is one whose drivers cannot be known, so nothing runs on it.
   if (listed.code !== 0 || listed.cut) throw new GitError('config', listed);
-  const pairs = new Map<string, string>(FIXED_CONFIG.map(([k, v]) => [k, v]));
+  const overrides = new Map<string, string>();
   for (const key of listed.stdout.split('\0')) {
     if (!key) continue;
-    for (const [k, v] of overrideFor(key)) pairs.set(k, v);
+    for (const [k, v] of overrideFor(key)) overrides.set(k, v);
   }
-  return configEnv(pairs);
+  return configEnv([...fixed, ...overrides]);
 }
 
 /** Runs `git <args>` safely at `cwd` (see above). Throws only when the repository's configuration cannot be read; otherwise read `code`. */
 export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
-  const config = await safeConfig(opts.cwd);
+  const config = await safeConfig(opts.cwd, opts.trust);
   // The caller's env may add identities or an index file, never replace the overrides.
   return spawnGit(['--no-pager', ...args], { ...opts, env: { ...(opts.env ?? {}), ...config } });
 }
@@ -235,7 +303,33 @@ export class GitError extends Error {
     readonly command: string,
     readonly result: GitResult,
   ) {
-    super(`git ${command} failed (${result.code}): ${result.stderr.trim().split('\n').slice(-1)[0] ?? ''}`);
+    super(`git ${command} failed (${result.code}): ${redactPaths((result.stderr.trim().split('\n').slice(-1)[0] ?? '').trim())}`);
     this.name = 'GitError';
   }
+}
+
+/**
+ * git's complaints name server paths ("… safe.directory /srv/…", "fatal: '/data/…' does not
+ * exist"); a GitError's message may reach a response, so absolute paths in it become "<path>".
+ * The full stderr stays in `result` for logs.
+ */
+export function redactPaths(text: string): string {
+  return text.replace(/(^|[\s'"`=(:,])\/[^\s'"`),]*/g, '$1<path>');
+}
+
+/** Who a commit is by. */
+export interface GitPerson {
+  name: string;
+  email: string;
+}
+
+/**
+ * git's identity variables for a person: "<", ">" and line ends are what git refuses in an ident
+ * (one such name would fail every commit), so they are dropped; empty falls back to the app's own.
+ */
+export function gitIdentityEnv(p: GitPerson): Record<string, string> {
+  const clean = (s: string, fallback: string) => s.replace(/[<>\r\n\0]/g, '').trim() || fallback;
+  const name = clean(p.name, 'BMAD');
+  const email = clean(p.email, 'bmad@localhost');
+  return { GIT_AUTHOR_NAME: name, GIT_AUTHOR_EMAIL: email, GIT_COMMITTER_NAME: name, GIT_COMMITTER_EMAIL: email };
 }

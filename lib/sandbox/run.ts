@@ -35,6 +35,8 @@ export interface RunOutcome {
   durationMs: number;
   /** What the bootstrap wrote on fd 3 (see pep723.ts); empty when it never got that far. */
   report: string;
+  /** What was written on fd 3 went past maxReportBytes: `report` is its beginning only. */
+  reportCut: boolean;
   /** The sandbox could not be started at all. */
   spawnError?: string;
 }
@@ -88,8 +90,10 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     child.stdout?.on('data', ht ? (c: Buffer) => ht[0].push(c) : collect(out));
     child.stderr?.on('data', ht ? (c: Buffer) => ht[1].push(c) : collect(err));
     let reported = 0;
+    let reportCut = false;
     (child.stdio[3] as Readable | null)?.on('data', (chunk: Buffer) => {
       if (reported < (opts.maxReportBytes ?? 100_000)) report.push(chunk);
+      else reportCut = true;
       reported += chunk.length;
     });
 
@@ -121,6 +125,7 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
         outputBytes: ht ? ht[0].total + ht[1].total : seen,
         durationMs: Math.round(performance.now() - started),
         report: Buffer.concat(report).toString('utf8'),
+        reportCut,
         ...(spawnError ? { spawnError } : {}),
       });
     };

@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import { CHECKOUT_AT, commandHost, MAX_COMMAND_OUTPUT_BYTES, runCommand, type CommandResult } from '../commands';
+import { CHECKOUT_AT, commandHost, MAX_COMMAND_OUTPUT_BYTES, runCommand, sandboxPath, type CommandResult } from '../commands';
 import { DEFAULT_SCRIPT_SETTINGS } from '../config';
 import { log } from '../log';
 import { expandVariables, isInside, redactPaths, resolvePath, TMP_TOKEN, today, withoutReserved } from '../paths';
@@ -34,19 +34,14 @@ async function real(p: string): Promise<string | null> {
   return fs.realpath(p).catch(() => null);
 }
 
-function sandboxOf(checkout: string, abs: string): string {
-  const rel = path.relative(checkout, abs).split(path.sep).join('/');
-  return rel ? `${CHECKOUT_AT}/${rel}` : CHECKOUT_AT;
-}
-
 async function places(ctx: ToolContext, commands: CommandContext): Promise<Places | null> {
   const checkout = await real(commands.checkout);
   const project = await real(ctx.projectRoot);
   if (!checkout || !project || !isInside(checkout, project)) return null;
-  const tokens: Record<string, string> = { '{project-root}': sandboxOf(checkout, project) };
+  const tokens: Record<string, string> = { '{project-root}': sandboxPath(checkout, project) };
   for (const [token, root] of [['{output_folder}', ctx.outputRoot], ['{bundle-root}', ctx.bundleRoot], ['{core-root}', ctx.coreRoot]] as const) {
     const r = await real(root);
-    if (r && isInside(checkout, r)) tokens[token] = sandboxOf(checkout, r);
+    if (r && isInside(checkout, r)) tokens[token] = sandboxPath(checkout, r);
   }
   // Without a kept temp folder /tmp is gone with the sandbox: nothing there to read back.
   if (ctx.tmpRoot) tokens[TMP_TOKEN] = '/tmp';
@@ -144,6 +139,7 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
   if (result.stopped === 'process_limit') hints.push(`The command tried to start more than ${commands.settings.maxProcesses} processes.`);
   if (result.truncated) hints.push(`Output was cut to its first and last ${(MAX_COMMAND_OUTPUT_BYTES / 4).toLocaleString('en')} bytes per stream (of ${result.outputBytes.toLocaleString('en')} in all).`);
   if (line.unresolved.length) hints.push(`${line.unresolved.map((n) => `{${n}}`).join(', ')} stayed as written: no variable has that name.`);
+  if (result.changesUnknown) hints.push('Too many files are untracked or changed in the workspace to tell which ones this command changed (files_changed is null); run `git status` for them, and add folders like node_modules to .gitignore.');
   if (syncFailed) hints.push('The workspace could not be synced after the command; its changes are kept in the workspace.');
   const files = result.changes?.files.map((f) => ({ path: virtualOfChange(p, f.path), status: f.status.trim() || f.status }));
   return {
@@ -155,7 +151,7 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
     duration_ms: result.durationMs,
     stopped: result.stopped,
     ...(result.truncated ? { truncated: true } : {}),
-    ...(files ? { files_changed: files } : {}),
+    ...(files ? { files_changed: files } : result.changesUnknown ? { files_changed: null } : {}),
     ...(result.changes?.more ? { files_changed_more: result.changes.more } : {}),
     ...(hints.length ? { hint: hints.join(' ') } : {}),
   };

@@ -1,6 +1,6 @@
 import { runSandboxed } from '../sandbox/run';
 import { bwrapArgs, SANDBOX_ENV } from '../sandbox/bwrap';
-import { FIXED_CONFIG } from '../git/runner';
+import { configEnv, FIXED_CONFIG, NO_HOST_CONFIG } from '../git/runner';
 
 /**
  * Git on a workspace's own repository, whose .git the model's commands may have written: it
@@ -21,18 +21,13 @@ export interface SandboxedOutcome {
 }
 
 export async function runInCheckout(sandbox: SandboxedGit, checkout: string, script: string, env: Record<string, string>): Promise<SandboxedOutcome> {
-  const config: Record<string, string> = { GIT_CONFIG_COUNT: String(FIXED_CONFIG.length) };
-  FIXED_CONFIG.forEach(([k, v], i) => {
-    config[`GIT_CONFIG_KEY_${i}`] = k;
-    config[`GIT_CONFIG_VALUE_${i}`] = v;
-  });
   const out = await runSandboxed({
     bwrap: sandbox.bwrap,
     spec: {
       mounts: [{ kind: 'rw', host: checkout, at: '/workspace' }],
       cwd: '/workspace',
       command: ['/bin/sh', '-c', script],
-      env: { ...SANDBOX_ENV, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0', GIT_PAGER: 'cat', GIT_EDITOR: ':', ...config, ...env },
+      env: { ...SANDBOX_ENV, ...NO_HOST_CONFIG, ...configEnv(FIXED_CONFIG), ...env },
     },
     timeoutMs: sandbox.timeoutMs ?? 120_000,
     maxOutputBytes: 64 * 1024,
