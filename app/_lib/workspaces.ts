@@ -195,6 +195,7 @@ export function commandLog(conversations: ConversationDetail[]): CommandLogEntry
           conversationId: c.id,
           command: commandOf(args),
           ...(typeof args.cwd === 'string' ? { cwd: args.cwd } : {}),
+          ...(m.timestamp ? { at: m.timestamp } : {}),
           result,
           ...(result ? {} : err ? { error: err } : {}),
         });
