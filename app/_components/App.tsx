@@ -15,6 +15,7 @@ import { DocumentPanel } from './DocumentPanel';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
 import { ProjectJourney } from './ProjectJourney';
+import { ProjectBuild } from './ProjectBuild';
 import { Sidebar } from './Sidebar';
 import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
@@ -357,6 +358,7 @@ export function App() {
                 error={agentsError}
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
                 onRetry={() => void loadAgents(projectId)}
+                onPickInWorkspace={projectId ? (a, w) => navigate({ kind: 'new', agentId: a.id, projectId, workspaceId: w.id }) : undefined}
                 workspace={{
                   projects,
                   loading: projectsLoading,
@@ -385,6 +387,13 @@ export function App() {
                     }}
                   />
                 ) : null}
+                {projectId && project ? (
+                  <ProjectBuild
+                    projectId={projectId}
+                    repository={detail?.detail ? ((detail.detail as { repository?: import('../_lib/workspaces').RepositoryView | null }).repository ?? null) : undefined}
+                    onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                  />
+                ) : null}
               </AgentPicker>
             </>
           ) : (
@@ -405,6 +414,7 @@ export function App() {
               helpCommand={projectId ? helpCommand : null}
               onSwitchAgent={projectId ? (id) => navigate({ kind: 'new', agentId: id, projectId }) : undefined}
               initialMessage={route.kind === 'new' ? pendingCommand : null}
+              workspaceId={route.kind === 'new' ? (route.workspaceId ?? null) : null}
             />
           )}
         </main>

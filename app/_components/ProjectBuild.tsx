@@ -1,5 +1,6 @@
 'use client';
 
+import './build.css';
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { ApiError } from '../_lib/api';
 import { modalKeys } from '../_lib/focus';

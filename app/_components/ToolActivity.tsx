@@ -1,5 +1,6 @@
 'use client';
 
+import './build.css';
 import { memo } from 'react';
 import { WRITING_TOOLS } from '../_lib/chatReducer';
 import type { ToolPart } from '../_lib/types';
