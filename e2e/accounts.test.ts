@@ -88,7 +88,8 @@ it('lets the admin add a person, give them a project and make a token shown once
   await members.getByLabel('Email of the person').fill('alice@example.com');
   await members.getByLabel('Role', { exact: true }).selectOption('editor');
   await members.getByRole('button', { name: 'Add member' }).click();
-  await until(async () => (await page.getByTestId('member-item').count()) === 1, 'alice is a member of garden');
+  // Alice, then the admin (no member, but with access): everyone who can see garden.
+  await until(async () => (await page.getByTestId('member-item').count()) === 2, 'alice is a member of garden');
 
   const tokens = page.getByTestId('tokens');
   await tokens.getByLabel('Token name').fill('ci');

@@ -50,20 +50,65 @@ describe('architecture', () => {
     expect(cycles).toEqual([]);
   });
 
+  // Two folders that import each other, through any files, are one module in two places: a change
+  // in either may need the other. Folders are compared where their paths part (`a/b` and `a/c`; a
+  // folder and one inside it), at every depth.
+  it('lib/ has no import cycle between folders', () => {
+    const folderOf = (f: string) => path.dirname(rel(f));
+    const edges = new Map<string, Map<string, string>>();
+    for (const [f, list] of imports) {
+      if (isTest(f)) continue;
+      for (const i of list) {
+        if (!i.target || !i.target.startsWith(LIB)) continue;
+        const from = folderOf(f).split('/');
+        const to = folderOf(i.target).split('/');
+        let k = 0;
+        while (k < from.length && k < to.length && from[k] === to[k]) k++;
+        const a = from.slice(0, k + 1).join('/');
+        const b = to.slice(0, k + 1).join('/');
+        if (a === b) continue;
+        if (!edges.has(a)) edges.set(a, new Map());
+        if (!edges.get(a)!.has(b)) edges.get(a)!.set(b, `${rel(f)} → ${i.spec}`);
+      }
+    }
+    const state = new Map<string, 'open' | 'done'>();
+    const loops: string[] = [];
+    const visit = (folder: string, stack: string[]) => {
+      if (state.get(folder) === 'done') return;
+      if (state.get(folder) === 'open') {
+        const loop = [...stack.slice(stack.indexOf(folder)), folder];
+        loops.push(loop.slice(1).map((to, n) => `${loop[n]} → ${to} (${edges.get(loop[n])!.get(to)})`).join(', '));
+        return;
+      }
+      state.set(folder, 'open');
+      for (const to of edges.get(folder)?.keys() ?? []) visit(to, [...stack, folder]);
+      state.set(folder, 'done');
+    };
+    for (const folder of edges.keys()) visit(folder, []);
+    expect(loops).toEqual([]);
+  });
+
   it.each([
     ['paths', ['tools', 'workflows', 'audit', 'chat', 'loop', 'agents']],
     ['audit', ['tools', 'chat', 'loop']],
-    ['workflows', ['tools', 'chat', 'loop']],
+    ['workflows', ['agents', 'tools', 'chat', 'loop']],
     ['results', ['tools', 'paths', 'audit', 'workflows', 'chat', 'loop', 'llm']],
     ['tools', ['loop', 'chat', 'runtime']],
     ['versions', ['tools', 'chat', 'loop', 'agents', 'workflows', 'conversations', 'runtime', 'llm', 'audit', 'prompt', 'stream', 'outputs', 'projects']],
     ['loop', ['chat', 'conversations', 'tools', 'runtime', 'context', 'models', 'prompt']],
     ['projects', ['chat', 'loop', 'tools', 'runtime', 'stream']],
-    ['skills', ['tools', 'chat', 'loop', 'runtime', 'projects', 'conversations', 'stream', 'llm']],
+    // BMAD's config files and TOML layers: read by agents, skills and workflows, knowing none of them.
+    ['bmad-config', ['agents', 'skills', 'workflows', 'projects', 'tools', 'chat', 'loop', 'runtime', 'doctor', 'frontmatter']],
+    ['frontmatter', ['bmad-config', 'paths', 'results', 'agents', 'skills', 'workflows', 'projects', 'tools', 'chat', 'loop', 'runtime', 'doctor']],
+    ['skills', ['agents', 'workflows', 'tools', 'chat', 'loop', 'runtime', 'projects', 'conversations', 'stream', 'llm']],
+    ['agents', ['workflows', 'skills', 'projects', 'tools', 'chat', 'loop', 'runtime']],
     ['llm', ['tools', 'loop', 'chat', 'conversations', 'context', 'models']],
     ['prompt', ['tools', 'loop', 'chat', 'runtime']],
     ['stream', ['tools', 'chat', 'conversations', 'runtime']],
-    ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
+    ['scripts', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations', 'commands']],
+    // bubblewrap building blocks: what scripts and commands share, knowing neither.
+    ['sandbox', ['scripts', 'commands', 'tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations', 'paths']],
+    ['commands', ['tools', 'chat', 'loop', 'runtime', 'agents', 'workflows', 'projects', 'conversations']],
     ['doctor', ['chat', 'tools', 'loop', 'runtime', 'conversations', 'llm', 'stream', 'audit']],
     // Profiles are configuration: they know no other room.
     ['models', ['config', 'llm', 'loop', 'chat', 'conversations', 'tools', 'runtime', 'context', 'prompt', 'stream', 'agents', 'projects']],
@@ -92,6 +137,14 @@ describe('architecture', () => {
     const offending = [...imports]
       .filter(([f]) => !isTest(f) && !['loop', 'chat'].includes(roomOf(f)))
       .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'loop' && !readsTypes(f, i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  // The use cases sit on top: nothing in lib builds on them.
+  it('nothing in lib imports lib/services', () => {
+    const offending = [...imports]
+      .filter(([f]) => roomOf(f) !== 'services')
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'services').map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });
 

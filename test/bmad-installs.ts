@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,13 +29,15 @@ export const RELEASES = {
     install: (cli: string, directory: string) =>
       runBmadInstaller(cli, { directory, modules: ['bmm'], userName: 'Tester', outputFolder: '_bmad-output', tools: 'claude-code' }),
   },
+  // The first release whose installer takes `--set <module>.<key>=<value>`.
   '6.12.0': {
     package: 'bmad-method-612',
     skills: true,
-    install: (cli: string, directory: string) =>
-      runBmadInstaller(cli, { directory, modules: ['bmm'], userName: 'Tester', outputFolder: '_bmad-output', tools: 'claude-code' }),
+    set: true,
+    install: (cli: string, directory: string, set?: Record<string, string>) =>
+      runBmadInstaller(cli, { directory, modules: ['bmm'], userName: 'Tester', outputFolder: '_bmad-output', tools: 'claude-code', ...(set ? { set } : {}) }),
   },
-} satisfies Record<string, { package: string; skills?: boolean; install: (cli: string, directory: string) => Promise<InstallOutcome> }>;
+} satisfies Record<string, { package: string; skills?: boolean; set?: boolean; install: (cli: string, directory: string, set?: Record<string, string>) => Promise<InstallOutcome> }>;
 export type Release = keyof typeof RELEASES;
 
 /** Releases with compiled agents and workflows (up to 6.2.0). */
@@ -53,12 +56,21 @@ async function installedVersion(release: Release): Promise<string> {
   return pkg.version;
 }
 
-/** One install per release and package version; concurrent test workers wait for the first. */
-async function cachedInstall(release: Release): Promise<string> {
+/** `--set` answers as a cache folder's suffix: the same answers, the same install. */
+function setKey(set: Record<string, string> | undefined): string {
+  const entries = Object.entries(set ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  if (!entries.length) return '';
+  return `-set-${createHash('sha256').update(JSON.stringify(entries)).digest('hex').slice(0, 12)}`;
+}
+
+/** One install per release, package version and `--set` answers; concurrent test workers wait for the first. */
+async function cachedInstall(release: Release, set?: Record<string, string>): Promise<string> {
+  if (set && Object.keys(set).length && !('set' in RELEASES[release])) throw new Error(`BMAD ${release}'s installer takes no --set answers`);
   const version = await installedVersion(release);
-  const dir = path.join(CACHE, `${release}-${version}`, 'project');
-  const done = path.join(CACHE, `${release}-${version}`, 'done');
-  const lock = path.join(CACHE, `${release}-${version}`, 'lock');
+  const slot = `${release}-${version}${setKey(set)}`;
+  const dir = path.join(CACHE, slot, 'project');
+  const done = path.join(CACHE, slot, 'done');
+  const lock = path.join(CACHE, slot, 'lock');
   await fs.mkdir(path.dirname(dir), { recursive: true });
   for (let waited = 0; ; waited += 200) {
     if (await fs.stat(done).then(() => true, () => false)) return dir;
@@ -69,7 +81,7 @@ async function cachedInstall(release: Release): Promise<string> {
   }
   try {
     await fs.rm(dir, { recursive: true, force: true });
-    const outcome = await RELEASES[release].install(installerCli(packageDir(release)), dir);
+    const outcome = await RELEASES[release].install(installerCli(packageDir(release)), dir, set);
     if (!outcome.ok) throw new Error(`BMAD ${release} did not install: ${outcome.message}`);
     await fs.writeFile(done, version);
     return dir;
@@ -78,9 +90,12 @@ async function cachedInstall(release: Release): Promise<string> {
   }
 }
 
-/** A fresh copy of a real install of `release`, as `<parent>/<name>` (a new temp folder by default). */
-export async function bmadProject(release: Release, options: { parent?: string; name?: string } = {}): Promise<string> {
-  const source = await cachedInstall(release);
+/**
+ * A fresh copy of a real install of `release`, as `<parent>/<name>` (a new temp folder by
+ * default). `set`: answers given to the installer as `--set <module>.<key>=<value>` (6.12 on).
+ */
+export async function bmadProject(release: Release, options: { parent?: string; name?: string; set?: Record<string, string> } = {}): Promise<string> {
+  const source = await cachedInstall(release, options.set);
   const parent = options.parent ?? (await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-project-')));
   const target = path.join(parent, options.name ?? 'demo');
   await fs.cp(source, target, { recursive: true });

@@ -49,8 +49,13 @@ export interface ProjectView {
   agentCount: number;
   /** Virtual path of the output folder every agent of the project shares. */
   outputFolder: string;
-  /** Further folders agents may write (virtual paths); empty by default. */
+  /** Further folders agents may write (virtual paths): the config's document folders and the settings'. */
   writable: string[];
+  /**
+   * The config's document folders beyond the output folder (`{project-root}/docs/planning`): the
+   * documents listing names their files by their path in the project (`docs/planning/prd.md`).
+   */
+  documentFolders?: string[];
   /**
    * `<file>: <severity>: <reason>` lines, files relative to the project. In the list: what reading
    * the install finds (manifests, module configs, settings); in the detail: the doctor's errors
@@ -68,6 +73,8 @@ export interface ProjectDetail extends ProjectView {
   doctor: { summary: string; errors: number; warnings: number; notes: number };
   /** Tokens and cost summed over the project's conversations the caller can see. */
   usage: UsageView;
+  /** The git repository the project folder is in; null when none. */
+  repository: RepositoryView | null;
 }
 
 export interface HealthData {
@@ -150,6 +157,8 @@ export interface ChatMessageView {
   usage?: UsageView;
   /** Part of the turn no longer goes to the model in full (the context window was full). */
   compacted?: boolean;
+  /** User messages, with accounts: who wrote it (a token's or a run's owner for theirs); absent without accounts. */
+  author?: PersonRef;
 }
 
 export type MessagePartView = { type: 'text'; text: string } | { type: 'tool'; toolCallId: string };
@@ -199,6 +208,13 @@ export interface ConversationSummaryView {
   ownerId?: string;
   /** Present (true) when the project's members may read it. */
   shared?: boolean;
+  /** With accounts: who started it, by name (the list and the detail view give it). */
+  owner?: PersonRef;
+  /**
+   * Whether the caller may write in it (chat, edit, regenerate, rename, delete, share): only its
+   * owner does; admins and the readers of a shared conversation read it and may continue in a copy.
+   */
+  canWrite?: boolean;
 }
 
 /** A person as others see them: who started a conversation, who wrote a version. */
@@ -217,8 +233,11 @@ export interface ConversationListData {
 export interface ConversationDetail extends ConversationSummaryView {
   messages: ChatMessageView[];
   usage: UsageView;
-  /** With accounts: who started the conversation, and so wrote its user messages. */
-  owner?: PersonRef;
+}
+
+/** POST /api/conversations/:id/copy: the caller's new conversation, holding the source's messages. */
+export interface ConversationCopyData {
+  id: string;
 }
 
 export interface OutputFileEntry {
@@ -312,4 +331,104 @@ export interface ProjectMcpServer {
   projects?: string[];
   /** Known once the server was listed: the function name, the server's own name, the `server:tool` name skills use. */
   tools: { name: string; tool: string; reference: string }[];
+}
+
+/** A project folder that is (or is inside) a git repository; never a path. */
+export interface RepositoryView {
+  /** null: a detached HEAD. */
+  branch: string | null;
+  /** null: no commit yet. */
+  head: string | null;
+  /** No uncommitted change to tracked files. */
+  clean: boolean;
+}
+
+/** A project's build settings (GET/PUT /api/projects/:id/build). */
+export interface BuildSettingsView {
+  enabled: boolean;
+  /** null: the branch the project folder has checked out. */
+  baseBranch: string | null;
+  /** One shell line run once, with network, in each new workspace. */
+  setup: string | null;
+  /** Non-secret variables for commands. */
+  env: Record<string, string>;
+}
+
+/** What a workspace's setup line did. */
+export interface WorkspaceSetupView {
+  status: 'running' | 'ok' | 'failed' | 'skipped';
+  exitCode?: number | null;
+  /** Its output, head and tail when long. */
+  output?: string;
+  durationMs?: number;
+  at: string;
+}
+
+export type WorkspaceStatusView = 'open' | 'merged' | 'discarded';
+
+export interface WorkspaceView {
+  id: string;
+  name: string;
+  /** `bmad/<name>`, a branch of the project repository. */
+  branch: string;
+  /** The branch it was made from and merges into. */
+  base: string;
+  baseCommit: string;
+  status: WorkspaceStatusView;
+  /** Who made it. */
+  createdBy: string;
+  setup: WorkspaceSetupView | null;
+  mergedCommit?: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface WorkspaceFileView {
+  path: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed' | 'copied' | 'typechange' | 'unmerged' | 'unknown';
+  /** null for binary files. */
+  additions: number | null;
+  deletions: number | null;
+}
+
+export interface WorkspaceCommitView {
+  sha: string;
+  subject: string;
+  author: string;
+  date: string;
+}
+
+export interface WorkspaceDetailView extends WorkspaceView {
+  /** The branch's commit (null when the branch is gone). */
+  head: string | null;
+  ahead: number;
+  behind: number;
+  files: WorkspaceFileView[];
+  /** Newest first, at most 500. */
+  commits: WorkspaceCommitView[];
+}
+
+export interface WorkspaceDiffView {
+  /** The unified diff against the base. */
+  diff: string;
+  /** Longer than 1 MB: cut there. */
+  cut: boolean;
+  bytes: number;
+}
+
+export interface WorkspaceMergeView {
+  workspace: WorkspaceView;
+  /** The base branch's commit after the merge. */
+  commit: string;
+  fastForward: boolean;
+  /** The project folder had the base checked out and shows the merge. */
+  checkoutUpdated: boolean;
+}
+
+/** Where a headless run worked, when in a workspace. */
+export interface RunWorkspaceView {
+  id: string;
+  branch: string;
+  ahead: number;
+  files: WorkspaceFileView[];
 }

@@ -85,7 +85,7 @@ describe('AgentPicker with projects', () => {
     const user = userEvent.setup();
     const line = '_bmad/_config/agent-manifest.csv: error: agent qa: _bmad/bmm/agents/qa.md not found';
     const warning = '_bmad: warning: skill bmad-prd: listed in the skill manifest but installed in no skill folder';
-    const detail: ProjectDetail = { ...projects[1], agents: [], notes: [], problems: [line, warning], doctor: { summary: '1 error, 1 warning', errors: 1, warnings: 1, notes: 0 }, usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 } };
+    const detail: ProjectDetail = { ...projects[1], agents: [], notes: [], problems: [line, warning], doctor: { summary: '1 error, 1 warning', errors: 1, warnings: 1, notes: 0 }, usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 }, repository: null };
     const { rerender } = render(<AgentPicker agents={[]} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={workspace({ projectId: 'legacy' })} />);
     // The list's cheap checks are not the diagnosis: nothing is counted until the doctor answers.
     expect(screen.queryByTestId('project-problems')).toBeNull();

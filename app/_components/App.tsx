@@ -246,6 +246,9 @@ export function App() {
   const docked = !!openDoc && wide;
   // Saves go by the path from the project root; the panel's paths are inside the output folder.
   const outputBase = project?.outputFolder?.replace(/^\{project-root\}\/?/, '').replace(/\/+$/, '') || null;
+  // A document of a folder beyond the output folder is listed by its path in the project already.
+  const beyondOutput = (project?.documentFolders ?? []).map((f) => f.replace(/^\{project-root\}\/?/, ''));
+  const projectPathOf = (p: string) => (beyondOutput.some((f) => p.startsWith(`${f}/`)) ? p : `${outputBase}/${p}`);
   const saveDocument = async (pid: string, path: string, text: string, sha: string | undefined) => {
     await api.saveProjectFile(pid, path, text, sha);
     setDoc((d) => (d ? { ...d, version: d.version + 1 } : d));
@@ -378,6 +381,7 @@ export function App() {
                   <ProjectJourney
                     projectId={projectId}
                     outputFolder={project.outputFolder}
+                    documentFolders={project.documentFolders}
                     agents={agents}
                     refreshKey={journeyVersion + outputsVersion}
                     onOpenDocument={(path) => setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }))}
@@ -390,7 +394,7 @@ export function App() {
                 {projectId && project ? (
                   <ProjectBuild
                     projectId={projectId}
-                    repository={detail?.detail ? ((detail.detail as { repository?: import('../_lib/workspaces').RepositoryView | null }).repository ?? null) : undefined}
+                    repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
                     onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
                   />
                 ) : null}
@@ -415,6 +419,7 @@ export function App() {
               onSwitchAgent={projectId ? (id) => navigate({ kind: 'new', agentId: id, projectId }) : undefined}
               initialMessage={route.kind === 'new' ? pendingCommand : null}
               workspaceId={route.kind === 'new' ? (route.workspaceId ?? null) : null}
+              onOpenConversation={(id) => navigate({ kind: 'conversation', id, ...inProject(projectId) })}
             />
           )}
         </main>
@@ -429,7 +434,7 @@ export function App() {
           version={openDoc.version}
           docked={docked}
           onClose={() => setDoc(null)}
-          onSave={projectId && outputBase ? (text, sha) => saveDocument(projectId, `${outputBase}/${openDoc.path}`, text, sha) : undefined}
+          onSave={projectId && outputBase ? (text, sha) => saveDocument(projectId, projectPathOf(openDoc.path), text, sha) : undefined}
         />
       ) : null}
       {showOutputs ? (

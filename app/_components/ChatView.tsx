@@ -45,6 +45,8 @@ export interface ChatViewProps {
   initialMessage?: string | null;
   /** A new conversation's workspace: its turns run in that checkout (a stored one remembers its own). */
   workspaceId?: string | null;
+  /** Opens another conversation (the copy "Continue in a copy" made). */
+  onOpenConversation?: (id: string) => void;
 }
 
 function statusText(state: ChatState, agentName: string): string {
@@ -193,7 +195,9 @@ export function ChatView(props: ChatViewProps) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [agent, busy, loadState, conversationId, props.initialMessage]);
 
-  const canAct = !busy && !!agent && loadState === 'idle';
+  // Someone else's conversation (shared with the reader, or an admin's look): read, never written.
+  const readOnly = detail?.canWrite === false && liveConversationId === detail.id;
+  const canAct = !busy && !!agent && loadState === 'idle' && !readOnly;
   const actions = useMemo<MessageActions>(
     () => ({
       canAct: canAct && !!liveConversationId,
@@ -260,7 +264,8 @@ export function ChatView(props: ChatViewProps) {
   );
 
   const otherAgents = projectId && props.onSwitchAgent ? agents.filter((a) => a.id !== agentId && (a.projectId ?? null) === projectId) : [];
-  const showHeader = !!projectId && (!!props.helpCommand || otherAgents.length > 0);
+  const helpCommand = readOnly ? null : (props.helpCommand ?? null);
+  const showHeader = !!projectId && (!!helpCommand || otherAgents.length > 0);
 
   return (
     <section className="chat" aria-label={`Conversation with ${agentName}`}>
@@ -270,9 +275,9 @@ export function ChatView(props: ChatViewProps) {
         <ConversationHeader
           agentName={agentName}
           others={otherAgents}
-          helpCommand={props.helpCommand ?? null}
+          helpCommand={helpCommand}
           helpDisabled={busy || !agent || loadState !== 'idle'}
-          onHelp={() => props.helpCommand && doSend(props.helpCommand)}
+          onHelp={() => helpCommand && doSend(helpCommand)}
           onSwitch={(id) => props.onSwitchAgent?.(id)}
         />
       ) : null}
@@ -288,9 +293,9 @@ export function ChatView(props: ChatViewProps) {
             agentName={agentName}
             greeting={loadState === 'idle' ? agent?.greeting : undefined}
             actions={actions}
-            author={ownerName(detail, me?.id)}
+            authors={me ? { myId: me.id, ...(detail?.owner ? { owner: detail.owner } : {}) } : undefined}
           />
-          {empty && commands.length > 0 ? (
+          {empty && commands.length > 0 && !readOnly ? (
             <section className="command-cards" aria-labelledby="command-cards-title" data-testid="command-cards">
               <h2 id="command-cards-title" className="command-cards-title">
                 What {agentName} can do
@@ -333,7 +338,7 @@ export function ChatView(props: ChatViewProps) {
           {restoredStatus === 'interrupted' ? (
             <div className="notice notice-info" data-testid="interrupted-notice">
               <p>The last answer was cut off: the server stopped before it finished.</p>
-              {agent ? (
+              {agent && !readOnly ? (
                 <button type="button" className="button" data-testid="retry-button" onClick={() => startTurn(regenerate)}>
                   {retryLabel}
                 </button>
@@ -350,7 +355,7 @@ export function ChatView(props: ChatViewProps) {
               <AlertIcon />
               <div>
                 <ErrorMessage message={lastTurn?.error?.message ?? 'The last answer failed.'} code={lastTurn?.error?.code} />
-                {agent ? (
+                {agent && !readOnly ? (
                   <div className="notice-actions">
                     <button type="button" className="button button-primary" data-testid="retry-button" onClick={() => startTurn(regenerate)}>
                       {retryLabel}
@@ -422,17 +427,23 @@ export function ChatView(props: ChatViewProps) {
         <p className="visually-hidden" role="status" aria-live="polite" data-testid="chat-status">
           {status}
         </p>
-        {!empty ? <CommandChips commands={commands} disabled={busy || !agent} onPick={(t) => doSend(t)} /> : null}
-        <Composer
-          ref={composerRef}
-          commands={commands}
-          busy={busy}
-          disabled={!agent || loadState !== 'idle'}
-          placeholder={agent ? `Message ${agent.name}…` : undefined}
-          onSend={doSend}
-          onStop={stop}
-          tools={<ModelPicker models={models} value={chosenModel} disabled={busy} onChange={changeModel} />}
-        />
+        {readOnly && detail ? (
+          <ReadOnlyBar detail={detail} onOpenConversation={props.onOpenConversation} />
+        ) : (
+          <>
+            {!empty ? <CommandChips commands={commands} disabled={busy || !agent} onPick={(t) => doSend(t)} /> : null}
+            <Composer
+              ref={composerRef}
+              commands={commands}
+              busy={busy}
+              disabled={!agent || loadState !== 'idle'}
+              placeholder={agent ? `Message ${agent.name}…` : undefined}
+              onSend={doSend}
+              onStop={stop}
+              tools={<ModelPicker models={models} value={chosenModel} disabled={busy} onChange={changeModel} />}
+            />
+          </>
+        )}
       </div>
     </section>
   );
@@ -505,8 +516,41 @@ function ConversationHeader(props: {
   );
 }
 
-/** Someone else's conversation names its owner on their messages; your own says nothing extra. */
-function ownerName(detail: DetailView | null, myId: string | undefined): string | undefined {
-  const owner = (detail as { owner?: { id: string; name: string; email?: string } } | null)?.owner;
-  return owner && myId && owner.id !== myId ? owner.name || owner.email : undefined;
+/**
+ * In place of the composer when the reader may not write here: whose conversation it is, and
+ * "Continue in a copy", which makes a conversation of their own with these messages and opens it.
+ */
+export function ReadOnlyBar({ detail, onOpenConversation }: { detail: DetailView; onOpenConversation?: (id: string) => void }) {
+  const [copying, setCopying] = useState(false);
+  const [error, setError] = useState<ApiError | null>(null);
+  const owner = detail.owner?.name ?? 'someone else';
+  const copy = async () => {
+    setCopying(true);
+    setError(null);
+    try {
+      const { id } = await api.copy(detail.id);
+      onOpenConversation?.(id);
+    } catch (e) {
+      setError(e instanceof ApiError ? e : new ApiError('Could not make the copy.', 'E_UNKNOWN', 0));
+    } finally {
+      setCopying(false);
+    }
+  };
+  return (
+    <div className="read-only-bar" data-testid="read-only-bar">
+      <p className="read-only-line" data-testid="read-only-line">
+        {detail.shared ? `Shared by ${owner}` : `${owner}’s private conversation`} · read-only
+      </p>
+      {onOpenConversation ? (
+        <button type="button" className="button button-primary" data-testid="continue-in-copy" disabled={copying} onClick={() => void copy()}>
+          {copying ? 'Copying…' : 'Continue in a copy'}
+        </button>
+      ) : null}
+      {error ? (
+        <div className="read-only-error" role="alert">
+          <ErrorMessage message={error.message} />
+        </div>
+      ) : null}
+    </div>
+  );
 }

@@ -106,8 +106,30 @@ function EditForm({ initial, truncates, onCancel, onSubmit }: { initial: string;
   );
 }
 
-function UserMessage({ message, last, actions, author }: { message: UIMessage; last: boolean; actions?: MessageActions; author?: string }) {
+/**
+ * Who a user message is by, as the transcript labels it: "You" for one's own, the person's name
+ * for anyone else's. `mine` is known with accounts only; without them every message is the reader's.
+ */
+export function authorLabel(message: UIMessage, who: Authors | undefined): { name: string; mine: boolean } {
+  const id = message.author?.id;
+  if (who?.myId && id && id !== who.myId) return { name: message.author!.name, mine: false };
+  // A message stored without an author (before accounts) in someone else's conversation is theirs.
+  if (who?.myId && !id && who.owner && who.owner.id !== who.myId) return { name: who.owner.name, mine: false };
+  return { name: 'You', mine: true };
+}
+
+export interface Authors {
+  /** The reader's id, with accounts. */
+  myId?: string;
+  /** The conversation's owner (who wrote its messages stored without an author). */
+  owner?: { id: string; name: string };
+  /** Label one's own messages "You" visibly too: the transcript holds other people's words. */
+  showYou?: boolean;
+}
+
+function UserMessage({ message, last, actions, authors }: { message: UIMessage; last: boolean; actions?: MessageActions; authors?: Authors }) {
   const text = messageText(message);
+  const by = authorLabel(message, authors);
   const [editing, setEditing] = useState(false);
   if (editing && actions?.onEdit) {
     return (
@@ -127,9 +149,9 @@ function UserMessage({ message, last, actions, author }: { message: UIMessage; l
   return (
     <div className="msg msg-user" data-testid="message-user" data-message-id={message.id}>
       <div className="msg-stack">
-        {author ? (
+        {!by.mine || authors?.showYou ? (
           <span className="msg-author" data-testid="message-author">
-            {author}
+            {by.name}
             <span className="visually-hidden"> said:</span>
           </span>
         ) : (
@@ -289,13 +311,17 @@ export interface MessageListProps {
   agentName: string;
   greeting?: string;
   actions?: MessageActions;
-  /** With accounts, when someone else is reading: who wrote the user messages (the conversation's owner). */
-  author?: string;
+  /** With accounts: who reads, and whose conversation it is, to label user messages by author. */
+  authors?: Omit<Authors, 'showYou'>;
 }
 
 /** The transcript, parts in the order they arrived: text, tools, text again. */
-export function MessageList({ messages, activeMessageId, agentName, greeting, actions, author }: MessageListProps) {
+export function MessageList({ messages, activeMessageId, agentName, greeting, actions, authors }: MessageListProps) {
   const lastIndex = messages.length - 1;
+  // One's own messages are named "You" visibly once someone else's words are in the transcript.
+  const labelled: Authors | undefined = authors
+    ? { ...authors, showYou: messages.some((m) => m.role === 'user' && !authorLabel(m, authors).mine) }
+    : undefined;
   return (
     <>
       {greeting ? (
@@ -308,7 +334,7 @@ export function MessageList({ messages, activeMessageId, agentName, greeting, ac
       ) : null}
       {messages.map((m, i) =>
         m.role === 'user' ? (
-          <UserMessage key={m.id} message={m} last={i === lastIndex} actions={actions} author={author} />
+          <UserMessage key={m.id} message={m} last={i === lastIndex} actions={actions} authors={labelled} />
         ) : (
           <AssistantMessage key={m.id} message={m} active={m.id === activeMessageId} agentName={agentName} last={i === lastIndex} actions={actions} />
         ),

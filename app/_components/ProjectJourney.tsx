@@ -9,6 +9,8 @@ export interface ProjectJourneyProps {
   projectId: string;
   /** Virtual path of the project's output folder (`{project-root}/_bmad-output`): its documents open in the panel. */
   outputFolder: string | null;
+  /** The config's document folders beyond the output folder (virtual paths). */
+  documentFolders?: string[];
   agents: AgentSummary[];
   /** Bumped when documents may have changed. */
   refreshKey?: number;
@@ -20,9 +22,13 @@ export interface ProjectJourneyProps {
 
 const STATUS_TEXT: Record<JourneyStatus, string> = { done: 'Done', started: 'Started', 'not-started': 'Not started' };
 
-/** `_bmad-output/planning-artifacts/prd.md` → `planning-artifacts/prd.md` when inside the output folder. */
-function insideOutput(path: string, outputFolder: string | null): string | null {
+/**
+ * `_bmad-output/planning-artifacts/prd.md` → `planning-artifacts/prd.md` when inside the output
+ * folder; a document of another document folder keeps its path in the project, as the listing names it.
+ */
+function insideOutput(path: string, outputFolder: string | null, documentFolders: string[] = []): string | null {
   const base = outputFolder?.replace(/^\{project-root\}\/?/, '').replace(/\/+$/, '');
+  if (documentFolders.some((f) => path.startsWith(`${f.replace(/^\{project-root\}\/?/, '')}/`))) return path;
   if (!base) return null;
   return path.startsWith(`${base}/`) ? path.slice(base.length + 1) : null;
 }
@@ -31,7 +37,7 @@ function insideOutput(path: string, outputFolder: string | null): string | null 
  * Where the project stands on its BMAD journey, as the install's own help catalog sees it: each
  * phase with its documents, and the steps to take next as buttons that start the right agent.
  */
-export function ProjectJourney({ projectId, outputFolder, agents, refreshKey, onOpenDocument, onStart }: ProjectJourneyProps) {
+export function ProjectJourney({ projectId, outputFolder, documentFolders, agents, refreshKey, onOpenDocument, onStart }: ProjectJourneyProps) {
   const id = useId();
   const [journey, setJourney] = useState<Journey | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -99,7 +105,7 @@ export function ProjectJourney({ projectId, outputFolder, agents, refreshKey, on
                 {p.documents.length ? (
                   <ul className="journey-docs">
                     {p.documents.map((d) => {
-                      const rel = insideOutput(d.path, outputFolder);
+                      const rel = insideOutput(d.path, outputFolder, documentFolders);
                       const name = d.path.split('/').pop() ?? d.path;
                       return (
                         <li key={d.path}>

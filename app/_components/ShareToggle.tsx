@@ -7,7 +7,7 @@ import { useMe } from './AuthGate';
 
 /**
  * Shares a project conversation with the project's members (read-only), or makes it private again.
- * Shown to its owner only, with accounts on.
+ * Shown to its owner only, with accounts on (a reader sees the read-only line instead).
  */
 export function ShareToggle({ conversationId }: { conversationId: string }) {
   const { me } = useMe();
@@ -20,8 +20,8 @@ export function ShareToggle({ conversationId }: { conversationId: string }) {
     setState(null);
     api.conversation(conversationId, ctrl.signal).then(
       (d) => {
-        const detail = d as unknown as { ownerId?: string; shared?: boolean; projectId?: string };
-        setState({ shared: !!detail.shared, canShare: !!detail.projectId && (detail.ownerId === me.id || me.role === 'admin') });
+        // The server says who may change it (its owner only); an older answer without canWrite, its owner.
+        setState({ shared: !!d.shared, canShare: !!d.projectId && (d.canWrite ?? d.ownerId === me.id) });
       },
       () => undefined,
     );

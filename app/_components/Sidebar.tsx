@@ -8,6 +8,7 @@ import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
 import { Avatar } from './Avatar';
 import { ConfirmDialog } from './ConfirmDialog';
 import { RunsList } from './RunsList';
+import { useMe } from './AuthGate';
 import { CloseIcon, PencilIcon, PlusIcon, SearchIcon, Spinner, TrashIcon } from './icons';
 
 const PAGE = 30;
@@ -51,6 +52,7 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState('');
   const [renameError, setRenameError] = useState<string | null>(null);
+  const { me } = useMe();
   const [confirmDelete, setConfirmDelete] = useState<Summary | null>(null);
   const [deleting, setDeleting] = useState(false);
   const savingRef = useRef(false);
@@ -187,6 +189,9 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
     const current = c.id === currentId;
     const title = c.title || 'Untitled conversation';
     const statusWord = STATUS_WORDS[c.status];
+    // Someone else's (shared with the reader, or seen by an admin): named, and only theirs to change.
+    const ownerName = me && c.owner && c.owner.id !== me.id ? c.owner.name : null;
+    const writable = c.canWrite !== false;
     return (
       <li key={c.id} className={current ? 'conv is-current' : 'conv'} data-testid="conversation-item" data-conversation-id={c.id} data-status={c.status}>
         {editing === c.id ? (
@@ -217,6 +222,11 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
               <span className="conv-title">{title}</span>
               <span className="conv-meta">
                 {agent?.name ?? c.agentId}
+                {ownerName ? (
+                  <span className="conv-owner" data-testid="conversation-owner">
+                    {` · ${ownerName}’s`}
+                  </span>
+                ) : null}
                 {/* A project by its folder id: two copies of one install often share a project_name. */}
                 {c.projectId && !projectId ? ` · ${c.projectId}` : ''} · {relativeTime(c.updatedAt)}
                 {statusWord ? <span className={`conv-status conv-status-${c.status}`} data-testid="conversation-status">{` · ${statusWord}`}</span> : null}
@@ -224,7 +234,7 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
             </span>
           </button>
         )}
-        {editing !== c.id ? (
+        {editing !== c.id && writable ? (
           <span className="conv-actions">
             <button type="button" className="icon-button" aria-label={`Rename “${title}”`} data-testid="rename-conversation" onClick={() => startRename(c)}>
               <PencilIcon />

@@ -22,11 +22,26 @@ export interface Person {
   email: string;
   name: string;
   role: 'admin' | 'member';
+  /** `deactivated`: an admin turned the account off (no sign-in, no tokens). */
+  status: 'active' | 'deactivated';
   createdAt: string;
 }
 
+/** Someone with access to a project; `access: 'admin'`: an admin who is not a member (acts as owner). */
 export interface Member extends Person {
   projectRole: 'owner' | 'editor' | 'viewer';
+  access: 'member' | 'admin';
+}
+
+/** A project's people and whether the caller may add, change or remove them. */
+export interface Members {
+  members: Member[];
+  canManage: boolean;
+}
+
+/** How a person is named where their work is shown: `Ann`, `Ann (deactivated)`, `Ann (removed)`. */
+export function personLabel(p: { name: string; status?: 'active' | 'deactivated' | 'removed' }): string {
+  return p.status && p.status !== 'active' ? `${p.name} (${p.status})` : p.name;
 }
 
 export interface Token {
@@ -100,12 +115,16 @@ export const accountsApi = {
   people: () => call<Person[]>('/api/users'),
   createPerson: (input: { email: string; name: string; password: string; role: 'admin' | 'member' }) => call<Person>('/api/users', { method: 'POST', body: JSON.stringify(input) }),
   setRole: (id: string, role: 'admin' | 'member') => call<Person>(`/api/users/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ role }) }),
+  setActive: (id: string, active: boolean) => call<Person>(`/api/users/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ active }) }),
+  removePerson: (id: string) => call<unknown>(`/api/users/${enc(id)}`, { method: 'DELETE' }),
+  setPassword: (id: string, password: string) => call<unknown>(`/api/users/${enc(id)}/password`, { method: 'PUT', body: JSON.stringify({ password }) }),
+  changeOwnPassword: (currentPassword: string, newPassword: string) => call<unknown>('/api/users/me/password', { method: 'PUT', body: JSON.stringify({ currentPassword, newPassword }) }),
   tokens: () => call<Token[]>('/api/tokens'),
   createToken: (input: { name: string; expiresAt?: string; projectIds?: string[] }) => call<Token & { token: string }>('/api/tokens', { method: 'POST', body: JSON.stringify(input) }),
   revokeToken: (id: string) => call<unknown>(`/api/tokens/${enc(id)}`, { method: 'DELETE' }),
-  members: (projectId: string) => call<Member[]>(`/api/projects/${enc(projectId)}/members`),
+  members: (projectId: string) => call<Members>(`/api/projects/${enc(projectId)}/members`),
   setMember: (projectId: string, email: string, role: Member['projectRole']) =>
-    call<Member[]>(`/api/projects/${enc(projectId)}/members`, { method: 'PUT', body: JSON.stringify({ email, role }) }),
-  removeMember: (projectId: string, email: string) => call<Member[]>(`/api/projects/${enc(projectId)}/members`, { method: 'DELETE', body: JSON.stringify({ email }) }),
+    call<Members>(`/api/projects/${enc(projectId)}/members`, { method: 'PUT', body: JSON.stringify({ email, role }) }),
+  removeMember: (projectId: string, email: string) => call<Members>(`/api/projects/${enc(projectId)}/members`, { method: 'DELETE', body: JSON.stringify({ email }) }),
   share: (conversationId: string, shared: boolean) => call<unknown>(`/api/conversations/${enc(conversationId)}`, { method: 'PATCH', body: JSON.stringify({ shared }) }),
 };

@@ -149,6 +149,8 @@ export const api = {
   rename: (id: string, title: string) =>
     request<{ title?: string }>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ title }) }),
   remove: (id: string) => request<unknown>(`/api/conversations/${enc(id)}`, { method: 'DELETE' }),
+  /** Continue in a copy: a new conversation of one's own with this one's messages. */
+  copy: (id: string) => request<{ id: string }>(`/api/conversations/${enc(id)}/copy`, { method: 'POST' }),
   files: async (id: string, signal?: AbortSignal): Promise<OutputFileEntry[]> => {
     // Documented as `{ files }`; tolerate a bare array too.
     const data = await request<{ files?: OutputFileEntry[] } | OutputFileEntry[]>(`/api/conversations/${enc(id)}/files`, { signal });

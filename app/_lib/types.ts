@@ -57,6 +57,8 @@ export interface UIMessage {
   /** Which model profile answered. */
   model?: AnsweredBy;
   cost?: number;
+  /** A stored user message, with accounts: who wrote it (absent for one's own new messages until reloaded). */
+  author?: { id: string; name: string };
 }
 
 export interface MessageUsage {

@@ -1,20 +1,42 @@
 import { sql, type Kysely } from 'kysely';
-import { AppError } from '../errors';
+import { defaultKeyHasher } from '@better-auth/api-key';
+import { AppError, isAppError } from '../errors';
 import type { Caller, ProjectRole, Role } from '../access';
 import { createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
 import type { AuthSettings } from './settings';
+
+/** `deactivated`: cannot sign in, no sessions or tokens; an admin may reactivate them. */
+export type PersonStatus = 'active' | 'deactivated';
 
 export interface Person {
   id: string;
   email: string;
   name: string;
   role: Role;
+  status: PersonStatus;
   createdAt: string;
 }
 
+/**
+ * Someone with access to a project: a member with their role, or an admin who is not a member
+ * (`access: 'admin'`, acting as an owner everywhere).
+ */
 export interface Member extends Person {
   projectRole: ProjectRole;
+  access: 'member' | 'admin';
 }
+
+/** Who a conversation or message belongs to, for display; `removed`: the person was deleted. */
+export interface PersonSummary {
+  id: string;
+  name: string;
+  status: PersonStatus | 'removed';
+}
+
+/** Why a request's credentials were refused, when it is worth telling (else just "sign in"). */
+export type Refusal = 'token-revoked' | 'token-expired' | 'deactivated' | 'removed';
+
+export type Identified = { caller: Caller } | { caller: null; refusal?: Refusal };
 
 export interface TokenView {
   id: string;
@@ -34,6 +56,9 @@ export interface NewToken extends TokenView {
 
 // A session advisory lock of its own (the app's migrations take another): keys are per database.
 const ACCOUNTS_MIGRATION_LOCK_KEY = 7_420_002;
+// Held while an admin is deactivated, demoted or deleted: two admins doing it to each other at once
+// must not leave the server without one.
+const ADMINS_LOCK_KEY = 7_420_003;
 
 const PROJECT_ROLES: readonly ProjectRole[] = ['owner', 'editor', 'viewer'];
 
@@ -43,9 +68,11 @@ type Db = Kysely<any>;
 const iso = (v: unknown): string | null => (v == null ? null : new Date(v as string).toISOString());
 const roleOf = (v: unknown): Role => (v === 'admin' ? 'admin' : 'member');
 
-function personOf(u: { id: string; email: string; name?: string | null; role?: unknown; createdAt?: unknown }): Person {
-  return { id: u.id, email: u.email, name: u.name ?? '', role: roleOf(u.role), createdAt: iso(u.createdAt) ?? '' };
+function personOf(u: { id: string; email: string; name?: string | null; role?: unknown; createdAt?: unknown; deactivatedAt?: unknown }): Person {
+  return { id: u.id, email: u.email, name: u.name ?? '', role: roleOf(u.role), status: u.deactivatedAt ? 'deactivated' : 'active', createdAt: iso(u.createdAt) ?? '' };
 }
+
+const PERSON_COLUMNS = ['id', 'email', 'name', 'role', 'createdAt', 'deactivatedAt'] as const;
 
 function bearerOf(request: Request): string | null {
   const header = request.headers.get('authorization');
@@ -121,7 +148,7 @@ export class Accounts {
       try {
         await this.claimFirstAdmin({ email: adminEmail, name: adminEmail.split('@')[0]!, password: adminPassword });
       } catch (e) {
-        if (!(e instanceof AppError && e.code === 'E_CONFLICT')) throw e;
+        if (!(isAppError(e) && e.code === 'E_CONFLICT')) throw e;
       }
     }
   }
@@ -147,6 +174,26 @@ export class Accounts {
       .addPrimaryKeyConstraint('project_member_pk', ['project_id', 'user_id'])
       .execute();
     await this.db.schema.createIndex('project_member_user').ifNotExists().on('project_member').column('user_id').execute();
+    // One row per token ever made (its key's hash, never the key): a refused token can then be told
+    // apart as revoked or expired, though the API-key plugin deletes such rows.
+    await this.db.schema
+      .createTable('token_ledger')
+      .ifNotExists()
+      .addColumn('key_hash', 'text', (c) => c.primaryKey())
+      .addColumn('user_id', 'text', (c) => c.notNull())
+      .addColumn('expires_at', 'text')
+      .addColumn('ended_at', 'text')
+      .addColumn('ended_reason', 'text')
+      .execute();
+    await this.db.schema.createIndex('token_ledger_user').ifNotExists().on('token_ledger').column('user_id').execute();
+    // A deleted person's name, so their conversations still say whose they were.
+    await this.db.schema
+      .createTable('removed_person')
+      .ifNotExists()
+      .addColumn('user_id', 'text', (c) => c.primaryKey())
+      .addColumn('name', 'text', (c) => c.notNull())
+      .addColumn('removed_at', 'text', (c) => c.notNull())
+      .execute();
     await this.db.schema
       .createTable('first_admin')
       .ifNotExists()
@@ -167,23 +214,46 @@ export class Accounts {
    * A token is checked by Better Auth's API-key plugin (hashed lookup, expiry, enabled).
    */
   async callerOf(request: Request): Promise<Caller | null> {
+    return (await this.identify(request)).caller;
+  }
+
+  /** The caller, or why a token or session that came was refused (revoked, expired, deactivated). */
+  async identify(request: Request): Promise<Identified> {
     await this.ready();
     const bearer = bearerOf(request);
     if (bearer !== null) {
-      if (!bearer) return null;
+      if (!bearer) return { caller: null };
       const verified = await this.auth.api.verifyApiKey({ body: { key: bearer } }).catch(() => null);
-      if (!verified?.valid || !verified.key) return null;
+      if (!verified?.valid || !verified.key) return { caller: null, ...(await this.tokenRefusal(bearer, verified?.error?.code)) };
       const ctx = await this.auth.$context;
       const user = await ctx.internalAdapter.findUserById(verified.key.referenceId);
-      if (!user) return null;
-      const projectIds = projectIdsOf(verified.key.metadata);
+      if (!user) return { caller: null };
       const person = personOf(user as never);
-      return { kind: 'token', id: person.id, email: person.email, name: person.name, role: person.role, tokenId: verified.key.id, ...(projectIds ? { projectIds } : {}) };
+      if (person.status !== 'active') return { caller: null, refusal: 'deactivated' };
+      // Ended by us (the ledger) but still valid to the plugin: only a race with a revoke can do it.
+      const ended = await this.tokenRefusal(bearer, undefined);
+      if (ended.refusal === 'token-revoked') return { caller: null, ...ended };
+      const projectIds = projectIdsOf(verified.key.metadata);
+      return { caller: { kind: 'token', id: person.id, email: person.email, name: person.name, role: person.role, tokenId: verified.key.id, ...(projectIds ? { projectIds } : {}) } };
     }
     const session = await this.auth.api.getSession({ headers: request.headers }).catch(() => null);
-    if (!session?.user) return null;
+    if (!session?.user) return { caller: null };
     const person = personOf(session.user as never);
-    return { kind: 'session', id: person.id, email: person.email, name: person.name, role: person.role };
+    // Sessions end when a person is deactivated; this covers one created in that very moment.
+    if (person.status !== 'active') return { caller: null, refusal: 'deactivated' };
+    return { caller: { kind: 'session', id: person.id, email: person.email, name: person.name, role: person.role } };
+  }
+
+  private async tokenRefusal(key: string, pluginCode: unknown): Promise<{ refusal?: Refusal }> {
+    const hash = await defaultKeyHasher(key);
+    const row = await this.db.selectFrom('token_ledger').select(['expires_at', 'ended_reason']).where('key_hash', '=', hash).executeTakeFirst();
+    if (row?.ended_reason === 'deactivated' || row?.ended_reason === 'removed') return { refusal: row.ended_reason };
+    if (row?.ended_reason) return { refusal: 'token-revoked' };
+    if (row?.expires_at && Date.parse(row.expires_at as string) <= Date.now()) return { refusal: 'token-expired' };
+    // Tokens made before the ledger: the plugin's word, said once (it deletes an expired key).
+    if (pluginCode === 'KEY_EXPIRED') return { refusal: 'token-expired' };
+    if (pluginCode === 'KEY_DISABLED') return { refusal: 'token-revoked' };
+    return {};
   }
 
   // ---- people ------------------------------------------------------------------------------
@@ -237,29 +307,174 @@ export class Accounts {
     return personOf(user as never);
   }
 
+  /**
+   * Who an id is, for showing whose a conversation is: the name and whether they are still here
+   * (`removed` after an admin deleted them); null for an id no one ever had.
+   */
+  async personSummary(id: string): Promise<PersonSummary | null> {
+    await this.ready();
+    const row = await this.db.selectFrom('user').select(['id', 'name', 'deactivatedAt']).where('id', '=', id).executeTakeFirst();
+    if (row) return { id: row.id, name: row.name ?? '', status: row.deactivatedAt ? 'deactivated' : 'active' };
+    const removed = await this.db.selectFrom('removed_person').select(['user_id', 'name']).where('user_id', '=', id).executeTakeFirst();
+    return removed ? { id: removed.user_id, name: removed.name, status: 'removed' } : null;
+  }
+
+  /** personSummary of many ids at once (a conversation list), keyed by id; unknown ids are left out. */
+  async personSummaries(ids: readonly string[]): Promise<Map<string, PersonSummary>> {
+    await this.ready();
+    const out = new Map<string, PersonSummary>();
+    const wanted = [...new Set(ids)];
+    for (let i = 0; i < wanted.length; i += 500) {
+      const chunk = wanted.slice(i, i + 500);
+      const rows = await this.db.selectFrom('user').select(['id', 'name', 'deactivatedAt']).where('id', 'in', chunk).execute();
+      for (const r of rows) out.set(r.id, { id: r.id, name: r.name ?? '', status: r.deactivatedAt ? 'deactivated' : 'active' });
+      const missing = chunk.filter((id) => !out.has(id));
+      if (!missing.length) continue;
+      const removed = await this.db.selectFrom('removed_person').select(['user_id', 'name']).where('user_id', 'in', missing).execute();
+      for (const r of removed) out.set(r.user_id, { id: r.user_id, name: r.name, status: 'removed' });
+    }
+    return out;
+  }
+
+  /**
+   * Deactivates or reactivates a person. Deactivated, they cannot sign in, their sessions and
+   * tokens end at once (the next request is a 401) and do not come back on reactivation; their
+   * conversations and memberships stay. Nobody deactivates themselves, nor the last active admin.
+   */
+  async setActive(actorId: string, userId: string, active: boolean): Promise<Person | null> {
+    await this.ready();
+    if (!active && actorId === userId) throw new AppError('E_CONFLICT', 'You cannot deactivate yourself; another admin can.');
+    const found = await this.guardAdmins(userId, async (tx) => {
+      const value = active ? null : this.dateValue(new Date());
+      await tx.updateTable('user').set({ deactivatedAt: value, updatedAt: this.dateValue(new Date()) }).where('id', '=', userId).execute();
+    }, active ? 'none' : 'deactivate');
+    if (!found) return null;
+    if (!active) await this.endAccess(userId, 'deactivated');
+    return this.personById(userId);
+  }
+
+  /**
+   * Deletes a person: their account, sessions, tokens and memberships go; their conversations
+   * stay, shown as theirs with "(removed)" (their name is kept for that).
+   */
+  async removePerson(actorId: string, userId: string): Promise<boolean> {
+    await this.ready();
+    if (actorId === userId) throw new AppError('E_CONFLICT', 'You cannot delete yourself; another admin can.');
+    const person = await this.personById(userId);
+    if (!person) return false;
+    await this.guardAdmins(userId, async (tx) => {
+      await tx
+        .insertInto('removed_person')
+        .values({ user_id: userId, name: person.name || person.email, removed_at: new Date().toISOString() })
+        .onConflict((oc) => oc.column('user_id').doUpdateSet({ name: person.name || person.email }))
+        .execute();
+      await tx.deleteFrom('project_member').where('user_id', '=', userId).execute();
+    }, 'remove');
+    await this.endAccess(userId, 'removed');
+    const ctx = await this.auth.$context;
+    // Better Auth's own deletion: the user row with its sessions and linked accounts.
+    await ctx.internalAdapter.deleteUser(userId);
+    return true;
+  }
+
+  /** An admin sets a person's password (hashed by Better Auth); their open sessions end. */
+  async setPassword(userId: string, password: string): Promise<boolean> {
+    await this.ready();
+    const ctx = await this.auth.$context;
+    const user = await ctx.internalAdapter.findUserById(userId);
+    if (!user) return false;
+    this.checkPassword(ctx.password.config, password, 'password');
+    const hash = await ctx.password.hash(password);
+    const accounts = await ctx.internalAdapter.findAccounts(userId);
+    // Someone who came by single sign-on has no password yet: this gives them one.
+    if (accounts.some((a) => a.providerId === 'credential')) await ctx.internalAdapter.updatePassword(userId, hash);
+    else await ctx.internalAdapter.linkAccount({ userId, providerId: 'credential', accountId: userId, password: hash });
+    await ctx.internalAdapter.deleteUserSessions(userId);
+    return true;
+  }
+
+  /**
+   * The signed-in person changes their own password (Better Auth's changePassword: the current
+   * one is checked; their other sessions end). Returns Better Auth's Set-Cookie headers (the
+   * session it renews), for the response.
+   */
+  async changeOwnPassword(headers: Headers, currentPassword: string, newPassword: string): Promise<Headers> {
+    await this.ready();
+    const ctx = await this.auth.$context;
+    this.checkPassword(ctx.password.config, newPassword, 'newPassword');
+    try {
+      const res = await this.auth.api.changePassword({ body: { currentPassword, newPassword, revokeOtherSessions: true }, headers, returnHeaders: true });
+      return res.headers;
+    } catch (e) {
+      const code = (e as { body?: { code?: string } })?.body?.code;
+      if (code === 'INVALID_PASSWORD') throw new AppError('E_VALIDATION', 'The current password is not right.', { field: 'currentPassword' });
+      if (code === 'CREDENTIAL_ACCOUNT_NOT_FOUND') throw new AppError('E_CONFLICT', 'You sign in by single sign-on and have no password here; an admin can set one.');
+      throw e;
+    }
+  }
+
+  private checkPassword(config: { minPasswordLength: number; maxPasswordLength: number }, password: string, field: string): void {
+    if (password.length < config.minPasswordLength || password.length > config.maxPasswordLength) {
+      throw new AppError('E_VALIDATION', `Invalid password: it must have ${config.minPasswordLength} to ${config.maxPasswordLength} characters.`, { field });
+    }
+  }
+
+  /** A date as Better Auth stores it on this database (ISO text on SQLite, a timestamp on Postgres). */
+  private dateValue(d: Date): unknown {
+    return this.type === 'postgres' ? d : d.toISOString();
+  }
+
+  /**
+   * Runs `change` in a transaction that keeps an active admin: when `userId` is an active admin
+   * and the change would take that away, another active admin must remain. False: no such person.
+   */
+  private async guardAdmins(userId: string, change: (tx: Db) => Promise<void>, kind: 'deactivate' | 'remove' | 'demote' | 'none'): Promise<boolean> {
+    return this.db.transaction().execute(async (tx) => {
+      if (this.type === 'postgres') await sql`SELECT pg_advisory_xact_lock(${ADMINS_LOCK_KEY})`.execute(tx);
+      const target = await tx.selectFrom('user').select(['id', 'role', 'deactivatedAt']).where('id', '=', userId).executeTakeFirst();
+      if (!target) return false;
+      if (kind !== 'none' && target.role === 'admin' && !target.deactivatedAt) {
+        const others = await tx.selectFrom('user').select('id').where('role', '=', 'admin').where('deactivatedAt', 'is', null).where('id', '<>', userId).limit(1).execute();
+        if (!others.length) throw new AppError('E_CONFLICT', 'This is the last active admin: make someone else admin first.');
+      }
+      await change(tx);
+      return true;
+    });
+  }
+
+  /** Ends every session and token of a person at once (each token's end is remembered, with why). */
+  private async endAccess(userId: string, reason: 'deactivated' | 'removed'): Promise<void> {
+    const ctx = await this.auth.$context;
+    await ctx.internalAdapter.deleteUserSessions(userId);
+    const now = new Date().toISOString();
+    await this.db.updateTable('token_ledger').set({ ended_at: now, ended_reason: reason }).where('user_id', '=', userId).where('ended_at', 'is', null).execute();
+    await ctx.adapter.deleteMany({ model: 'apikey', where: [{ field: 'referenceId', value: userId }] });
+  }
+
   async listPeople(): Promise<Person[]> {
     await this.ready();
-    const rows = await this.db.selectFrom('user').select(['id', 'email', 'name', 'role', 'createdAt']).orderBy('createdAt').limit(10_000).execute();
+    const rows = await this.db.selectFrom('user').select([...PERSON_COLUMNS]).orderBy('createdAt').limit(10_000).execute();
     return rows.map((r) => personOf(r as never));
   }
 
   async personById(id: string): Promise<Person | null> {
     await this.ready();
-    const row = await this.db.selectFrom('user').select(['id', 'email', 'name', 'role', 'createdAt']).where('id', '=', id).executeTakeFirst();
+    const row = await this.db.selectFrom('user').select([...PERSON_COLUMNS]).where('id', '=', id).executeTakeFirst();
     return row ? personOf(row as never) : null;
   }
 
   async personByEmail(email: string): Promise<Person | null> {
     await this.ready();
-    const row = await this.db.selectFrom('user').select(['id', 'email', 'name', 'role', 'createdAt']).where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
+    const row = await this.db.selectFrom('user').select([...PERSON_COLUMNS]).where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
     return row ? personOf(row as never) : null;
   }
 
   async setRole(userId: string, role: Role): Promise<Person | null> {
     await this.ready();
-    await this.db.updateTable('user').set({ role }).where('id', '=', userId).execute();
-    const row = await this.db.selectFrom('user').select(['id', 'email', 'name', 'role', 'createdAt']).where('id', '=', userId).executeTakeFirst();
-    return row ? personOf(row as never) : null;
+    const found = await this.guardAdmins(userId, async (tx) => {
+      await tx.updateTable('user').set({ role }).where('id', '=', userId).execute();
+    }, role === 'admin' ? 'none' : 'demote');
+    return found ? this.personById(userId) : null;
   }
 
   // ---- project memberships -----------------------------------------------------------------
@@ -271,16 +486,21 @@ export class Accounts {
     return role && PROJECT_ROLES.includes(role) ? role : null;
   }
 
+  /** Everyone with access to the project: its members, then the admins who are not members. */
   async members(projectId: string): Promise<Member[]> {
     await this.ready();
     const rows = await this.db
       .selectFrom('project_member as m')
       .innerJoin('user as u', 'u.id', 'm.user_id')
-      .select(['u.id', 'u.email', 'u.name', 'u.role', 'u.createdAt', 'm.role as projectRole'])
+      .select(['u.id', 'u.email', 'u.name', 'u.role', 'u.createdAt', 'u.deactivatedAt', 'm.role as projectRole'])
       .where('m.project_id', '=', projectId)
       .orderBy('m.created_at')
       .execute();
-    return rows.map((r) => ({ ...personOf(r as never), projectRole: r.projectRole as ProjectRole }));
+    const members: Member[] = rows.map((r) => ({ ...personOf(r as never), projectRole: r.projectRole as ProjectRole, access: 'member' }));
+    const listed = new Set(members.map((m) => m.id));
+    const admins = await this.db.selectFrom('user').select([...PERSON_COLUMNS]).where('role', '=', 'admin').orderBy('createdAt').limit(1000).execute();
+    for (const a of admins) if (!listed.has(a.id)) members.push({ ...personOf(a as never), projectRole: 'owner', access: 'admin' });
+    return members;
   }
 
   /**
@@ -330,6 +550,11 @@ export class Accounts {
         if (e?.statusCode === 400) throw new AppError('E_VALIDATION', `Invalid token: ${e.body?.message ?? 'refused'}.`, { field: expiresIn ? 'expiresAt' : 'name' });
         throw e;
       });
+    await this.db
+      .insertInto('token_ledger')
+      .values({ key_hash: await defaultKeyHasher(created.key), user_id: userId, expires_at: iso(created.expiresAt) })
+      .onConflict((oc) => oc.column('key_hash').doNothing())
+      .execute();
     return { ...this.tokenView(created), token: created.key };
   }
 
@@ -346,6 +571,8 @@ export class Accounts {
     const ctx = await this.auth.$context;
     const row = await ctx.adapter.findOne<Record<string, unknown>>({ model: 'apikey', where: [{ field: 'id', value: tokenId }] });
     if (!row || row.referenceId !== userId) return false;
+    // Remembered first: a request with it in between is refused as revoked, not let through.
+    await this.db.updateTable('token_ledger').set({ ended_at: new Date().toISOString(), ended_reason: 'revoked' }).where('key_hash', '=', String(row.key)).execute();
     await ctx.adapter.delete({ model: 'apikey', where: [{ field: 'id', value: tokenId }] });
     return true;
   }

@@ -1,4 +1,5 @@
 import { betterAuth, type BetterAuthOptions } from 'better-auth';
+import { APIError } from 'better-auth/api';
 import { genericOAuth } from 'better-auth/plugins';
 import { apiKey } from '@better-auth/api-key';
 import type { Kysely } from 'kysely';
@@ -64,6 +65,8 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
       additionalFields: {
         // `admin` or `member`; never taken from a sign-up body.
         role: { type: 'string', required: false, defaultValue: 'member', input: false },
+        // Set while an admin has deactivated the person (Accounts.setActive): no new session.
+        deactivatedAt: { type: 'date', required: false, input: false },
       },
     },
     emailAndPassword: { enabled: true, disableSignUp: !settings.allowSignup, minPasswordLength: 8, maxPasswordLength: 256 },
@@ -90,6 +93,12 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     databaseHooks: {
       session: {
         create: {
+          // Every way in (password, single sign-on) makes a session: a deactivated person gets none.
+          before: async (session: { userId: string }, ctx: { context: { internalAdapter: { findUserById(id: string): Promise<Record<string, unknown> | null> } } } | null) => {
+            if (!ctx) return;
+            const user = await ctx.context.internalAdapter.findUserById(session.userId);
+            if (user?.deactivatedAt) throw new APIError('FORBIDDEN', { message: 'This account is deactivated; ask an admin to reactivate it.', code: 'ACCOUNT_DEACTIVATED' });
+          },
           // OIDC_ADMIN_GROUP → admin: the person signing in by SSO is promoted (never demoted here:
           // an admin who also signs in by SSO stays one when the group is missing).
           after: async (session: { userId: string }, ctx: { context: { internalAdapter: { findAccounts(userId: string): Promise<Array<{ providerId: string; accountId: string }>>; updateUser(id: string, data: Record<string, unknown>): Promise<unknown> } } } | null) => {

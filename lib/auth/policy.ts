@@ -8,8 +8,8 @@ export interface MembershipSource {
 /**
  * The accounts policy. Admins see and do everything; a person sees the projects they are a member
  * of, with their role; a token does no more than its owner, and only on its projects when it
- * names some. A conversation is its owner's (and admins'); shared, the project's members read it.
- * Anything else looks absent (the routes answer 404).
+ * names some. A conversation is its owner's: only they write in it. Admins read every one;
+ * shared, the project's members read it. Anything else looks absent (the routes answer 404).
  */
 export function accountsPolicy(members: MembershipSource): AccessPolicy {
   const tokenAllows = (caller: Caller, projectId: string | undefined) =>
@@ -25,7 +25,12 @@ export function accountsPolicy(members: MembershipSource): AccessPolicy {
   async function conversation(caller: Caller, c: ConversationAccessInfo, need: Need): Promise<boolean> {
     if (caller.kind === 'local') return true;
     if (!tokenAllows(caller, c.projectId)) return false;
-    if (caller.role === 'admin') return true;
+    if (caller.role === 'admin') {
+      // Admins read everything, but write only in their own conversations (and in those started
+      // before accounts, which are nobody's): words in someone's conversation are theirs.
+      if (need === 'read' || c.ownerId === undefined || c.ownerId === caller.id) return true;
+      return false;
+    }
     const role = c.projectId !== undefined ? await projectRole(caller, c.projectId) : null;
     // A project conversation needs a place in the project, whoever started it.
     if (c.projectId !== undefined && !role) return false;

@@ -1,9 +1,9 @@
 import crypto from 'node:crypto';
 import type { AuditLog } from '../audit';
-import { isConfigPath, loadAgentConfig, type ConfigReader } from '../agents/config';
+import { isConfigPath, loadAgentConfig, type ConfigReader } from '../bmad-config';
 import type { ResolvedAgent } from '../agents';
 import { AppError } from '../errors';
-import { expandVariables, isReservedVariable } from '../paths';
+import { expandVariables, isDocumentFolderKey, isReservedVariable } from '../paths';
 import { classifyCriticalActions, startupActions } from '../agents/startup';
 import { workspaceVariables } from '../agents/workspace';
 import { isFailure } from '../results';
@@ -118,10 +118,11 @@ export async function activate(deps: ChatDeps, resolved: ResolvedAgent, conversa
     seen.add(file.path);
     loaded.push(fence(file.path, file.content));
   }
-  const resolvedInstructions = instructions.map((t) => expandVariables(t, { variables }).text);
   // Shown resolved: `{project-root}/_bmad-output/planning-artifacts` is `{output_folder}/planning-artifacts` here.
   const roots = toolContext(deps, resolved, conversationId, variables, audit);
-  const vars = Object.entries(variables).map(([k, v]) => `- {${k}} = ${expandVariables(v, { roots, variables }).text}`);
+  // In a project with its roots: its document folders are then the project's as BMAD means them (`docs/planning`).
+  const resolvedInstructions = instructions.map((t) => expandVariables(t, { variables, ...(roots.project ? { roots } : {}) }).text);
+  const vars = Object.entries(variables).map(([k, v]) => `- {${k}} = ${expandVariables(isDocumentFolderKey(k) ? `{${k}}` : v, { roots, variables }).text}`);
   const parts = [
     '## Critical context (loaded by the server before this conversation)',
     done.length ? `Done by the server:\n${done.join('\n')}` : '',

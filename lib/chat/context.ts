@@ -27,6 +27,8 @@ export interface ChatDeps {
   now?: () => Date;
   /** The MCP servers whose tools agents may call (MCP_SERVERS_FILE); none when absent. */
   mcp?: McpHub;
+  /** Takes the tools' work that outlives a stop (ToolContext.track), for the server's close to wait on. */
+  track?: (work: Promise<unknown>) => void;
 }
 
 export function clock(deps: ChatDeps): () => Date {
@@ -83,6 +85,7 @@ export function toolContext(
     auditDir: deps.auditDir,
     audit,
     signal,
+    ...(deps.track ? { track: deps.track } : {}),
   };
   // Project documents are shared: a write must not silently replace a change made elsewhere.
   if (ws.projectId) {

@@ -1,5 +1,5 @@
 import type { AgentSummary } from '../../types/api';
-import { isConfigPath, loadAgentConfig, type ConfigReader } from '../agents/config';
+import { isConfigPath, loadAgentConfig, type ConfigReader } from '../bmad-config';
 import type { ResolvedAgent } from '../agents';
 import { expandVariables, readResolved, resolvePath } from '../paths';
 import { isFailure } from '../results';

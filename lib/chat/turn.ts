@@ -1,6 +1,6 @@
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { log } from '../log';
-import type { Conversation, StoredMessage, TurnBatch, TurnLease, TurnOutcome } from '../conversations/types';
+import type { Conversation, MessageAuthor, StoredMessage, TurnBatch, TurnLease, TurnOutcome } from '../conversations/types';
 import { runToolCall, toolDefinitions } from '../tools';
 import type { ToolCall } from '../llm/types';
 import { runTurn, TurnBudget, type TurnEvent } from '../loop';
@@ -39,6 +39,8 @@ export interface ChatRequest {
   ownerId?: string;
   /** Who the turn is for, as versions name them (`authorOf`). */
   author?: string;
+  /** Who writes the user message (with accounts); stored on it. A regenerate keeps the stored one's. */
+  messageAuthor?: MessageAuthor;
 }
 
 export interface TurnHandle {
@@ -195,7 +197,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     const first: StoredMessage[] = [];
     if (!rewrite) {
       const stamp = clock(deps)().toISOString();
-      first.push({ id: userMessageId, role: 'user', content: text, timestamp: stamp });
+      first.push({ id: userMessageId, role: 'user', content: text, timestamp: stamp, ...(req.messageAuthor ? { author: req.messageAuthor } : {}) });
       const note = commandNote(command);
       if (note) first.push({ id: newId('sys'), role: 'system', content: note, timestamp: stamp });
     }
@@ -243,7 +245,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
   const remote = watchRemoteStop(deps, lease, signal);
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget, ...(req.author ? { author: req.author } : {}) });
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget, ...(req.author ? { author: req.author } : {}), ...(req.messageAuthor ? { messageAuthor: req.messageAuthor } : {}) });
   return {
     conversationId,
     messageId,
@@ -303,6 +305,7 @@ interface Turn {
   tokenizer: Tokenizer;
   budget: ContextBudget;
   author?: string;
+  messageAuthor?: MessageAuthor;
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
@@ -326,7 +329,9 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     await store.commit(conversationId, { ...(final ?? {}), end: { lease: turn.lease, outcome: how } });
   };
   try {
-    if (turn.appendUser) await store.append(conversationId, { id: turn.userMessageId, role: 'user', content: turn.message, timestamp: stamp() });
+    if (turn.appendUser) {
+      await store.append(conversationId, { id: turn.userMessageId, role: 'user', content: turn.message, timestamp: stamp(), ...(turn.messageAuthor ? { author: turn.messageAuthor } : {}) });
+    }
     // Several menu items fit what the user typed: the server guesses none and has the agent ask.
     // A prompt item the user picked: its prompt follows their message.
     const note = turn.noteStored ? null : commandNote(turn.command);
@@ -447,8 +452,8 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
       yield event;
     }
   } catch (e) {
-    const error = e instanceof AppError ? e : new AppError('E_INTERNAL', 'The turn failed unexpectedly.');
-    if (!(e instanceof AppError)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
+    const error = isAppError(e) ? e : new AppError('E_INTERNAL', 'The turn failed unexpectedly.');
+    if (!isAppError(e)) log.error('turn.crash', { conversationId, message: (e as Error)?.message?.slice(0, 200) });
     outcome = { status: 'failed', error: { code: error.code, message: error.message } };
     yield { type: 'error', error };
   } finally {

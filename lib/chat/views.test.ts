@@ -67,3 +67,15 @@ it('shows how the last turn ended in the summary and the detail, and nothing for
   const { lastTurn: _, ...idle } = { ...base, status: 'idle' as const };
   expect(toDetailView(idle, [])).not.toHaveProperty('lastTurn');
 });
+
+it("names a user message's author by their current name, the stored one for a person gone, and nobody without accounts", () => {
+  const history: StoredMessage[] = [
+    { id: 'u1', role: 'user', content: 'one', timestamp: ts, author: { id: 'p-ada', name: 'Ada' } },
+    { id: 'a1', role: 'assistant', content: 'ok', timestamp: ts },
+    { id: 'u2', role: 'user', content: 'two', timestamp: ts, author: { id: 'p-gone', name: 'Gone Person' } },
+    { id: 'u3', role: 'user', content: 'three', timestamp: ts },
+  ];
+  const named = toMessageViews(history, { names: new Map([['p-ada', 'Ada Lovelace']]) }).filter((m) => m.role === 'user');
+  expect(named.map((m) => m.author ?? null)).toEqual([{ id: 'p-ada', name: 'Ada Lovelace' }, { id: 'p-gone', name: 'Gone Person' }, null]);
+  expect(toMessageViews(history).some((m) => m.author)).toBe(false);
+});

@@ -9,8 +9,20 @@ import type {
   MessagePartView,
   ModelProfileView,
   ModelsData,
+  PersonRef,
   UsageView,
 } from '../../types/api';
+
+/**
+ * What a view adds with accounts on: people's current names by id (a user message shows its
+ * author's current name, or the name stored with it when the person is gone), the conversation's
+ * owner, and whether the caller may write in it. Without accounts, messages have no author.
+ */
+export interface PeopleView {
+  names?: ReadonlyMap<string, string>;
+  owner?: PersonRef;
+  canWrite?: boolean;
+}
 
 type AssistantView = ChatMessageView & { functionCalls: FunctionCallView[]; parts: MessagePartView[] };
 
@@ -29,7 +41,7 @@ function addUsage(view: AssistantView, m: Extract<StoredMessage, { role: 'assist
  * What a person sees of the history: user messages, and per turn one assistant message holding
  * the turn's text and its tool calls with their results. Server context stays hidden.
  */
-export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
+export function toMessageViews(history: StoredMessage[], people?: Pick<PeopleView, 'names'>): ChatMessageView[] {
   const out: ChatMessageView[] = [];
   let current: AssistantView | null = null;
   const calls = new Map<string, FunctionCallView>();
@@ -37,7 +49,8 @@ export function toMessageViews(history: StoredMessage[]): ChatMessageView[] {
     if (m.role === 'system') continue;
     if (m.role === 'user') {
       current = null;
-      out.push({ id: m.id, role: 'user', content: m.content, timestamp: m.timestamp, ...(m.compacted ? { compacted: true } : {}) });
+      const author = people?.names && m.author ? { id: m.author.id, name: people.names.get(m.author.id) ?? m.author.name } : null;
+      out.push({ id: m.id, role: 'user', content: m.content, timestamp: m.timestamp, ...(m.compacted ? { compacted: true } : {}), ...(author ? { author } : {}) });
       continue;
     }
     if (!current) {
@@ -92,8 +105,16 @@ export function toSummaryView(c: ConversationSummary): ConversationSummaryView {
   };
 }
 
-export function toDetailView(c: Conversation, history: StoredMessage[]): ConversationDetail {
-  const messages = toMessageViews(history);
+/** The ids of the people a view names: the owner and the authors of user messages. */
+export function peopleIn(c: Pick<Conversation, 'ownerId'>, history: StoredMessage[]): string[] {
+  const ids = new Set<string>();
+  if (c.ownerId) ids.add(c.ownerId);
+  for (const m of history) if (m.role === 'user' && m.author) ids.add(m.author.id);
+  return [...ids];
+}
+
+export function toDetailView(c: Conversation, history: StoredMessage[], people?: PeopleView): ConversationDetail {
+  const messages = toMessageViews(history, people);
   const last = [...messages].reverse().find((m) => m.content);
   return {
     ...toSummaryView({
@@ -102,6 +123,8 @@ export function toDetailView(c: Conversation, history: StoredMessage[]): Convers
       messageCount: history.length,
       lastMessagePreview: last?.content.slice(0, 120),
     }),
+    ...(people?.owner ? { owner: people.owner } : {}),
+    ...(people?.canWrite !== undefined ? { canWrite: people.canWrite } : {}),
     messages,
     usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens, cachedTokens: c.usage.cachedTokens ?? 0, ...(c.cost !== undefined ? { cost: c.cost } : {}) },
   };

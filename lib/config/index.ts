@@ -25,6 +25,33 @@ export const DEFAULT_SCRIPT_SETTINGS: ScriptSettings = {
   memoryMb: 512,
 };
 
+/** The command tool: one shell line in a workspace's checkout, inside bubblewrap. */
+export interface CommandSettings {
+  /** Longest a command may run; a call may ask for less, never more (COMMAND_TIMEOUT_MS). */
+  timeoutMs: number;
+  /** Memory of everything one command starts together (COMMAND_MEMORY_MB). */
+  memoryMb: number;
+  /** Processes and threads of one command together. */
+  maxProcesses: number;
+  /** The largest file a command may write (COMMAND_MAX_FILE_MB). */
+  maxFileMb: number;
+  /** Host folders mounted read-only at their own place, e.g. where node lives (COMMAND_READONLY_PATHS). */
+  readonlyPaths: string[];
+}
+
+export const DEFAULT_COMMAND_SETTINGS: CommandSettings = {
+  timeoutMs: 600_000,
+  memoryMb: 2048,
+  maxProcesses: 256,
+  maxFileMb: 1024,
+  readonlyPaths: [],
+};
+
+/** COMMAND_READONLY_PATHS: absolute folders, separated by commas or colons; `/` itself never. */
+export function parseReadonlyPaths(value: string | undefined): string[] {
+  return [...new Set((value ?? '').split(/[,:]/).map((p) => p.trim()).filter((p) => p.startsWith('/')).map((p) => path.resolve(p)).filter((p) => p !== '/'))];
+}
+
 /** Where one model is: the default profile's, or any profile's (see lib/models). */
 export interface LlmConfig {
   apiKey?: string;
@@ -58,6 +85,7 @@ export interface Config {
   scripts: ScriptSettings;
   /** WORKSPACES_ROOT: where workspaces' clones live (default DATA_DIR/workspaces). */
   workspacesRoot: string;
+  commands: CommandSettings;
 }
 
 export const DEFAULT_LIMITS: ToolLimits = {
@@ -112,6 +140,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       python: nonEmpty(env.SCRIPT_PYTHON) ?? DEFAULT_SCRIPT_SETTINGS.python,
       timeoutMs: int(env.SCRIPT_TIMEOUT_MS, DEFAULT_SCRIPT_SETTINGS.timeoutMs, 100),
       memoryMb: int(env.SCRIPT_MEMORY_MB, DEFAULT_SCRIPT_SETTINGS.memoryMb, 32),
+    },
+    commands: {
+      timeoutMs: int(env.COMMAND_TIMEOUT_MS, DEFAULT_COMMAND_SETTINGS.timeoutMs, 100),
+      memoryMb: int(env.COMMAND_MEMORY_MB, DEFAULT_COMMAND_SETTINGS.memoryMb, 64),
+      maxProcesses: DEFAULT_COMMAND_SETTINGS.maxProcesses,
+      maxFileMb: int(env.COMMAND_MAX_FILE_MB, DEFAULT_COMMAND_SETTINGS.maxFileMb, 1),
+      readonlyPaths: parseReadonlyPaths(env.COMMAND_READONLY_PATHS),
     },
   };
 }

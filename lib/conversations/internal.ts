@@ -65,6 +65,9 @@ export function assertMessage(m: StoredMessage): void {
   if (m.compacted !== undefined && !isCompaction(m.compacted)) throw bad('compacted must be { kind: "dropped" } or { kind: "elided", content?, toolArguments? }');
   switch (m.role) {
     case 'user':
+      if (!isStr(m.content)) throw bad('content must be a string');
+      if (m.author !== undefined && !(m.author && isStr(m.author.id) && m.author.id && isStr(m.author.name))) throw bad('author needs a string id and name');
+      return;
     case 'system':
       if (!isStr(m.content)) throw bad('content must be a string');
       return;

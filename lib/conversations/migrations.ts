@@ -235,6 +235,13 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE conversations ADD COLUMN owner_id TEXT;
   ALTER TABLE conversations ADD COLUMN shared INTEGER NOT NULL DEFAULT 0;
   `,
+  // Here rather than after this history (lib/db): the accounts store may open a new file first,
+  // and the migrations after this history then run before the messages table exists.
+  `
+  -- Who wrote a user message (NULL: before accounts, or without them), and their name then.
+  ALTER TABLE messages ADD COLUMN author_id TEXT;
+  ALTER TABLE messages ADD COLUMN author_name TEXT;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

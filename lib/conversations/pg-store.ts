@@ -97,9 +97,17 @@ function messageBody(m: StoredMessage): string {
 }
 
 
-function toMessage(row: { body: string; compacted: string | null }): StoredMessage {
+interface MessageRow {
+  body: string;
+  compacted: string | null;
+  author_id: string | null;
+  author_name: string | null;
+}
+
+function toMessage(row: MessageRow): StoredMessage {
   const m = JSON.parse(row.body) as StoredMessage;
   if (row.compacted !== null) m.compacted = JSON.parse(row.compacted) as Compaction;
+  if (m.role === 'user' && row.author_id !== null) m.author = { id: row.author_id, name: row.author_name ?? '' };
   return m;
 }
 
@@ -289,10 +297,12 @@ export class PgConversationStore extends SqlConversationStore<PgRow> {
         role: m.role,
         body: messageBody(m),
         compacted: m.compacted !== undefined ? JSON.stringify(m.compacted) : null,
+        author_id: m.role === 'user' && m.author ? text(m.author.id) : null,
+        author_name: m.role === 'user' && m.author ? text(m.author.name) : null,
         search: tsvector(m.role === 'user' || m.role === 'assistant' ? indexWords(m.content) : null),
       }),
-      messageColumns: sql`body, compacted`,
-      toMessage: (row) => toMessage(row as { body: string; compacted: string | null }),
+      messageColumns: sql`body, compacted, author_id, author_name`,
+      toMessage: (row) => toMessage(row as unknown as MessageRow),
       titleIndex: (title) => tsvector(indexWords(title)),
       // Every word in one message or in the title, as in the SQLite store's FTS rows.
       searchFilter: (terms) =>

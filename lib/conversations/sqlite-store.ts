@@ -19,7 +19,7 @@ const STOP_POLL_MS = 500;
 const INDEX_BATCH = 500;
 
 const MESSAGE_COLUMNS = sql.raw(
-  'id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, cached_tokens, cost, profile, model, compacted, timestamp',
+  'id, role, content, tool_calls, tool_call_id, name, result, prompt_tokens, completion_tokens, cached_tokens, cost, profile, model, compacted, timestamp, author_id, author_name',
 );
 
 /** A message in the SQLite file's columns (known fields only). */
@@ -40,6 +40,8 @@ function messageValues(m: StoredMessage): Record<string, unknown> {
     model: m.role === 'assistant' && m.model !== undefined ? m.model : null,
     compacted: m.compacted !== undefined ? JSON.stringify(m.compacted) : null,
     timestamp: m.timestamp,
+    author_id: m.role === 'user' && m.author ? m.author.id : null,
+    author_name: m.role === 'user' && m.author ? m.author.name : null,
   };
 }
 
@@ -59,6 +61,8 @@ interface MessageRow {
   model: string | null;
   compacted: string | null;
   timestamp: string;
+  author_id: string | null;
+  author_name: string | null;
 }
 
 function toMessage(row: MessageRow): StoredMessage {
@@ -90,6 +94,14 @@ function baseMessage(row: MessageRow): StoredMessage {
       if (row.model !== null) m.model = row.model;
       return m;
     }
+    case 'user':
+      return {
+        id: row.id,
+        role: 'user',
+        content: row.content ?? '',
+        timestamp: row.timestamp,
+        ...(row.author_id !== null ? { author: { id: row.author_id, name: row.author_name ?? '' } } : {}),
+      };
     default:
       return { id: row.id, role: row.role, content: row.content ?? '', timestamp: row.timestamp };
   }

@@ -334,6 +334,21 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       expect(legacy.ownerId).toBeUndefined();
       expect((await store.get(legacy.id))?.ownerId).toBeUndefined();
     });
+
+    it("keeps a user message's author through append, beginTurn, commit and truncateFrom; none when not given", async () => {
+      const c = await store.create({ agentId: 'pm', bundleName: 'b', projectId: 'shop', ownerId: 'user-1' });
+      const ada = { id: 'user-1', name: 'Ada \u00e9' };
+      await store.append(c.id, { id: 'u1', role: 'user', content: 'one', timestamp: '2025-01-01T00:00:00.000Z', author: ada });
+      const lease = await store.beginTurn(c.id, [{ id: 'u2', role: 'user', content: 'two', timestamp: '2025-01-01T00:00:00.000Z', author: { id: 'user-2', name: 'Bob' } }]);
+      await store.commit(c.id, { messages: [{ id: 'u3', role: 'user', content: 'three', timestamp: '2025-01-01T00:00:00.000Z' }], end: { lease: lease!, outcome: 'done' } });
+      const authors = async () => (await store.messages(c.id)).map((m) => (m.role === 'user' ? (m.author ?? null) : 'other'));
+      expect(await authors()).toEqual([ada, { id: 'user-2', name: 'Bob' }, null]);
+      const held = await store.beginTurn(c.id);
+      await store.truncateFrom(c.id, 'u3');
+      await store.endTurn(held!, 'done');
+      expect(await authors()).toEqual([ada, { id: 'user-2', name: 'Bob' }]);
+      await expect(store.append(c.id, { id: 'u4', role: 'user', content: 'x', timestamp: '2025-01-01T00:00:00.000Z', author: { id: '', name: 'x' } })).rejects.toThrow(/author/);
+    });
   });
 
   describe('model profiles, cached tokens, cost', () => {

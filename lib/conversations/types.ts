@@ -21,11 +21,20 @@ export interface CompactionMark {
 }
 
 /**
+ * Who wrote a user message, with accounts: the person's id, and their name when it was written
+ * (shown when the person is gone; a reader sees their current name otherwise).
+ */
+export interface MessageAuthor {
+  id: string;
+  name: string;
+}
+
+/**
  * The conversation history, in model order. It is the one source of truth: the model's
  * messages are rebuilt from it every turn, and the API shows it.
  */
 export type StoredMessage =
-  | { id: string; role: 'user'; content: string; timestamp: string; compacted?: Compaction }
+  | { id: string; role: 'user'; content: string; timestamp: string; compacted?: Compaction; author?: MessageAuthor }
   | {
       id: string;
       role: 'assistant';

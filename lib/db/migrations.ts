@@ -145,6 +145,8 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // Build settings per project and workspaces (a clone on a branch of its own): same columns in
   // both dialects. A name is unique among a project's workspaces not discarded.
   '0004_workspaces': ddl(...workspaceDdl('text COLLATE "C"')),
+  // Who wrote a user message (NULL: before accounts, or without them), and their name then.
+  '0005_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
 };
 
 /**

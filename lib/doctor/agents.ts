@@ -1,4 +1,4 @@
-import { loadAgentYaml } from '../agents/config';
+import { loadAgentYaml } from '../bmad-config';
 import { isWorkflowCommand, type AgentDefinition } from '../agents/parser';
 import { classifyCriticalActions, startupActions } from '../agents/startup';
 import { isReservedVariable } from '../paths';

@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { Project } from '../projects';
 import type { Problem } from '../results';
-import { customizationLayers, isTable, parseToml } from '../skills';
+import { customizationLayers, isTable, parseToml } from '../bmad-config';
 
 /** What the check needs of the MCP servers: their names, projects and problems, and the tools one offers. */
 export interface ExternalToolServers {

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { ConfigReader } from '../agents/config';
+import type { ConfigReader } from '../bmad-config';
 import { readResolved, resolvePath, type PathContext } from '../paths';
 import { fail, isFailure, type ToolFailure } from '../results';
 

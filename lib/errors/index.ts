@@ -61,6 +61,34 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_NOT_A_REPOSITORY: 409,
 };
 
+/**
+ * A brand for a typed error class that survives separate bundles of its module. The production
+ * server loads lib/ more than once (the instrumentation hook builds the runtime in one module
+ * graph, each route handler imports its own copy), so an error thrown by the runtime is not an
+ * `instanceof` the class a route handler sees. `Symbol.for` is one symbol per process, whichever
+ * copy asks: errors are told apart by it, never by `instanceof`.
+ */
+export interface ErrorBrand {
+  /** Marks an instance; call it in the constructor. */
+  mark(e: object): void;
+  /** Whether `e` was marked by any copy of the class. */
+  has(e: unknown): boolean;
+}
+
+export function errorBrand(name: string): ErrorBrand {
+  const key = Symbol.for(`bmad-orchestrator.${name}`);
+  return {
+    mark(e) {
+      Object.defineProperty(e, key, { value: true, enumerable: false });
+    },
+    has(e) {
+      return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[key] === true;
+    },
+  };
+}
+
+const APP_ERROR = errorBrand('app-error');
+
 /** A failure that reaches the edge of the app; its message is safe to show (no absolute paths). */
 export class AppError extends Error {
   readonly code: ApiErrorCode;
@@ -73,11 +101,19 @@ export class AppError extends Error {
     this.code = code;
     this.status = STATUS[code];
     this.details = details;
+    APP_ERROR.mark(this);
   }
 }
 
+/**
+ * True for an AppError made by any copy of this module (see errorBrand): the one way to recognise
+ * one. The brand is checked with the fields every handler reads, so a marked object with no code
+ * or status is not taken for one.
+ */
 export function isAppError(e: unknown): e is AppError {
-  return e instanceof AppError;
+  if (!APP_ERROR.has(e)) return false;
+  const { code, status, message } = e as { code?: unknown; status?: unknown; message?: unknown };
+  return typeof code === 'string' && /^E_[A-Z0-9_]+$/.test(code) && Number.isInteger(status) && typeof message === 'string';
 }
 
 export function statusOf(code: ApiErrorCode): number {

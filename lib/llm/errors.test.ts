@@ -1,8 +1,8 @@
-import { APIConnectionTimeoutError } from 'openai';
+import { APIConnectionTimeoutError, APIError } from 'openai';
 import { reply, startScriptedModel, type ScriptedModel } from '../../test/scripted-model';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { createLlmClient } from './client';
-import { mapLlmError, redact } from './errors';
+import { isAbortError, mapLlmError, redact, upstreamErrorOf } from './errors';
 import { streamChat } from './stream';
 
 const KEY = 'sk-test-SECRETSECRETSECRET1234';
@@ -169,5 +169,91 @@ describe('mapLlmError without a network', () => {
   it('an unknown error keeps its message, minus secrets', () => {
     const e = mapLlmError(new Error(`weird ${KEY}`), { apiKey: KEY, baseURL: 'https://api.example.com/v1' });
     expect(e.message).toBe('Calling the model at api.example.com failed: weird [redacted]');
+  });
+});
+
+/**
+ * The production server builds its model clients in one module graph (the runtime the
+ * instrumentation hook makes) and maps their errors in another (a route handler's turn), each with
+ * its own copy of the SDK. Here the client comes from a second copy of lib/llm (and so of the SDK),
+ * loaded with jest.isolateModules, and the mapping from this one.
+ */
+describe('errors thrown by a client of another copy of the SDK', () => {
+  let other: { createLlmClient: typeof createLlmClient; sdk: typeof import('openai') };
+  beforeAll(() => {
+    jest.isolateModules(() => {
+      other = { createLlmClient: require('./client').createLlmClient, sdk: require('openai') };
+    });
+  });
+
+  async function otherError(opts: { baseURL: string; apiKey?: string; maxRetries?: number }): Promise<AppError> {
+    const client = other.createLlmClient({ baseURL: opts.baseURL, apiKey: opts.apiKey, model: 'x', configured: true }, { maxRetries: opts.maxRetries ?? 0 });
+    const gen = streamChat({ client, model: 'gpt-test', messages: [{ role: 'user', content: 'hi' }] });
+    try {
+      for (;;) if ((await gen.next()).done) break;
+    } catch (e) {
+      expect(isAppError(e)).toBe(true);
+      return e as AppError;
+    }
+    throw new Error('expected the call to fail');
+  }
+
+  it('is a separate SDK, as in a separate bundle', () => {
+    expect(other.sdk.APIError).not.toBe(APIError);
+    expect(new other.sdk.RateLimitError(429, undefined, undefined, new Headers())).not.toBeInstanceOf(APIError);
+  });
+
+  it('429 is the rate-limit message, not the generic failure', async () => {
+    model.setScript([reply.error(429, { headers: { 'retry-after-ms': '5' } })]);
+    const e = await otherError({ baseURL: model.url, apiKey: KEY });
+    expect(e.code).toBe('E_LLM_UPSTREAM');
+    expect(e.message).toMatch(/^The model endpoint at 127\.0\.0\.1:\d+ is rate limiting requests \(429\)\. Wait a moment and try again\./);
+    expect(e.details).toMatchObject({ status: 429, upstreamCode: 'rate_limit_exceeded' });
+  });
+
+  it('401 is the API-key message, without the key', async () => {
+    const guarded = await startScriptedModel({ apiKey: 'sk-the-right-one-000000' });
+    try {
+      const e = await otherError({ baseURL: guarded.url, apiKey: KEY });
+      expect(e.message).toMatch(/rejected the API key \(401\)/);
+      expectNoKey(e);
+      const none = await otherError({ baseURL: guarded.url });
+      expect(none.message).toMatch(/requires an API key \(401\) and none is configured/);
+    } finally {
+      await guarded.close();
+    }
+  });
+
+  it('a model without tools is E_MODEL_NO_TOOLS', async () => {
+    model.setScript([reply.error(400, { message: 'registry.ollama.ai/library/gemma:2b does not support tools' })]);
+    const e = await otherError({ baseURL: model.url });
+    expect(e.code).toBe('E_MODEL_NO_TOOLS');
+  });
+
+  it('connection refused names the reason', async () => {
+    const gone = await startScriptedModel();
+    const url = gone.url;
+    await gone.close();
+    const e = await otherError({ baseURL: url });
+    expect(e.message).toBe(`Could not reach the model endpoint at ${new URL(url).host}: connection refused (is the server running?). Check OPENAI_BASE_URL.`);
+  });
+
+  it("the other SDK's timeout, abort, mid-stream error and statuses map as this one's do", () => {
+    const { sdk } = other;
+    expect(mapLlmError(new sdk.APIConnectionTimeoutError()).code).toBe('E_LLM_TIMEOUT');
+    expect(mapLlmError(new sdk.APIUserAbortError())).toMatchObject({ code: 'E_LLM_UPSTREAM', message: 'The model request was cancelled.' });
+    expect(isAbortError(new sdk.APIUserAbortError())).toBe(true);
+    const midStream = mapLlmError(new sdk.APIError(undefined, { message: 'overloaded' }, undefined, new Headers()), { baseURL: 'https://api.example.com/v1' });
+    expect(midStream.message).toBe('The model endpoint at api.example.com reported an error mid-answer: overloaded');
+    const quota = new sdk.RateLimitError(429, { message: 'You exceeded your current quota.', code: 'insufficient_quota' }, undefined, new Headers());
+    expect(mapLlmError(quota).message).toMatch(/out of quota \(429\)/);
+    expect(mapLlmError(new sdk.NotFoundError(404, { message: 'nope' }, undefined, new Headers()), { model: 'gpt-x' }).message).toMatch(/^Model "gpt-x" was not found/);
+  });
+
+  it('upstreamErrorOf reads the shape and nothing else: a look-alike without the fields is not one', () => {
+    expect(upstreamErrorOf(new other.sdk.InternalServerError(503, undefined, undefined, new Headers()))).toMatchObject({ kind: 'status', status: 503 });
+    expect(upstreamErrorOf(Object.assign(new Error('x'), { status: 429 }))).toBeNull();
+    expect(upstreamErrorOf({ status: 429, headers: {}, error: {} })).toBeNull();
+    expect(upstreamErrorOf(new AppError('E_LLM_UPSTREAM', 'x'))).toBeNull();
   });
 });

@@ -1,9 +1,3 @@
-import {
-  APIConnectionError,
-  APIConnectionTimeoutError,
-  APIError,
-  APIUserAbortError,
-} from 'openai';
 import { AppError, isAppError } from '../errors';
 import { PLACEHOLDER_API_KEY } from './client';
 
@@ -21,9 +15,57 @@ export interface LlmErrorContext {
 
 const UPSTREAM_MESSAGE_MAX = 300;
 
+/**
+ * What the OpenAI SDK threw, read from its shape. The SDK's error classes differ between bundles
+ * (the production server builds the model clients in one module graph and maps their errors in
+ * another), so `instanceof APIError` is false there for the SDK's own errors; its fields are not.
+ */
+export type UpstreamError =
+  /** An HTTP answer with an error status. */
+  | { kind: 'status'; status: number; body: unknown; code?: string; param?: unknown; message: string }
+  /** An `{"error": ...}` object inside an otherwise healthy stream (no status). */
+  | { kind: 'stream'; body: unknown; code?: string; message: string }
+  /** The SDK's own deadline (APIConnectionTimeoutError). */
+  | { kind: 'timeout'; message: string }
+  /** The caller's signal ended the request (APIUserAbortError). */
+  | { kind: 'abort'; message: string }
+  /** No answer at all: refused, reset, DNS (APIConnectionError); the reason is in `cause`. */
+  | { kind: 'connection'; message: string; cause: unknown };
+
+// The messages the SDK gives these two when it throws them (it never passes one of its own).
+const SDK_TIMEOUT_MESSAGE = 'Request timed out.';
+const SDK_ABORT_MESSAGE = 'Request was aborted.';
+
+/** The SDK class names on `e`'s prototype chain (absent when a bundler renamed the classes). */
+function classNames(e: object): string[] {
+  const names: string[] = [];
+  for (let p = Object.getPrototypeOf(e); p && p !== Error.prototype && names.length < 8; p = Object.getPrototypeOf(p)) {
+    const name = (p as { constructor?: { name?: unknown } }).constructor?.name;
+    if (typeof name === 'string') names.push(name);
+  }
+  return names;
+}
+
+/**
+ * The one place an upstream model error is recognised: an APIError of any copy of the SDK (the
+ * fields its constructor always sets: `status`, `headers`, `error`), else null.
+ */
+export function upstreamErrorOf(e: unknown): UpstreamError | null {
+  if (!(e instanceof Error)) return null;
+  const o = e as unknown as Record<string, unknown>;
+  if (!Object.hasOwn(o, 'status') || !Object.hasOwn(o, 'headers') || !Object.hasOwn(o, 'error')) return null;
+  const code = typeof o.code === 'string' ? o.code : undefined;
+  if (typeof o.status === 'number') return { kind: 'status', status: o.status, body: o.error, code, param: o.param, message: e.message };
+  if (o.headers !== undefined || o.error !== undefined) return { kind: 'stream', body: o.error, code, message: e.message };
+  const names = classNames(e);
+  if (names.includes('APIConnectionTimeoutError') || e.message === SDK_TIMEOUT_MESSAGE) return { kind: 'timeout', message: e.message };
+  if (names.includes('APIUserAbortError') || e.message === SDK_ABORT_MESSAGE) return { kind: 'abort', message: e.message };
+  return { kind: 'connection', message: e.message, cause: (e as { cause?: unknown }).cause };
+}
+
 /** True for aborts of any origin: DOM AbortError/TimeoutError, the SDK's user abort. */
 export function isAbortError(e: unknown): boolean {
-  if (e instanceof APIUserAbortError) return true;
+  if (upstreamErrorOf(e)?.kind === 'abort') return true;
   const name = (e as { name?: unknown } | null)?.name;
   return name === 'AbortError' || name === 'TimeoutError';
 }
@@ -52,8 +94,8 @@ export function redact(text: string, apiKey?: string): string {
     .replace(/\bBearer\s+\S+/gi, 'Bearer [redacted]');
 }
 
-function upstreamMessage(e: APIError, apiKey?: string): string {
-  const body = e.error as { message?: unknown } | undefined;
+function upstreamMessage(e: { body: unknown; message: string }, apiKey?: string): string {
+  const body = e.body as { message?: unknown } | undefined;
   let raw = typeof body?.message === 'string' ? body.message : '';
   if (!raw && typeof e.message === 'string') raw = e.message.replace(/^\d{3}\s*/, '');
   const clean = redact(raw.replace(/\s+/g, ' ').trim(), apiKey);
@@ -106,12 +148,12 @@ function fromFile(ctx: LlmErrorContext): boolean {
   return Boolean(ctx.profile);
 }
 
-function fromStatus(e: APIError, ctx: LlmErrorContext, host: string): AppError {
-  const status = e.status as number;
+function fromStatus(e: Extract<UpstreamError, { kind: 'status' }>, ctx: LlmErrorContext, host: string): AppError {
+  const status = e.status;
   const upstream = upstreamMessage(e, ctx.apiKey);
   const details = { status, host, upstreamCode: e.code ?? undefined };
   const withUpstream = (msg: string) => (upstream ? `${msg} Upstream said: ${upstream}` : msg);
-  const param = (e as { param?: unknown }).param;
+  const param = e.param;
   if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429 && (NO_TOOLS.test(upstream) || param === 'tools')) {
     return noToolsError(ctx, `the endpoint at ${host} refused the request's tools (${status}).${upstream ? ` Upstream said: ${upstream}` : ''}`, details);
   }
@@ -177,27 +219,28 @@ export function mapLlmError(e: unknown, context?: AbortSignal | LlmErrorContext)
   const ctx: LlmErrorContext = context instanceof AbortSignal ? { signal: context } : (context ?? {});
   const host = hostOf(ctx.baseURL);
 
-  if (isTimeoutSignal(ctx.signal) || e instanceof APIConnectionTimeoutError || (e as { name?: unknown })?.name === 'TimeoutError') {
+  const upstream = upstreamErrorOf(e);
+
+  if (isTimeoutSignal(ctx.signal) || upstream?.kind === 'timeout' || (e as { name?: unknown })?.name === 'TimeoutError') {
     return new AppError('E_LLM_TIMEOUT', `The model at ${host} did not answer in time.`, { host });
   }
   if (isAbortError(e) || ctx.signal?.aborted) {
     return new AppError('E_LLM_UPSTREAM', 'The model request was cancelled.', { host, aborted: true });
   }
-  if (e instanceof APIConnectionError) {
-    const code = causeCode(e);
+  if (upstream?.kind === 'connection') {
+    const code = causeCode(upstream.cause);
     const reason = (code && CONNECTION_REASONS[code]) ?? 'the connection failed';
     return new AppError('E_LLM_UPSTREAM', `Could not reach the model endpoint at ${host}: ${reason}. ${fromFile(ctx) ? `Check baseURL of profile "${ctx.profile}" in MODELS_FILE.` : 'Check OPENAI_BASE_URL.'}`, {
       host,
       cause: code,
     });
   }
-  if (e instanceof APIError) {
-    if (typeof e.status === 'number') return fromStatus(e, ctx, host);
-    // No status: an `{"error": ...}` object inside an otherwise healthy stream.
-    const upstream = upstreamMessage(e, ctx.apiKey);
-    return new AppError('E_LLM_UPSTREAM', `The model endpoint at ${host} reported an error mid-answer${upstream ? `: ${upstream}` : '.'}`, {
+  if (upstream?.kind === 'status') return fromStatus(upstream, ctx, host);
+  if (upstream?.kind === 'stream') {
+    const said = upstreamMessage(upstream, ctx.apiKey);
+    return new AppError('E_LLM_UPSTREAM', `The model endpoint at ${host} reported an error mid-answer${said ? `: ${said}` : '.'}`, {
       host,
-      upstreamCode: e.code ?? undefined,
+      upstreamCode: upstream.code ?? undefined,
     });
   }
   if (e instanceof SyntaxError) {

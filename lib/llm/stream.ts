@@ -186,8 +186,9 @@ class ChunkReader {
         return this.fail(e);
       }
       // The shapes the SDK's own stream turns into errors: an error object, or an `error` event.
+      // Both carry the response's headers: that is what tells them from a connection failure (see upstreamErrorOf).
       const body = data as { error?: unknown; message?: unknown } | null;
-      if (event.event === 'error') return this.fail(new APIError(undefined, body?.error as object | undefined, typeof body?.message === 'string' ? body.message : undefined, undefined));
+      if (event.event === 'error') return this.fail(new APIError(undefined, body?.error as object | undefined, typeof body?.message === 'string' ? body.message : undefined, this.headers));
       if (body && body.error) return this.fail(new APIError(undefined, body.error as object, undefined, this.headers));
       this.queue.push(data as ChatCompletionChunk);
     },

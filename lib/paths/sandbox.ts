@@ -1,7 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { fail, type ToolFailure } from '../results';
-import { expandVariables, MOUNT_TOKENS, type MountName, today, withoutReserved } from './variables';
+import { expandVariables, MOUNT_TOKENS, type MountName, TMP_TOKEN, today, withoutReserved } from './variables';
 import { WalkError } from './walk';
 
 export type Access = 'read' | 'write';
@@ -21,6 +21,12 @@ export interface PathContext {
    * folder. Without it `{project-root}` paths must land in another mount.
    */
   project?: ProjectAccess;
+  /**
+   * In a workspace: the folder its commands see as /tmp (kept between commands), readable as
+   * `{tmp}/...` so a file a command left there (a diff, a report) can be read back. Never writable
+   * by the file tools.
+   */
+  tmpRoot?: string;
 }
 
 export interface ProjectAccess {
@@ -251,6 +257,7 @@ function contextDate(ctx: PathContext): string {
   return typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d) ? d : today();
 }
 
+const TMP_PREFIX = /^\{tmp\}(.*)$/s;
 const MOUNT_PREFIX = /^\{(bundle-root|core-root|output_folder)\}(.*)$/s;
 const PROJECT_PREFIX = /^\{project-root\}(.*)$/s;
 
@@ -351,6 +358,16 @@ export async function resolvePath(
     return resolveUnder(mountRoot(ctx, mount), token, names, access, mount === 'output_folder');
   }
 
+  const tm = TMP_PREFIX.exec(text);
+  if (tm) {
+    if (!ctx.tmpRoot) return violation('none', `${TMP_TOKEN} exists only in a workspace, for files its commands leave in /tmp`);
+    if (tm[1] !== '' && !tm[1].startsWith('/')) return violation(TMP_TOKEN, `${TMP_TOKEN} must be followed by "/"`);
+    const names = splitRelative(tm[1], TMP_TOKEN);
+    if (!Array.isArray(names)) return names;
+    if (access === 'write') return fail('E_READ_ONLY', `${TMP_TOKEN} is read-only for the file tools; only commands write there.`, { path: virtualOf(TMP_TOKEN, names), details: { mount: TMP_TOKEN } });
+    return resolveUnder(ctx.tmpRoot, TMP_TOKEN, names, 'read', false);
+  }
+
   const pm = PROJECT_PREFIX.exec(text);
   if (pm && ctx.project) {
     if (pm[1] !== '' && !pm[1].startsWith('/')) return violation(PROJECT_TOKEN, `${PROJECT_TOKEN} must be followed by "/"`);
@@ -410,8 +427,9 @@ export async function resolveInRoot(
 }
 
 /** The virtual path of a server path inside a mount, or null when it is in none. */
-export function toVirtual(abs: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot' | 'project'>): string | null {
+export function toVirtual(abs: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot' | 'project' | 'tmpRoot'>): string | null {
   const mounts: Array<[string, string]> = [
+    ...(ctx.tmpRoot ? [[TMP_TOKEN, ctx.tmpRoot] as [string, string]] : []),
     [MOUNT_TOKENS.output_folder, ctx.outputRoot],
     [MOUNT_TOKENS['bundle-root'], ctx.bundleRoot],
     [MOUNT_TOKENS['core-root'], ctx.coreRoot],
@@ -427,8 +445,9 @@ export function toVirtual(abs: string, ctx: Pick<PathContext, 'bundleRoot' | 'co
 }
 
 /** Replaces any mount root (or the project root) in free text with its token: a last guard for messages. */
-export function redactPaths(text: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot'>): string {
+export function redactPaths(text: string, ctx: Pick<PathContext, 'bundleRoot' | 'coreRoot' | 'outputRoot' | 'projectRoot' | 'tmpRoot'>): string {
   const pairs: Array<[string, string]> = [
+    ...(ctx.tmpRoot ? [[ctx.tmpRoot, TMP_TOKEN] as [string, string]] : []),
     [ctx.outputRoot, MOUNT_TOKENS.output_folder],
     [ctx.bundleRoot, MOUNT_TOKENS['bundle-root']],
     [ctx.coreRoot, MOUNT_TOKENS['core-root']],

@@ -2,6 +2,9 @@ import path from 'node:path';
 
 export type MountName = 'bundle-root' | 'core-root' | 'output_folder';
 
+/** The temp folder of a workspace's commands (their /tmp), readable by the file tools. */
+export const TMP_TOKEN = '{tmp}';
+
 export const MOUNT_TOKENS: Record<MountName, string> = {
   'bundle-root': '{bundle-root}',
   'core-root': '{core-root}',
@@ -14,6 +17,11 @@ export interface MountRoots {
   coreRoot: string;
   outputRoot: string;
   projectRoot: string;
+  /**
+   * Set in a BMAD project: the folders its config names for documents (`planning_artifacts:
+   * docs/planning`) are then folders of the project, as BMAD means them.
+   */
+  project?: unknown;
 }
 
 export interface VariableScope {
@@ -53,6 +61,34 @@ const DEFAULT_DEPTH = 12;
 const TOKEN = /\{config_source\}:([A-Za-z0-9_]+)|(?<!\{)\{([A-Za-z_][A-Za-z0-9_-]*)\}(?!\})/g;
 const PROJECT_ROOT = /\{project[-_]root\}(\/[^\s"'`<>|{}()[\],;]*)?/g;
 
+/**
+ * Config keys that name folders of the project's documents: those BMAD's modules (core and bmm,
+ * 6.0 to 6.12) define with `result: "{project-root}/{value}"`, and the `*_artifacts` / `*_folder`
+ * keys later modules add the same way.
+ */
+const DOCUMENT_FOLDER_KEYS = new Set(['output_folder', 'planning_artifacts', 'implementation_artifacts', 'project_knowledge']);
+
+export function isDocumentFolderKey(name: string): boolean {
+  return DOCUMENT_FOLDER_KEYS.has(name) || /^[a-z][a-z0-9_]*_(artifacts|folder)$/.test(name);
+}
+
+/**
+ * A document folder as a config writes it, as BMAD means it: relative to the project root when
+ * it starts with no variable (`docs/planning`, `./docs`; BMAD's installer writes `--set` answers
+ * so). Anything else stays as written: `{project-root}/...` and `{output_folder}/...` already say
+ * where they are, and an absolute or `..` path is left for the sandbox to refuse.
+ */
+export function projectFolderValue(value: string): string {
+  const v = value.trim();
+  if (!v || v.startsWith('{') || v.startsWith('/') || v.startsWith('\\') || v.startsWith('~') || /^[A-Za-z]:/.test(v)) return value;
+  const rel = v.replace(/^(\.\/)+/, '').replace(/\/+$/, '');
+  return rel && rel !== '.' ? `{project-root}/${rel}` : '{project-root}';
+}
+
+function inProject(scope: VariableScope): boolean {
+  return !!scope.roots?.project;
+}
+
 export function today(now: Date = new Date()): string {
   const pad = (n: number) => String(n).padStart(2, '0');
   return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
@@ -86,6 +122,9 @@ function lookupName(name: string, scope: VariableScope): Lookup {
     case 'project-root':
     case 'project_root':
       return { literal: '{project-root}' };
+    case 'tmp':
+      // A workspace's command temp folder, a mount of its own (see PathContext.tmpRoot).
+      return { literal: TMP_TOKEN };
     case 'installed_path':
       return scope.installedPath === undefined ? undefined : { expand: scope.installedPath };
     case 'config_source':
@@ -94,14 +133,16 @@ function lookupName(name: string, scope: VariableScope): Lookup {
       return { literal: scope.date ?? today() };
   }
   const value = scalar(scope.variables?.[name]);
-  return value === undefined ? undefined : { expand: value };
+  if (value === undefined) return undefined;
+  return { expand: inProject(scope) && isDocumentFolderKey(name) ? projectFolderValue(value) : value };
 }
 
 function lookupConfig(key: string, scope: VariableScope): Lookup {
   if (key === 'output_folder') return { literal: '{output_folder}' };
   if (RESERVED.has(key)) return lookupName(key, scope);
   const value = scalar(scope.config?.[key]) ?? scalar(scope.variables?.[key]);
-  return value === undefined ? undefined : { expand: value };
+  if (value === undefined) return undefined;
+  return { expand: inProject(scope) && isDocumentFolderKey(key) ? projectFolderValue(value) : value };
 }
 
 interface Acc {

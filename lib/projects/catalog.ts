@@ -7,7 +7,8 @@ import { commandSummaries, type ResolvedAgent } from '../agents/catalog';
 import type { Workspace } from '../agents/workspace';
 import { problemLine, type Problem } from '../results';
 import { readInstall, type BmadInstall, type InstalledAgent } from './layout';
-import { customizationLayers, mergeTomlLayers, skillAgentDefinition } from '../skills';
+import { customizationLayers, mergeTomlLayers } from '../bmad-config';
+import { skillAgentDefinition } from '../agents/skill-agent';
 
 /** A project folder's own settings for this app, beside its BMAD install. */
 export const SETTINGS_FILE = '.bmad-orchestrator.yaml';
@@ -21,7 +22,10 @@ export interface Project {
   /** Real (symlink-free) project folder. */
   root: string;
   install: BmadInstall;
-  /** Project folders agents may write besides the output folder (relative, posix). */
+  /**
+   * Project folders agents may write besides the output folder (relative, posix): the settings'
+   * and the folders the config names for documents (`planning_artifacts: docs/planning`).
+   */
   writable: string[];
   /** What is wrong with the install or the settings file (cheap checks; the doctor does the rest). */
   problems: Problem[];
@@ -78,6 +82,12 @@ function posixRel(root: string, abs: string): string {
   return path.relative(root, abs).split(path.sep).join('/');
 }
 
+/** The config's document folders that are not inside the output folder, in the config's order. */
+export function documentFoldersBeyondOutput(root: string, install: BmadInstall): string[] {
+  const outputRel = posixRel(root, install.outputRoot);
+  return [...new Set(Object.values(install.documentFolders))].filter((f) => f !== outputRel && !f.startsWith(`${outputRel}/`));
+}
+
 /** The project in a folder (its install and settings), or null when the folder holds no BMAD install. */
 export async function readProject(folder: string, id: string): Promise<Project | null> {
   // A symlink to a folder elsewhere is a project too; its real path is what the sandbox uses.
@@ -86,7 +96,7 @@ export async function readProject(folder: string, id: string): Promise<Project |
   const install = await readInstall(root);
   if (!install) return null;
   const problems = [...install.problems];
-  const writable = await readSettings(root, install, problems);
+  const writable = [...new Set([...(await readSettings(root, install, problems)), ...documentFoldersBeyondOutput(root, install)])];
   const name = typeof install.config.project_name === 'string' && install.config.project_name.trim() ? install.config.project_name.trim() : id;
   return { id, name, root, install, writable, problems };
 }
@@ -298,6 +308,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
       agentCount: list.length,
       outputFolder: `{project-root}/${posixRel(project.root, project.install.outputRoot)}`,
       writable: project.writable.map((w) => `{project-root}/${w}`),
+      documentFolders: documentFoldersBeyondOutput(project.root, project.install).map((f) => `{project-root}/${f}`),
       problems: project.problems.map(problemLine),
     };
   }

@@ -1,14 +1,18 @@
+import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../errors';
+import { isDeniedProjectName, isInside } from '../paths';
 import { contentTypeOf, listOutputTree, readOutputFile } from '../outputs';
-import { VersionError, type VersionInfo, type VersionStore } from '../versions';
+import { isVersionError, type VersionInfo, type VersionStore } from '../versions';
 import type { OutputFileEntry, ProjectDocument, ProjectDocumentVersion } from '../../types/api';
-import type { Project } from './catalog';
+import { documentFoldersBeyondOutput, type Project } from './catalog';
 import { projectVersions } from './versions';
 
 /**
- * A project's documents for the API: the files of its shared output folder, with who last wrote
- * each and every version kept. Paths are relative to the output folder; the version store keys
+ * A project's documents for the API: the files of its shared output folder and of the other
+ * folders its config names for documents (`planning_artifacts: docs/planning`), with who last
+ * wrote each and every version kept. Paths are relative to the output folder, or to the project
+ * for a document in one of those other folders (`docs/planning/prd.md`); the version store keys
  * them relative to the project.
  */
 export interface ProjectDocuments {
@@ -52,7 +56,7 @@ function flatten(entries: OutputFileEntry[]): OutputFileEntry[] {
 }
 
 function versionError(e: unknown, relPath: string): never {
-  if (e instanceof VersionError) {
+  if (isVersionError(e)) {
     if (e.code === 'E_UNKNOWN_VERSION' || e.code === 'E_AMBIGUOUS_VERSION') throw new AppError('E_FILE_NOT_FOUND', `No such version of "${relPath}".`);
     if (e.code === 'E_INVALID_PATH') throw new AppError('E_VALIDATION', `Invalid path "${relPath}".`, { field: 'path' });
   }
@@ -74,23 +78,74 @@ const view = (v: VersionInfo, open: Set<string>): ProjectDocumentVersion => {
   };
 };
 
+/** The document folders beyond the output folder, outermost only (one walk covers those inside). */
+function outerFolders(project: Project): string[] {
+  const all = documentFoldersBeyondOutput(project.root, project.install).sort();
+  return all.filter((f, i) => !all.slice(0, i).some((o) => f.startsWith(`${o}/`)));
+}
+
 export function projectDocuments(dataDir: string, project: Project, options: ProjectDocumentsOptions = {}): ProjectDocuments {
   const outputRoot = project.install.outputRoot;
   const outputRel = path.relative(project.root, outputRoot).split(path.sep).join('/');
+  const folders = outerFolders(project);
   const store = (): Promise<VersionStore> => projectVersions(dataDir, project);
+  const clean = (relPath: string): string[] => {
+    const parts = relPath.split('/').filter((s) => s && s !== '.');
+    if (parts.some((s) => s === '..' || s.includes('\\') || s.includes('\0'))) throw new AppError('E_VALIDATION', `Invalid path "${relPath}".`, { field: 'path' });
+    return parts;
+  };
+  /** The document folder beyond the output folder a path is in, or null for a path in the output folder (or none at all). */
+  const folderOf = (relPath: string): string | null => {
+    const parts = relPath.split('/').filter((s) => s && s !== '.');
+    if (parts.includes('..')) return null;
+    return folders.find((f) => parts.join('/').startsWith(`${f}/`)) ?? null;
+  };
   const storeKey = (relPath: string): string => {
-    const clean = relPath.split('/').filter((s) => s && s !== '.');
-    if (clean.some((s) => s === '..' || s.includes('\\') || s.includes('\0'))) throw new AppError('E_VALIDATION', `Invalid path "${relPath}".`, { field: 'path' });
-    return `${outputRel}/${clean.join('/')}`;
+    const parts = clean(relPath);
+    return folderOf(relPath) ? parts.join('/') : `${outputRel}/${parts.join('/')}`;
+  };
+  /** The real folder, when it is one inside the project (a link to elsewhere is never read). */
+  const realFolder = async (folder: string): Promise<string | null> => {
+    const real = await fs.realpath(path.join(/*turbopackIgnore: true*/ project.root, folder)).catch(() => null);
+    return real && isInside(project.root, real) && real !== project.root ? real : null;
+  };
+  const readDocument = async (relPath: string) => {
+    const folder = folderOf(relPath);
+    if (!folder) return readOutputFile(outputRoot, relPath);
+    const parts = clean(relPath);
+    const rest = parts.slice(folder.split('/').length);
+    const real = await realFolder(folder);
+    // Hidden, secret and machinery names are never documents, as in the listing and the sandbox.
+    if (!real || rest.some((s) => s.startsWith('.') || isDeniedProjectName(s))) throw new AppError('E_FILE_NOT_FOUND', `No output file "${relPath}".`);
+    return readOutputFile(real, rest.join('/'));
+  };
+  /** Every document: the output folder's by their path in it, then the other folders' by their path in the project. */
+  const allFiles = async (): Promise<Array<OutputFileEntry & { key: string }>> => {
+    const inOutput = flatten(await listOutputTree(outputRoot))
+      // A path that names a folder beyond the output folder means that folder's document.
+      .filter((f) => !folderOf(f.path))
+      .map((f) => ({ ...f, key: `${outputRel}/${f.path}` }));
+    const beyond: Array<OutputFileEntry & { key: string }> = [];
+    for (const folder of folders) {
+      const real = await realFolder(folder);
+      if (!real) continue;
+      for (const f of flatten(await listOutputTree(real).catch(() => []))) {
+        const rel = `${folder}/${f.path}`;
+        // The output folder's files are listed once, by their path in it.
+        if (rel === outputRel || rel.startsWith(`${outputRel}/`) || rel.split('/').some((s) => isDeniedProjectName(s))) continue;
+        beyond.push({ ...f, path: rel, key: rel });
+      }
+    }
+    return [...inOutput, ...beyond];
   };
 
   return {
     async list() {
-      const files = flatten(await listOutputTree(outputRoot));
+      const files = await allFiles();
       const writers = new Map((await (await store()).files()).map((f) => [f.path, f]));
-      const open = await openable(files.map((f) => writers.get(`${outputRel}/${f.path}`)?.conversationId ?? null), options.canOpenConversation);
+      const open = await openable(files.map((f) => writers.get(f.key)?.conversationId ?? null), options.canOpenConversation);
       return files.map((f) => {
-        const w = writers.get(`${outputRel}/${f.path}`);
+        const w = writers.get(f.key);
         const author = w ? authorFields(w) : null;
         const conversationId = author?.conversationId && open.has(author.conversationId) ? author.conversationId : null;
         return {
@@ -104,12 +159,12 @@ export function projectDocuments(dataDir: string, project: Project, options: Pro
         };
       });
     },
-    read: (relPath) => readOutputFile(outputRoot, relPath),
+    read: readDocument,
     async versions(relPath) {
       const key = storeKey(relPath);
       const list = await (await store()).list(key).catch((e) => versionError(e, relPath));
       // A file no agent wrote yet has no versions; a path that is no file at all is a 404.
-      if (!list.length) await readOutputFile(outputRoot, relPath);
+      if (!list.length) await readDocument(relPath);
       const open = await openable(list.map((v) => v.conversationId), options.canOpenConversation);
       return list.map((v) => view(v, open));
     },

@@ -11,6 +11,8 @@ export interface InstallOptions {
   documentLanguage?: string;
   /** Relative to the project folder. */
   outputFolder?: string;
+  /** Module config answers as BMAD's `--set <module>.<key>=<value>` (6.12 on), e.g. `{ 'bmm.planning_artifacts': 'docs/planning' }`. */
+  set?: Record<string, string>;
   /** BMAD's IDE targets; `none` installs the method only. */
   tools?: string;
   timeoutMs?: number;
@@ -96,6 +98,7 @@ export function runBmadInstaller(cli: string, options: InstallOptions): Promise<
     '--communication-language', options.communicationLanguage ?? 'English',
     '--document-output-language', options.documentLanguage ?? 'English',
     '--output-folder', options.outputFolder ?? '_bmad-output',
+    ...Object.entries(options.set ?? {}).flatMap(([key, value]) => ['--set', `${key}=${value}`]),
     '-y',
   ];
   const started = performance.now();

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { AgentCommand } from '../agents/parser';
 import { listOutputTree } from '../outputs';
-import { customizationLayers, isTable, mergeTomlLayers } from '../skills';
+import { customizationLayers, isTable, mergeTomlLayers } from '../bmad-config';
 import type { JourneyDocument, JourneyPhase, JourneyStatus, JourneyStep, OutputFileEntry, ProjectJourney } from '../../types/api';
 import type { Project, ProjectCatalog } from './catalog';
 
@@ -155,6 +155,9 @@ function locationOf(raw: string, project: Project, outputRel: string): string | 
   const config = project.install.config;
   const variable = (name: string): string | undefined => {
     if (name === 'output_folder') return outputRel;
+    // A document folder as BMAD means it (`docs/planning` is the project's), as the agents write there.
+    const folder = project.install.documentFolders[name] ?? project.install.documentFolders[name.replace(/-/g, '_')];
+    if (folder) return folder;
     const v = config[name] ?? config[name.replace(/-/g, '_')];
     return typeof v === 'string' ? v : undefined;
   };

@@ -2,8 +2,10 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import yaml from 'js-yaml';
+import { isDocumentFolderKey, isDeniedProjectName } from '../paths';
 import type { Problem } from '../results';
-import { centralConfigLayers, discoverSkills, isTable, mergeTomlLayers, type InstalledSkill, type TomlTable } from '../skills';
+import { centralConfigLayers, isTable, mergeTomlLayers, type TomlTable } from '../bmad-config';
+import { discoverSkills, type InstalledSkill } from '../skills';
 
 /**
  * What BMAD's installer leaves in a project, read as it is: `_bmad/` (`bmad/` in early v6
@@ -30,6 +32,12 @@ export interface BmadInstall {
   skills: InstalledSkill[];
   /** Absolute output folder, inside the project. */
   outputRoot: string;
+  /**
+   * The folders the config names for documents (`output_folder`, `planning_artifacts`, ...) by
+   * key, relative to the project (posix), as BMAD means them: `docs/planning` and
+   * `{project-root}/docs/planning` alike. Values that name no folder inside the project are left out.
+   */
+  documentFolders: Record<string, string>;
   /** Files named relative to the project. */
   problems: Problem[];
 }
@@ -113,11 +121,33 @@ function manifestModules(manifest: Record<string, unknown> | null): string[] {
 }
 
 /**
+ * A folder a config names for documents, relative to the project (posix), as BMAD means it: with
+ * or without `{project-root}/`, relative to the project root. `{output_folder}/...` is under the
+ * output folder. Null, with the reason, for anything else: an absolute path, one that leaves the
+ * project, the project root itself, the installed method, a secret or machinery folder, or a
+ * value still waiting on a variable.
+ */
+export function projectFolderOf(raw: string, outputRel: string, installFolder: string): { rel: string } | { reason: string } {
+  let text = raw.trim().replace(/\\/g, '/');
+  text = text.replace(/^\{output_folder\}(?=\/|$)/, outputRel);
+  text = text.replace(/^\{project[-_]root\}(?=\/|$)/, '');
+  if (/\{[^}]*\}/.test(text)) return { reason: 'names a variable the server does not resolve here' };
+  if (/^([A-Za-z]:|~)/.test(text) || (raw.trim().startsWith('/') && !/^\{/.test(raw.trim()))) return { reason: 'is an absolute path' };
+  const parts = text.split('/').filter((p) => p && p !== '.');
+  if (parts.some((p) => p === '..')) return { reason: 'leaves the project' };
+  if (!parts.length) return { reason: 'is the project folder itself' };
+  if (parts.some((p) => isDeniedProjectName(p) || p.startsWith('.'))) return { reason: 'is a hidden, secret or machinery folder' };
+  if (parts[0] === installFolder || /^(_bmad|bmad|_config|_cfg)$/i.test(parts[0])) return { reason: 'is inside the installed method' };
+  return { rel: parts.join('/') };
+}
+
+/**
  * Where the project's documents go: the config's `output_folder` (`_bmad-output`,
  * `{project-root}/docs`, ...), always inside the project.
  */
 function outputRootOf(projectRoot: string, config: Record<string, unknown>, configFile: string, problems: Problem[]): string {
   const raw = str(config.output_folder) ?? DEFAULT_OUTPUT;
+  // Looser than the other document folders (an absolute path inside the project counts): the output folder is the app's own mount.
   const rel = raw.replace(/^\{project[-_]root\}\/?/, '').replace(/^\.\//, '');
   const abs = path.resolve(/*turbopackIgnore: true*/ projectRoot, rel || DEFAULT_OUTPUT);
   if (/\{[^}]*\}/.test(rel) || !isInsideFolder(projectRoot, abs) || abs === projectRoot) {
@@ -125,6 +155,20 @@ function outputRootOf(projectRoot: string, config: Record<string, unknown>, conf
     return path.join(/*turbopackIgnore: true*/ projectRoot, DEFAULT_OUTPUT);
   }
   return abs;
+}
+
+/** Every other folder the config names for documents, by key; one that cannot be used is a problem line. */
+function documentFoldersOf(config: Record<string, unknown>, outputRel: string, folder: string, problems: Problem[]): Record<string, string> {
+  const out: Record<string, string> = { output_folder: outputRel };
+  for (const [key, value] of Object.entries(config)) {
+    if (key === 'output_folder' || !isDocumentFolderKey(key)) continue;
+    const raw = str(value);
+    if (!raw) continue;
+    const found = projectFolderOf(raw, outputRel, folder);
+    if ('rel' in found) out[key] = found.rel;
+    else problems.push({ file: folder, severity: 'warning', reason: `${key} "${raw}" ${found.reason}; it is not a folder agents write to` });
+  }
+  return out;
 }
 
 async function manifestAgents(projectRoot: string, configDir: string, problems: Problem[]): Promise<InstalledAgent[] | null> {
@@ -309,5 +353,7 @@ export async function readInstall(projectRoot: string): Promise<BmadInstall | nu
     return true;
   });
 
-  return { folder, root, version, modules, agents: unique, config, configDir, central, skills: discovery.skills, outputRoot: outputRootOf(projectRoot, config, outputFrom, problems), problems };
+  const outputRoot = outputRootOf(projectRoot, config, outputFrom, problems);
+  const documentFolders = documentFoldersOf(config, posix(path.relative(projectRoot, outputRoot)), folder, problems);
+  return { folder, root, version, modules, agents: unique, config, configDir, central, skills: discovery.skills, outputRoot, documentFolders, problems };
 }

@@ -3,7 +3,7 @@ import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
 import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../conversations/lease';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
 import { readAnswer } from './result';
@@ -244,18 +244,27 @@ export class RunService {
     return () => this.bus.off(runId, listener);
   }
 
-  /** Stops taking runs, ends the running ones as interrupted, stops webhook retries. */
+  /**
+   * Stops taking runs, ends the running ones as interrupted, stops webhook retries; resolves once
+   * all of that is written (a claim under way included) and the store is closed.
+   */
   async close(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed) return this.closing;
     this.closed = true;
-    if (this.poll) clearInterval(this.poll);
-    if (this.sweeper) clearInterval(this.sweeper);
-    for (const c of this.controllers.values()) c.abort(SERVER_SHUTDOWN);
-    this.deliveries.abort();
-    await Promise.allSettled([...this.settled]);
-    this.holder?.release();
-    await this.opened?.close();
+    this.closing = (async () => {
+      if (this.poll) clearInterval(this.poll);
+      if (this.sweeper) clearInterval(this.sweeper);
+      for (const c of this.controllers.values()) c.abort(SERVER_SHUTDOWN);
+      this.deliveries.abort();
+      // Again until empty: a claim that was under way may still start a run (which ends at once).
+      while (this.settled.size) await Promise.allSettled([...this.settled]);
+      this.holder?.release();
+      await this.opened?.close();
+    })();
+    return this.closing;
   }
+
+  private closing: Promise<void> = Promise.resolve();
 
   /**
    * Whether a lease's holder is gone. A holder on another host sharing the store (Postgres)
@@ -287,7 +296,8 @@ export class RunService {
       return;
     }
     this.pumping = true;
-    void (async () => {
+    // Kept with the runs' promises: a close waits for a claim under way.
+    const pumped: Promise<void> = (async () => {
       try {
         do {
           this.pumpAgain = false;
@@ -308,7 +318,8 @@ export class RunService {
       } finally {
         this.pumping = false;
       }
-    })();
+    })().finally(() => this.settled.delete(pumped));
+    this.settled.add(pumped);
   }
 
   private async execute(run: Run, lease: RunLease): Promise<void> {
@@ -326,6 +337,8 @@ export class RunService {
     }, this.settings.heartbeatMs);
     beat.unref?.();
     if (run.cancelRequested) controller.abort(CANCELLED);
+    // Taken by a claim that was under way when the service closed: it ends interrupted at once.
+    if (this.closed) controller.abort(SERVER_SHUTDOWN);
 
     let end: RunEnd;
     let conversationId: string | undefined;
@@ -333,8 +346,8 @@ export class RunService {
       const driven = await this.drive(run, lease, controller.signal, (id) => (conversationId = id));
       end = driven;
     } catch (e) {
-      const error = e instanceof AppError ? { code: e.code, message: e.message } : { code: 'E_INTERNAL', message: 'The run failed unexpectedly.' };
-      if (!(e instanceof AppError)) log.error('run.crash', { runId: run.id, error: (e as Error)?.message?.slice(0, 200) });
+      const error = isAppError(e) ? { code: e.code, message: e.message } : { code: 'E_INTERNAL', message: 'The run failed unexpectedly.' };
+      if (!isAppError(e)) log.error('run.crash', { runId: run.id, error: (e as Error)?.message?.slice(0, 200) });
       end = { status: 'failed', result: null, error, artifacts: [] };
     } finally {
       clearInterval(beat);
@@ -375,11 +388,13 @@ export class RunService {
     // The run's conversation is its owner's, as POST /api/chat makes a caller's.
     const author = this.authorOf && run.ownerId !== LOCAL_CALLER.id ? await this.authorOf(run.ownerId).catch(() => undefined) : undefined;
     const owner = run.ownerId !== LOCAL_CALLER.id ? { ownerId: run.ownerId, ...(author ? { author } : {}) } : {};
+    // Every message of the run, the first and each answer, is its owner's words.
+    const writer = run.ownerId !== LOCAL_CALLER.id ? { messageAuthor: { id: run.ownerId, name: author ?? run.ownerId } } : {};
     for (let turn = 1; ; turn++) {
       this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
       const handle = await startTurn(
         this.chat,
-        { agentId: run.agentId, projectId: run.projectId, message, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
+        { agentId: run.agentId, projectId: run.projectId, message, ...writer, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
         signal,
       );
       if (!conversationId) {

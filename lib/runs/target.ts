@@ -16,14 +16,17 @@ export interface RunTarget {
   code?: string;
 }
 
-/** An E_NOT_HEADLESS error carries the project's skills that do have a contract. */
+/**
+ * An E_NOT_HEADLESS error carries the project's skills that do have a contract; they go out
+ * beside the message (`details.response`), so the route needs no class of its own to show them.
+ */
 export class NotHeadlessError extends AppError {
   readonly skills: string[];
   constructor(skill: string, projectId: string, skills: string[]) {
     super(
       'E_NOT_HEADLESS',
       `"${skill}" has no headless contract, so it cannot run unattended. Skills of project "${projectId}" that can: ${skills.join(', ') || 'none'}.`,
-      { skills },
+      { skills, response: { skills } },
     );
     this.skills = skills;
   }

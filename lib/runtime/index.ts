@@ -17,6 +17,9 @@ import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
 import { externalToolCheck } from '../doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
 import { DATABASE_FILE } from '../conversations';
+import { openWorkspaceStore, WorkspaceService } from '../workspaces';
+import { closeVersionStores } from '../versions';
+import { PendingWork } from './work';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -34,6 +37,10 @@ export interface Runtime extends ChatDeps {
   mcp: McpHub;
   /** People, sessions, tokens and memberships; null in the single-user mode (AUTH=off). */
   accounts: Accounts | null;
+  /** Build settings and workspaces (git checkouts of their own, on `bmad/<name>` branches). */
+  workspaces: WorkspaceService;
+  /** What outlives the requests that started it (ChatDeps.track); closeRuntime waits for it. */
+  work: PendingWork;
 }
 
 export interface RuntimeOptions {
@@ -45,6 +52,7 @@ export interface RuntimeOptions {
 
 export function createRuntime(config: Config = loadConfig(), store?: ConversationStore, options: RuntimeOptions = {}): Runtime {
   const clients = new Map<string, OpenAI>();
+  const work = new PendingWork();
   // Beside the versions in DATA_DIR, which every instance of a deployment shares.
   setFileLockFolder(path.join(config.dataDir, 'locks'));
   const mcp = createMcpHub(options.mcp ?? loadMcpSetup(process.env, config.projectRoot));
@@ -61,7 +69,14 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     mcp,
     access: accounts ? accountsPolicy(accounts) : openAccess,
     accounts,
+    workspaces: new WorkspaceService({
+      store: openWorkspaceStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+      root: config.workspacesRoot,
+      bwrap: config.scripts.bwrap,
+    }),
     auditDir: path.join(config.dataDir, 'audit'),
+    work,
+    track: work.track,
     llm: (name = config.models.defaultProfile) => {
       const profile = config.models.profiles.get(name);
       if (!profile?.configured) throw new AppError('E_LLM_NOT_CONFIGURED', `Model profile "${name}" is not configured.`, { profile: name });
@@ -96,15 +111,28 @@ export function getRuntime(): Runtime {
   return holder.__bmadRuntime;
 }
 
-/** For tests: replace (or drop) the process runtime. */
+/**
+ * Closes a runtime once its own work is done: runs stopped (their turns end interrupted and are
+ * written), the tools' writes and versions a stop left running landed, the version stores of its
+ * data folder idle and forgotten, then its MCP servers, stores and accounts closed. Nothing of it
+ * writes into its folders after this resolves. `keep`: parts another runtime still uses.
+ */
+export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime, 'store' | 'accounts' | 'mcp'>> = {}): Promise<void> {
+  await runtime.runs.close();
+  await runtime.work.settled();
+  await closeVersionStores(path.join(runtime.config.dataDir, 'versions'));
+  if (runtime.mcp !== keep.mcp) await runtime.mcp?.close();
+  if (runtime.store !== keep.store) await runtime.store.close();
+  if (runtime.accounts && runtime.accounts !== keep.accounts) await runtime.accounts.close();
+  await runtime.workspaces.store.close();
+}
+
+/** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */
 export async function setRuntime(runtime: Runtime | undefined): Promise<void> {
   const previous = holder.__bmadRuntime;
   // Swapped before the close, so no caller picks up a store that is closing.
   holder.__bmadRuntime = runtime;
-  if (previous && previous !== runtime) {
-    await previous.runs.close();
-    await previous.mcp?.close();
-    await previous.store.close();
-    if (previous.accounts && previous.accounts !== runtime?.accounts) await previous.accounts.close();
-  }
+  if (previous && previous !== runtime) await closeRuntime(previous, runtime ?? {});
+  // Nothing of a closed runtime stays on the global scope.
+  if (!runtime) delete holder.__bmadRuntime;
 }

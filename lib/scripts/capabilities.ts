@@ -3,7 +3,7 @@ import { promises as fs, constants } from 'node:fs';
 import path from 'node:path';
 import type { ScriptSettings } from '../config';
 import { log } from '../log';
-import { bwrapArgs } from './sandbox';
+import { bwrapArgs } from '../sandbox';
 
 /** What this host can do for scripts; a script never runs without the sandbox. */
 export interface ScriptCapabilities {

@@ -73,9 +73,9 @@ export function splitWords(line: string): Split {
 }
 
 /** What `uv run` options mean here: flags to drop, and options whose value is a package to check. */
-const UV_FLAGS = new Set(['--no-cache', '-q', '--quiet', '-v', '--verbose', '--script', '--isolated', '--no-project', '--frozen', '--offline', '--no-sync', '--no-config', '--locked', '-n']);
-const UV_WITH = new Set(['--with', '-w']);
-const UV_VALUED = new Set(['--python', '-p', '--directory', '--project', '--cache-dir', '--env-file', '--index-url', '--extra-index-url', '--index']);
+export const UV_FLAGS = new Set(['--no-cache', '-q', '--quiet', '-v', '--verbose', '--script', '--isolated', '--no-project', '--frozen', '--offline', '--no-sync', '--no-config', '--locked', '-n']);
+export const UV_WITH = new Set(['--with', '-w']);
+export const UV_VALUED = new Set(['--python', '-p', '--directory', '--project', '--cache-dir', '--env-file', '--index-url', '--extra-index-url', '--index']);
 const PYTHONS = /^(?:\S*\/)?python(?:3(?:\.\d+)?)?$/;
 
 export interface ParsedCommand {

@@ -1,19 +1,20 @@
 import type { ScriptSettings } from '../config';
 import { log } from '../log';
 import type { ScriptCapabilities } from './capabilities';
-import { createRunCgroup } from './cgroup';
+import { createRunCgroup } from '../sandbox';
 import { collectChanges, type Changes, type MountPlan } from './mounts';
 import { bootstrapCommand, parseBootReport, type BootReport, type ProcessLimits } from './pep723';
-import { runSandboxed, type RunOutcome } from './run';
+import { runSandboxed, type RunOutcome } from '../sandbox';
 import { PROJECT_AT } from './mounts';
-import { SANDBOX_ENV } from './sandbox';
+import { SANDBOX_ENV } from '../sandbox';
 
 export { scriptCapabilities, forgetCapabilities, type ScriptCapabilities } from './capabilities';
 export { parseCommand, splitWords, type ParsedCommand } from './command';
 export { planMounts, sandboxPathOf, PROJECT_AT, type MountPlan, type MountRequest, type Changes } from './mounts';
 export { findSkillFolders, type SkillFolder } from './skill-folders';
-export { debianPackageFor, type BootReport } from './pep723';
-export { bwrapArgs, type SandboxSpec, type Mount } from './sandbox';
+export { debianPackageFor, BOOTSTRAP, type BootReport } from './pep723';
+export { UV_FLAGS, UV_WITH, UV_VALUED } from './command';
+export { bwrapArgs, type SandboxSpec, type Mount } from '../sandbox';
 
 /** At most this much of stdout and stderr together goes back to the model. */
 export const MAX_OUTPUT_BYTES = 1_000_000;

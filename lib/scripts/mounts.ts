@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { isDeniedProjectName, isInside } from '../paths';
 import { fail, type ToolFailure } from '../results';
-import type { Mount } from './sandbox';
+import type { Mount } from '../sandbox';
 
 /** Where the project appears inside the sandbox, with its own layout below. */
 export const PROJECT_AT = '/project';
@@ -38,6 +38,8 @@ export interface MountRequest {
   writable: string[];
   /** The installed method: `_bmad/` and the skill folders. Never writable, even inside a writable folder. */
   method: string[];
+  /** Folders of the installed method its scripts write (BMAD's `_bmad/render/`); made when missing. */
+  methodWritable?: string[];
 }
 
 function toSandbox(projectReal: string, real: string): string {
@@ -113,6 +115,14 @@ export async function planMounts(req: MountRequest): Promise<MountPlan | ToolFai
     if (!real || real === projectReal || !isInside(projectReal, real)) continue;
     writable.push({ host: real, at: toSandbox(projectReal, real) });
   }
+  const reopened: WritableArea[] = [];
+  for (const dir of req.methodWritable ?? []) {
+    await fs.mkdir(dir, { recursive: true }).catch(() => undefined);
+    const real = await realDir(dir);
+    if (!real || real === projectReal || !isInside(projectReal, real)) continue;
+    reopened.push({ host: real, at: toSandbox(projectReal, real) });
+  }
+  writable.push(...reopened);
   writable.sort((a, b) => a.at.length - b.at.length);
   const scan = await scanProject(projectReal, writable.map((w) => w.host));
   if (scan.tooMany) {
@@ -124,6 +134,7 @@ export async function planMounts(req: MountRequest): Promise<MountPlan | ToolFai
     const real = await fs.realpath(m).catch(() => null);
     if (real && isInside(projectReal, real) && writable.some((w) => isInside(w.host, real))) mounts.push({ kind: 'ro', host: real, at: toSandbox(projectReal, real) });
   }
+  for (const w of reopened) mounts.push({ kind: 'rw', host: w.host, at: w.at });
   mounts.push(...scan.hide);
   return { projectReal, mounts, writable, before: scan.before };
 }

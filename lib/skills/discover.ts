@@ -3,8 +3,8 @@ import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import yaml from 'js-yaml';
 import { isInside, walkFolder } from '../paths';
-import { splitFrontmatter } from '../workflows/frontmatter';
-import { isTable, parseToml } from './toml';
+import { isTable, parseToml } from '../bmad-config';
+import { splitFrontmatter } from '../frontmatter';
 
 /**
  * The skill folders BMAD's installer writes into a project, one per tool (`target_dir` in

@@ -32,8 +32,26 @@ interface Case {
 const openServers: net.Server[] = [];
 const out = (sb: Sandbox, ...p: string[]) => path.join(sb.ctx.outputRoot, ...p);
 const link = (target: string, at: string) => fs.symlink(target, at);
+const withTmp = async (sb: Sandbox, ctx: ToolContext) => {
+  ctx.tmpRoot = path.join(sb.base, 'wtmp');
+  await fs.mkdir(ctx.tmpRoot, { recursive: true });
+};
 
 const cases: Case[] = [
+  // A workspace's command temp folder ({tmp}): readable only where a workspace gave one, never a way out
+  { name: '{tmp} outside a workspace', path: '{tmp}/diff.patch', expect: 'E_SANDBOX_VIOLATION' },
+  { name: '{tmp} dot-dot', path: '{tmp}/../outside/secret.txt', expect: 'E_SANDBOX_VIOLATION', setup: (sb, ctx) => withTmp(sb, ctx) },
+  {
+    name: '{tmp} symlink a command left pointing out',
+    path: '{tmp}/leak',
+    expect: 'E_SANDBOX_VIOLATION',
+    setup: async (sb, ctx) => {
+      await withTmp(sb, ctx);
+      await link(path.join(sb.outside, 'secret.txt'), path.join(sb.base, 'wtmp', 'leak'));
+    },
+  },
+  { name: '{tmp} is not writable by the file tools', path: '{tmp}/x.md', expect: 'E_READ_ONLY', tool: 'save_output', setup: (sb, ctx) => withTmp(sb, ctx) },
+  { name: '{tmp} not at the start', path: '{output_folder}/../{tmp}/x', expect: 'E_SANDBOX_VIOLATION', setup: (sb, ctx) => withTmp(sb, ctx) },
   // Traversal, in every spelling
   { name: 'dot-dot out of the output folder', path: '{output_folder}/../../../.env', expect: 'E_SANDBOX_VIOLATION' },
   { name: 'relative dot-dot', path: '../.env', expect: 'E_SANDBOX_VIOLATION' },

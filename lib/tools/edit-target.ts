@@ -88,6 +88,7 @@ export async function writeAndRecord(
   const recording = Promise.resolve().then(() =>
     ctx.recordWrite!({ virtualPath: target.virtual, abs: target.abs, content: data, sha256: written.sha256, tool, previous }),
   );
+  ctx.track?.(recording);
   const timeout = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), RECORD_TIMEOUT_MS);
     timer.unref?.();

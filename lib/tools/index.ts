@@ -8,6 +8,7 @@ import { editFileTool } from './edit-file';
 import { executeWorkflowTool } from './execute-workflow';
 import { listFilesTool } from './list-files';
 import { readFileTool } from './read-file';
+import { runCommandTool } from './run-command';
 import { runScriptTool } from './run-script';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../llm/types';
 import { byteLength, fail, type ToolResult } from '../results';
@@ -16,7 +17,7 @@ import { searchFilesTool } from './search-files';
 import { spawnSubagentTool } from './spawn-subagent';
 import type { DynamicTool, ToolContext } from './types';
 
-export type { DynamicTool, SubagentRequest, SubagentRunner, ToolContext } from './types';
+export type { CommandContext, DynamicTool, SubagentRequest, SubagentRunner, ToolContext } from './types';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const TOOLS: Tool<any>[] = [
@@ -29,6 +30,7 @@ const TOOLS: Tool<any>[] = [
   executeWorkflowTool,
   spawnSubagentTool,
   runScriptTool,
+  runCommandTool,
 ];
 const BY_NAME = new Map(TOOLS.map((t) => [t.name, t]));
 
@@ -44,23 +46,32 @@ function parametersOf(schema: z.ZodType): Record<string, unknown> {
 }
 
 let definitions: ToolDefinition[] | null = null;
+let withoutCommands: ToolDefinition[] | null = null;
+
+/** What a turn offers beyond the tools every turn has. */
+export interface ToolOffer {
+  /** The turn runs in a workspace of a project with build enabled (ToolContext.commands is set). */
+  commands?: boolean;
+}
 
 /**
  * OpenAI function tools for chat completions `tools[]`: the static ones (built once), then the
  * conversation's dynamic ones (an MCP server's) in the order given. A dynamic tool never shadows
- * a static one.
+ * a static one. run_command is offered only when the offer says the turn can run commands.
  */
-export function toolDefinitions(dynamic?: Iterable<DynamicTool>): ToolDefinition[] {
+export function toolDefinitions(dynamic?: Iterable<DynamicTool>, offer: ToolOffer = {}): ToolDefinition[] {
   definitions ??= TOOLS.map((t) => ({
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: parametersOf(t.schema) },
   }));
-  if (!dynamic) return definitions;
+  withoutCommands ??= definitions.filter((d) => d.function.name !== runCommandTool.name);
+  const base = offer.commands ? definitions : withoutCommands;
+  if (!dynamic) return base;
   const extra = [...dynamic].filter((t) => !BY_NAME.has(t.name)).map((t) => ({
     type: 'function' as const,
     function: { name: t.name, description: t.description, parameters: t.parameters },
   }));
-  return extra.length ? [...definitions, ...extra] : definitions;
+  return extra.length ? [...base, ...extra] : base;
 }
 
 /** A dynamic tool's result, kept under the read limit: long text is cut and says so. */
@@ -168,7 +179,10 @@ async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: Tool
   }
   const abort = whenAborted(ctx.signal);
   try {
-    const result = await Promise.race([tool.run(checked.data, ctx), abort.promise]);
+    const running = tool.run(checked.data, ctx);
+    // A stop answers at once; the call itself goes on to its end (a write lands whole).
+    ctx.track?.(running);
+    const result = await Promise.race([running, abort.promise]);
     return { input, result };
   } finally {
     abort.dispose();
@@ -234,5 +248,5 @@ export async function executeTool(call: ToolCall, ctx: ToolContext): Promise<Too
   return (await runToolCall(call, ctx)).result;
 }
 
-export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool, spawnSubagentTool, runScriptTool };
+export { readFileTool, listFilesTool, searchFilesTool, saveOutputTool, editFileTool, applyPatchTool, executeWorkflowTool, spawnSubagentTool, runScriptTool, runCommandTool };
 export type { Tool } from './define';

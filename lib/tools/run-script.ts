@@ -1,4 +1,4 @@
-import { promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { DEFAULT_SCRIPT_SETTINGS } from '../config';
@@ -67,6 +67,14 @@ function normalize(raw: Record<string, unknown>): Record<string, unknown> {
   return a;
 }
 
+/**
+ * BMAD 6.11 on renders a skill's workflow into `_bmad/render/` (render_skill.py) before it runs:
+ * the one folder of the installed method its scripts (and commands) may write.
+ */
+export function renderFolders(ctx: Pick<ToolContext, 'bundleRoot'>): string[] {
+  return path.basename(ctx.bundleRoot) === '_bmad' && existsSync(path.join(ctx.bundleRoot, 'scripts', 'render_skill.py')) ? [path.join(ctx.bundleRoot, 'render')] : [];
+}
+
 function skillVirtual(projectReal: string, skill: SkillFolder): string {
   return `{project-root}/${path.relative(projectReal, skill.real).split(path.sep).join('/')}`;
 }
@@ -123,7 +131,7 @@ async function locateScript(raw: string, ctx: ToolContext, projectReal: string, 
       details: { mount: target.mount, reason: why, virtual: target.virtual },
     });
   if (!inSkill && !inMethod) return notMethod(`${target.virtual} is not a script of the installed method`);
-  const writable = [ctx.outputRoot, ...(ctx.project?.writable ?? []).map((w) => path.join(ctx.projectRoot, w))];
+  const writable = [ctx.outputRoot, ...(ctx.project?.writable ?? []).map((w) => path.join(ctx.projectRoot, w)), ...renderFolders(ctx)];
   for (const w of writable) {
     const real = await fs.realpath(w).catch(() => null);
     if (real && isInside(real, target.abs)) return notMethod(`${target.virtual} is in a folder this conversation can write, and such files never run`);
@@ -247,6 +255,7 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
     outputRoot: ctx.outputRoot,
     writable: ctx.project.writable,
     method: [ctx.bundleRoot, ...skills.map((s) => s.real)],
+    methodWritable: renderFolders(ctx),
   });
   if (isFailure(plan)) return plan;
   const output = outputReal ?? (await fs.realpath(ctx.outputRoot));
@@ -301,7 +310,9 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
         : undefined;
   const virtualOf = (abs: string) => show(sandboxPathOf(plan, abs));
   const written = ran.changes.written.map((abs) => ({ abs, virtual: virtualOf(abs) }));
-  await recordWrites(ctx, written);
+  // Rendered workflows are the method's, made again whenever needed: not documents to version.
+  const renders = (await Promise.all(renderFolders(ctx).map((r) => fs.realpath(r).catch(() => null)))).filter((r): r is string => r !== null);
+  await recordWrites(ctx, written.filter((w) => !renders.some((r) => isInside(r, w.abs))));
   const hints: string[] = [];
   if (stopped === 'time_limit') hints.push(`The script was stopped at its time limit (${limitS} s).`);
   if (stopped === 'memory_limit') hints.push(`The script ran out of memory (limit ${settings.memoryMb} MB).`);

@@ -1,5 +1,5 @@
 import type { AuditLog } from '../audit';
-import type { ScriptSettings, ToolLimits } from '../config';
+import type { CommandSettings, ScriptSettings, ToolLimits } from '../config';
 import type { PathContext } from '../paths';
 import type { ToolFailure, ToolResult } from '../results';
 
@@ -72,6 +72,26 @@ export interface DynamicTool {
   run(args: Record<string, unknown>, signal: AbortSignal): Promise<ToolResult>;
 }
 
+/**
+ * A turn in a workspace of a project with build enabled: what run_command needs. Set by the chat
+ * service; without it run_command is neither offered nor run.
+ */
+export interface CommandContext {
+  /** The workspace's checkout (the top of its repository); `{project-root}` is it or a folder in it. */
+  checkout: string;
+  /** COMMAND_* settings. */
+  settings: CommandSettings;
+  /** The project's build variables (never secrets). */
+  env?: Record<string, string>;
+  /** Author and committer of commits made by commands: the person the turn is for. */
+  gitIdentity?: { name: string; email: string };
+  /**
+   * Called after every command that ran (e.g. the workspace's sync of its branch into the project
+   * repository). A failure is logged and said in the result; the command's outcome stands.
+   */
+  afterCommand?(): Promise<void>;
+}
+
 /** Everything a tool may touch for one call. Absolute paths stay on the server side of this object. */
 export interface ToolContext extends PathContext {
   conversationId: string;
@@ -100,6 +120,14 @@ export interface ToolContext extends PathContext {
    * inside a subagent, so a subagent cannot spawn another.
    */
   subagent?: SubagentRunner;
+  /** Set in a workspace of a project with build enabled: run_command is offered and runs there. */
+  commands?: CommandContext;
   /** Tools of this conversation beyond the static ones (its MCP servers'), by function name. */
   dynamicTools?: ReadonlyMap<string, DynamicTool>;
+  /**
+   * Takes work that outlives the call's answer: a tool a stop stopped waiting for, which still
+   * finishes its write and its version, or a version record past its time limit. The server's
+   * close waits for it, so a shutdown never cuts a write in half nor leaves one behind it.
+   */
+  track?(work: Promise<unknown>): void;
 }

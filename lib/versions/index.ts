@@ -8,5 +8,5 @@
  * Store paths are relative to the work root, posix; `store.relativePath(abs)` maps a tool's real
  * path. A hook must not write through the tools itself: it runs inside the file's write lock.
  */
-export { openVersionStore, recorderFor, storePath, VersionError, type VersionStore, type VersionStoreOptions, type VersionAuthor, type RecordInput, type FileInfo, type VersionErrorCode } from './store';
+export { openVersionStore, closeVersionStores, recorderFor, storePath, VersionError, isVersionError, type VersionStore, type VersionStoreOptions, type VersionAuthor, type RecordInput, type FileInfo, type VersionErrorCode } from './store';
 export type { VersionInfo, VersionKind } from './metadata';

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createTwoFilesPatch } from 'diff';
 import { init, readBlob, readCommit, readTree, resolveRef, writeBlob, writeCommit, writeTree, type TreeEntry } from 'isomorphic-git';
 import { KeyedLock, isInside, readResolved, resolveInRoot, withFileLock, writeFileAtomic, type ResolvedPath } from '../paths';
+import { errorBrand } from '../errors';
 import { isFailure, sha256 } from '../results';
 import { gitFs } from './git-fs';
 import { commitMessage, oneLine, parseCommitMessage, type VersionInfo, type VersionMeta } from './metadata';
@@ -18,6 +19,9 @@ export type VersionErrorCode =
   | 'E_CONFIG'
   | 'E_WRITE';
 
+const VERSION_ERROR = errorBrand('version-error');
+
+/** Recognised with isVersionError: a store is shared by every copy of this module (see the registry below). */
 export class VersionError extends Error {
   constructor(
     readonly code: VersionErrorCode,
@@ -25,7 +29,13 @@ export class VersionError extends Error {
   ) {
     super(message);
     this.name = 'VersionError';
+    VERSION_ERROR.mark(this);
   }
+}
+
+/** True for a VersionError thrown by any copy of this module. */
+export function isVersionError(e: unknown): e is VersionError {
+  return VERSION_ERROR.has(e) && typeof (e as { code?: unknown }).code === 'string';
 }
 
 /**
@@ -468,6 +478,12 @@ class GitVersionStore implements VersionStore {
     });
   }
 
+  /** Resolves once nothing of this store is running or queued (work queued meanwhile included). */
+  async idle(): Promise<void> {
+    do await this.lock.run(this.gitdir, async () => undefined);
+    while (this.lock.size > 0);
+  }
+
   relativePath(abs: string): string | null {
     if (!path.isAbsolute(abs) || !isInside(this.workRoot, abs)) return null;
     const rel = path.relative(this.workRoot, abs);
@@ -504,6 +520,21 @@ export async function openVersionStore(options: VersionStoreOptions): Promise<Ve
   const store = await opening;
   if (store.workRoot !== workRoot) throw new VersionError('E_CONFIG', 'This shadow repository already versions another folder');
   return store;
+}
+
+/**
+ * Waits until the stores of the shadow repositories under `folder` are idle, then forgets them:
+ * what closes a data folder (a server's runtime, a test's) leaves no write running in it and no
+ * store of it behind. A later open reads the repository afresh.
+ */
+export async function closeVersionStores(folder: string): Promise<void> {
+  const root = await realish(folder);
+  for (const [gitdir, opening] of [...stores]) {
+    if (gitdir !== root && !isInside(root, gitdir)) continue;
+    const store = await opening.catch(() => null);
+    await store?.idle();
+    if (stores.get(gitdir) === opening) stores.delete(gitdir);
+  }
 }
 
 /**

@@ -1,4 +1,4 @@
-import { loadConfigFile } from '../agents/config';
+import { loadConfigFile } from '../bmad-config';
 import type { PathContext } from '../paths';
 import { isFailure, type ToolFailure } from '../results';
 import { dirnameVirtual, fileExists, readText, withContext } from './files';

@@ -3,7 +3,7 @@ import { isFailure, type ToolFailure } from '../results';
 import { findMarkdownConfig } from './config';
 import { resolveContent } from './content';
 import { dirnameVirtual, readText, type LoadedFile } from './files';
-import { splitFrontmatter } from './frontmatter';
+import { splitFrontmatter } from '../frontmatter';
 import { findFirstStep, isStepFile, type FirstStep } from './steps';
 import type { LoadedStep, WorkflowResult } from './types';
 import { Unresolved } from './unresolved';

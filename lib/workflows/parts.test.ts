@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { pathAccess, isOutputKey } from './access';
 import { joinVirtual } from './files';
-import { splitFrontmatter } from './frontmatter';
+import { splitFrontmatter } from '../frontmatter';
 import type { PathContext } from '../paths';
 
 const project = path.join(path.sep, 'srv', 'demo');

@@ -1,20 +1,10 @@
 import { parse as parseCsv } from 'csv-parse/sync';
 import { expandVariables, MOUNT_TOKENS, resolvePath, toVirtual, walkFolder, type PathContext } from '../paths';
 import { fail, isFailure, type ToolFailure } from '../results';
-import {
-  centralConfigLayers,
-  customizationLayers,
-  globFiles,
-  isTable,
-  locateSkill,
-  lookup,
-  mergeTomlLayers,
-  substituteCustomization,
-  type Merged,
-  type TomlTable,
-} from '../skills';
+import { centralConfigLayers, customizationLayers, isTable, lookup, mergeTomlLayers, substituteCustomization, type Merged, type TomlTable } from '../bmad-config';
+import { globFiles, locateSkill } from '../skills';
 import { basenameVirtual, dirnameVirtual, fileExists, readText, type LoadedFile } from './files';
-import { splitFrontmatter } from './frontmatter';
+import { splitFrontmatter } from '../frontmatter';
 import { loadMarkdownWorkflow } from './markdown';
 import type { SkillActivation, SkillInfo, WorkflowResult } from './types';
 import type { Shared } from './yaml-workflow';

@@ -1,4 +1,4 @@
-import { expandVariables, isReservedVariable, MOUNT_TOKENS, withoutReserved, type PathContext, type VariableScope } from '../paths';
+import { expandVariables, isDocumentFolderKey, isReservedVariable, MOUNT_TOKENS, projectFolderValue, withoutReserved, type PathContext, type VariableScope } from '../paths';
 import { pathAccess, isOutputKey } from './access';
 import { isRelativeRef, joinVirtual, leadingVirtualPath } from './files';
 import type { Unresolved } from './unresolved';
@@ -60,7 +60,9 @@ export function baseScope(sources: VariableSources, variables: Record<string, un
 function substituteConfig(value: unknown, sources: VariableSources, missing: Set<string>): unknown {
   const lookup = (key: string): unknown => {
     if (key === 'output_folder') return MOUNT_TOKENS.output_folder;
-    return sources.config[key] ?? sources.agent[key];
+    const found = sources.config[key] ?? sources.agent[key];
+    // A project's document folder written without `{project-root}` is still the project's.
+    return sources.ctx.project && typeof found === 'string' && isDocumentFolderKey(key) ? projectFolderValue(found) : found;
   };
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') {

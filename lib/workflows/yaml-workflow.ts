@@ -1,4 +1,4 @@
-import { parseConfig } from '../agents/config';
+import { parseConfig } from '../bmad-config';
 import { expandVariables, MOUNT_TOKENS, type PathContext } from '../paths';
 import { fail, isFailure, type ToolFailure } from '../results';
 import { loadNamedConfig } from './config';

@@ -1,5 +1,5 @@
-import { runSandboxed } from '../scripts/run';
-import { bwrapArgs, SANDBOX_ENV } from '../scripts/sandbox';
+import { runSandboxed } from '../sandbox/run';
+import { bwrapArgs, SANDBOX_ENV } from '../sandbox/bwrap';
 import { FIXED_CONFIG } from '../git/runner';
 
 /**

@@ -92,7 +92,8 @@ describe('owners, members and lists', () => {
     expect(await ids(admin)).toEqual(['bakery']);
     expect(await ids(cy)).toEqual([]);
     const members = await json(await listMembers(req('GET', '/api/projects/bakery/members', bo), params({ id: 'bakery' })));
-    expect(members.body.data.map((m: { email: string; projectRole: string }) => `${m.email}:${m.projectRole}`)).toEqual(['bo@example.com:owner']);
+    expect(members.body.data.members.map((m: { email: string; projectRole: string; access: string }) => `${m.email}:${m.projectRole}:${m.access}`)).toEqual(['bo@example.com:owner:member', 'root@example.com:owner:admin']);
+    expect(members.body.data.canManage).toBe(true);
   }, 120_000);
 
   it('pages through only the conversations a member may read, and forgets them when the member leaves', async () => {

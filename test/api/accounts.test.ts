@@ -128,7 +128,13 @@ describe('accounts, one step after the other on one server', () => {
     // An owner manages the members of their project.
     const added = await json(await put('shop', 'carol@example.com', 'viewer', alice));
     expect(added.status).toBe(200);
-    expect(added.body.data.map((m: { email: string; projectRole: string }) => `${m.email}:${m.projectRole}`)).toEqual(['alice@example.com:owner', 'carol@example.com:viewer']);
+    // Members first, then the admins (who are not members), marked by their access.
+    expect(added.body.data.members.map((m: { email: string; projectRole: string; access: string }) => `${m.email}:${m.projectRole}:${m.access}`)).toEqual([
+      'alice@example.com:owner:member',
+      'carol@example.com:viewer:member',
+      'root@example.com:owner:admin',
+    ]);
+    expect(added.body.data.canManage).toBe(true);
     // An editor does not; a viewer neither.
     expect((await put('lab', 'carol@example.com', 'viewer', bob)).status).toBe(403);
     expect((await put('shop', 'bob@example.com', 'viewer', carol)).status).toBe(403);
@@ -149,7 +155,7 @@ describe('accounts, one step after the other on one server', () => {
     const read = (who: Who) => getConversation(req('GET', `/api/conversations/${aliceConversation}`, who), params({ id: aliceConversation }));
     const own = await json(await read(alice));
     expect(own.status).toBe(200);
-    expect(own.body.data).toMatchObject({ owner: { name: 'alice', email: 'alice@example.com' } });
+    expect(own.body.data).toMatchObject({ owner: { name: 'alice' }, canWrite: true });
     expect(own.body.data.ownerId).toBe(own.body.data.owner.id);
     expect((await read(admin)).status).toBe(200);
     expect((await json(await read(carol))).body.code).toBe('E_CONVERSATION_NOT_FOUND');
@@ -168,8 +174,9 @@ describe('accounts, one step after the other on one server', () => {
     const carolChat = await json(await chat(req('POST', '/api/chat', { ...carol, body: { projectId: 'shop', agentId: 'pm', message: 'mine now', conversationId: aliceConversation, stream: false } })));
     expect(carolChat.status).toBe(403);
     expect((await json(await chat(req('POST', '/api/chat', { ...carol, body: { projectId: 'shop', agentId: 'pm', message: 'new', stream: false } })))).status).toBe(403);
-    expect((await patchConversation(req('PATCH', `/api/conversations/${aliceConversation}`, { ...carol, body: { title: 'taken' } }), params({ id: aliceConversation }))).status).toBe(404);
-    expect((await deleteConversation(req('DELETE', `/api/conversations/${aliceConversation}`, carol), params({ id: aliceConversation }))).status).toBe(404);
+    // She reads it, so a write is refused in words, not as if it did not exist.
+    expect((await patchConversation(req('PATCH', `/api/conversations/${aliceConversation}`, { ...carol, body: { title: 'taken' } }), params({ id: aliceConversation }))).status).toBe(403);
+    expect((await deleteConversation(req('DELETE', `/api/conversations/${aliceConversation}`, carol), params({ id: aliceConversation }))).status).toBe(403);
     // A member of another project never sees it, shared or not.
     expect((await read(bob)).status).toBe(404);
     expect(await listed(bob)).toEqual([]);

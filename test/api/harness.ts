@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '@/lib/config';
 import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
 import { MemoryConversationStore } from '@/lib/conversations';
 import type { AuthSettings } from '@/lib/auth';
+import { closeVersionStores } from '@/lib/versions';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model';
 
 export const REPO = path.resolve(__dirname, '../..');
@@ -25,7 +26,9 @@ export async function startHarness(
   env: Record<string, string> = {},
   // `auth`: accounts on with these settings; without it the runtime follows AUTH, which the jest
   // setup sets to off (the single-user mode every other test is written for).
-  opts: { store?: 'memory' | 'sqlite' | 'postgres'; auth?: Partial<AuthSettings> } = {},
+  // `separateGraph`: the runtime comes from a second copy of lib/, as the production server's
+  // instrumentation hook builds it in a module graph of its own; the routes keep this copy.
+  opts: { store?: 'memory' | 'sqlite' | 'postgres'; auth?: Partial<AuthSettings>; separateGraph?: boolean } = {},
 ): Promise<Harness> {
   const model = await startScriptedModel({});
   const tmp = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-api-'));
@@ -42,10 +45,11 @@ export async function startHarness(
     },
     tmp,
   );
-  const runtime = createRuntime(
+  const lib = opts.separateGraph ? secondCopyOfLib() : { createRuntime, MemoryConversationStore };
+  const runtime = lib.createRuntime(
     config,
     // sqlite: DATA_DIR's file; postgres: the store of DATABASE_URL (in env).
-    opts.store === 'sqlite' || opts.store === 'postgres' ? undefined : new MemoryConversationStore(),
+    opts.store === 'sqlite' || opts.store === 'postgres' ? undefined : new lib.MemoryConversationStore(),
     opts.auth ? { auth: { enabled: true, allowSignup: false, secret: 'test-secret-test-secret-test-secret-0123', ...opts.auth } } : {},
   );
   await setRuntime(runtime);
@@ -55,13 +59,25 @@ export async function startHarness(
     config,
     tmp,
     async close() {
+      // Waits for the runtime's own work (runs, tools' writes, version records), then forgets the
+      // version stores a test opened itself: nothing writes into `tmp` once it is removed.
       await setRuntime(undefined);
+      await closeVersionStores(config.dataDir);
       // A test may have swapped in another model server (a restart on the same port).
       await harness.model.close();
       await fs.rm(tmp, { recursive: true, force: true });
     },
   };
   return harness;
+}
+
+/** lib/runtime and lib/conversations loaded again, with classes of their own (errors included). */
+function secondCopyOfLib(): { createRuntime: typeof createRuntime; MemoryConversationStore: typeof MemoryConversationStore } {
+  let copy: { createRuntime: typeof createRuntime; MemoryConversationStore: typeof MemoryConversationStore } | undefined;
+  jest.isolateModules(() => {
+    copy = { createRuntime: require('@/lib/runtime').createRuntime, MemoryConversationStore: require('@/lib/conversations').MemoryConversationStore };
+  });
+  return copy!;
 }
 
 export function jsonRequest(url: string, body: unknown, init: RequestInit = {}): Request {

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { createRuntime, type Runtime } from '@/lib/runtime';
+import { closeRuntime, createRuntime, type Runtime } from '@/lib/runtime';
 import { MemoryConversationStore } from '@/lib/conversations';
 import { SETTINGS_FILE } from '@/lib/projects/catalog';
 import { bmadProject } from '../bmad-installs';
@@ -23,9 +23,7 @@ beforeAll(async () => {
   b = createRuntime(h.config, new MemoryConversationStore());
 }, 240_000);
 afterAll(async () => {
-  await b?.runs.close();
-  await b?.mcp.close();
-  await b?.store.close();
+  if (b) await closeRuntime(b);
   await h?.close();
   await fs.rm(projectsRoot, { recursive: true, force: true });
 });
@@ -50,10 +48,11 @@ it('a project another instance creates is listed at once', async () => {
 
 it("a project's settings changed through another instance apply within moments", async () => {
   const writable = async () => (await b.projects.view((await b.projects.get('shop'))!)).writable;
-  expect(await writable()).toEqual([]);
-  await fs.mkdir(path.join(projectsRoot, 'shop', 'docs'), { recursive: true });
-  await fs.writeFile(path.join(projectsRoot, 'shop', SETTINGS_FILE), 'writable: [docs]\n');
-  expect(await eventually(writable, (w) => w.length > 0)).toEqual(['{project-root}/docs']);
+  // The config's project_knowledge folder is writable from the start.
+  expect(await writable()).toEqual(['{project-root}/docs']);
+  await fs.mkdir(path.join(projectsRoot, 'shop', 'src'), { recursive: true });
+  await fs.writeFile(path.join(projectsRoot, 'shop', SETTINGS_FILE), 'writable: [src]\n');
+  expect(await eventually(writable, (w) => w.length > 1)).toEqual(['{project-root}/src', '{project-root}/docs']);
 });
 
 it("an agent's file changed by another instance is read again, even within one tick of a coarse clock", async () => {

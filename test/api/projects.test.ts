@@ -35,7 +35,7 @@ describe('BMAD projects over the API', () => {
     const { status, body } = await json(await listProjects(get('/api/projects')));
     expect(status).toBe(200);
     expect(body.data).toEqual([
-      expect.objectContaining({ id: 'shop', bmad: { version: '6.0.4', folder: '_bmad', modules: ['core', 'bmm'] }, outputFolder: '{project-root}/_bmad-output', writable: [] }),
+      expect.objectContaining({ id: 'shop', bmad: { version: '6.0.4', folder: '_bmad', modules: ['core', 'bmm'] }, outputFolder: '{project-root}/_bmad-output', writable: ['{project-root}/docs'] }),
     ]);
     expect(body.data[0].agentCount).toBeGreaterThanOrEqual(9);
     expect(JSON.stringify(body)).not.toContain(h.tmp);
@@ -143,7 +143,7 @@ describe('BMAD projects over the API', () => {
       reply.toolCalls([
         { name: 'read_file', arguments: { file_path: '{project-root}/.env' } },
         { name: 'save_output', arguments: { file_path: '{project-root}/_bmad/bmm/config.yaml', content: 'x: 1' } },
-        { name: 'save_output', arguments: { file_path: '{project-root}/docs/notes.md', content: 'x' } },
+        { name: 'save_output', arguments: { file_path: '{project-root}/src/notes.md', content: 'x' } },
         { name: 'read_file', arguments: { file_path: '{project-root}/_bmad/bmm/config.yaml' } },
       ]),
       reply.text('done'),
@@ -156,8 +156,15 @@ describe('BMAD projects over the API', () => {
   });
 
   it('writes into folders the project allows', async () => {
-    await fs.writeFile(path.join(projectsRoot, 'shop', '.bmad-orchestrator.yaml'), 'writable: [docs]\n');
-    h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{project-root}/docs/notes.md', content: 'notes' } }]), reply.text('ok')]);
+    await fs.writeFile(path.join(projectsRoot, 'shop', '.bmad-orchestrator.yaml'), 'writable: [src]\n');
+    h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{project-root}/src/notes.md', content: 'notes' } }]), reply.text('ok')]);
+    const { body } = await json(await send({ projectId: 'shop', agentId: 'dev', message: 'note' }));
+    expect(body.data.message.functionCalls[0].result).toMatchObject({ ok: true, path: '{project-root}/src/notes.md' });
+    await expect(fs.readFile(path.join(projectsRoot, 'shop', 'src', 'notes.md'), 'utf8')).resolves.toBe('notes');
+  });
+
+  it("writes into the folders the project's config names for documents (project_knowledge: {project-root}/docs)", async () => {
+    h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{project_knowledge}/notes.md', content: 'notes' } }]), reply.text('ok')]);
     const { body } = await json(await send({ projectId: 'shop', agentId: 'dev', message: 'note' }));
     expect(body.data.message.functionCalls[0].result).toMatchObject({ ok: true, path: '{project-root}/docs/notes.md' });
     await expect(fs.readFile(path.join(projectsRoot, 'shop', 'docs', 'notes.md'), 'utf8')).resolves.toBe('notes');

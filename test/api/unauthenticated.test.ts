@@ -52,7 +52,7 @@ afterAll(async () => {
 it('answers 401 on every route and method without a session or a token', async () => {
   const found = routes();
   // The walk sees the whole tree (a broken glob would pass vacuously).
-  expect(found.map((r) => r.url)).toEqual(expect.arrayContaining(['/api/chat', '/api/conversations/x1', '/api/projects/x1/members', '/api/tokens/x1', '/api/users', '/api/health']));
+  expect(found.map((r) => r.url)).toEqual(expect.arrayContaining(['/api/chat', '/api/conversations/x1', '/api/conversations/x1/copy', '/api/projects/x1/members', '/api/tokens/x1', '/api/users', '/api/health', '/api/projects/x1/build', '/api/projects/x1/workspaces', '/api/projects/x1/workspaces/x1/diff', '/api/projects/x1/workspaces/x1/merge']));
   const asked: string[] = [];
   const wrong: string[] = [];
   for (const route of found) {

@@ -26,6 +26,14 @@ export function isCrossOriginWrite(request: Request): boolean {
   return !hosts.includes(originHost);
 }
 
+const REFUSALS: Record<string, string> = {
+  none: 'Sign in first, or send an API token (Authorization: Bearer <token>).',
+  'token-revoked': 'This token was revoked; make a new one on the account page.',
+  'token-expired': 'This token expired; make a new one on the account page.',
+  deactivated: 'This account is deactivated; ask an admin to reactivate it.',
+  removed: 'This account was removed.',
+};
+
 const hasBearer = (request: Request) => /^Bearer\s/i.test(request.headers.get('authorization') ?? '');
 
 /**
@@ -40,9 +48,9 @@ export async function callerOf(request: Request): Promise<Caller> {
   }
   const { accounts } = getRuntime();
   if (!accounts) return LOCAL_CALLER;
-  const caller = await accounts.callerOf(request);
-  if (!caller) throw new AppError('E_UNAUTHENTICATED', 'Sign in first, or send an API token (Authorization: Bearer <token>).');
-  return caller;
+  const found = await accounts.identify(request);
+  if (found.caller) return found.caller;
+  throw new AppError('E_UNAUTHENTICATED', REFUSALS[found.refusal ?? 'none']);
 }
 
 /** The caller, who must be an admin (403 otherwise: admin pages are not secret). */

@@ -1,5 +1,7 @@
 import { getRuntime } from '@/lib/runtime';
-import { cursorAfter, isValidConversationId, type ConversationSummary, type ListOptions, type Page } from '@/lib/conversations';
+import { cursorAfter, isValidConversationId, type Conversation, type ConversationSummary, type ListOptions, type Page, type StoredMessage } from '@/lib/conversations';
+import { peopleIn, toDetailView, toSummaryView } from '@/lib/chat/views';
+import type { ConversationDetail, ConversationSummaryView, PersonRef } from '@/types/api';
 import { AppError } from '@/lib/errors';
 import type { Caller, Need } from '@/lib/access';
 import { outputRootOf } from '@/lib/outputs';
@@ -15,8 +17,18 @@ export function notFound(id: string): AppError {
 export async function conversationOr404(id: string, caller: Caller, need: Need = 'read') {
   const rt = getRuntime();
   const conversation = isValidConversationId(id) ? await rt.store.get(id) : null;
-  if (!conversation || !(await rt.access.conversation(caller, conversation, need))) throw notFound(id);
-  return conversation;
+  if (!conversation) throw notFound(id);
+  if (await rt.access.conversation(caller, conversation, need)) return conversation;
+  if (need === 'read' || !(await rt.access.conversation(caller, conversation, 'read'))) throw notFound(id);
+  throw readOnly(caller, conversation);
+}
+
+/** A write into a conversation the caller reads but may not write in: a 403 saying so. */
+function readOnly(caller: Caller, conversation: { ownerId?: string; projectId?: string }): AppError {
+  if (conversation.ownerId === caller.id) {
+    return new AppError('E_FORBIDDEN', `You can read this conversation but no longer write in it: your role in project "${conversation.projectId}" does not allow chatting.`);
+  }
+  return new AppError('E_FORBIDDEN', 'You can read this conversation but not write in it (it is someone else\'s); continue in a copy.');
 }
 
 /**
@@ -65,4 +77,55 @@ export function canOpenConversation(caller: Caller): (id: string) => Promise<boo
     const conversation = isValidConversationId(id) ? await rt.store.get(id) : null;
     return !!conversation && (await rt.access.conversation(caller, conversation, 'read'));
   };
+}
+
+/** How a person gone since is named where no name of theirs was kept. */
+const GONE = 'a removed person';
+
+/**
+ * People's current names by id (null without accounts: then nobody is named). Names are read
+ * when a view is made, so a renamed person shows their new name; one deleted since is absent.
+ */
+async function namesOf(ids: readonly string[]): Promise<Map<string, string> | null> {
+  const { accounts } = getRuntime();
+  if (!accounts) return null;
+  const names = new Map<string, string>();
+  await Promise.all(
+    ids.map(async (id) => {
+      const person = await accounts.personById(id).catch(() => null);
+      if (person) names.set(id, person.name || person.email);
+    }),
+  );
+  return names;
+}
+
+/** The owner as a view names them: current name, else the name a message of theirs kept. */
+function ownerRef(ownerId: string | undefined, names: ReadonlyMap<string, string>, history: StoredMessage[] = []): PersonRef | undefined {
+  if (!ownerId) return undefined;
+  const kept = history.find((m): m is Extract<StoredMessage, { role: 'user' }> => m.role === 'user' && m.author?.id === ownerId)?.author?.name;
+  return { id: ownerId, name: names.get(ownerId) ?? (kept || GONE) };
+}
+
+/** A conversation as the caller sees it: messages with their authors, its owner, whether they may write in it. */
+export async function detailFor(conversation: Conversation, caller: Caller, history?: StoredMessage[]): Promise<ConversationDetail> {
+  const rt = getRuntime();
+  const messages = history ?? (await rt.store.messages(conversation.id));
+  const names = await namesOf(peopleIn(conversation, messages));
+  const canWrite = await rt.access.conversation(caller, conversation, 'write');
+  // Without accounts nobody is named (a message kept from when they were on has no author to show).
+  if (!names) return toDetailView(conversation, messages, { canWrite });
+  const owner = ownerRef(conversation.ownerId, names, messages);
+  return toDetailView(conversation, messages, { names, canWrite, ...(owner ? { owner } : {}) });
+}
+
+/** List items as the caller sees them: with their owner's name and whether the caller may write in each. */
+export async function summariesFor(items: ConversationSummary[], caller: Caller): Promise<ConversationSummaryView[]> {
+  const rt = getRuntime();
+  const names = await namesOf([...new Set(items.map((c) => c.ownerId).filter((id): id is string => !!id))]);
+  return Promise.all(
+    items.map(async (c) => {
+      const owner = names ? ownerRef(c.ownerId, names) : undefined;
+      return { ...toSummaryView(c), ...(owner ? { owner } : {}), canWrite: await rt.access.conversation(caller, c, 'write') };
+    }),
+  );
 }

@@ -1,9 +1,8 @@
 import { z } from 'zod';
-import { toSummaryView } from '@/lib/chat/views';
 import { handle, ok, parseWith } from '../_lib/http';
 import { projectOr404 } from '../_lib/projects';
 import { callerOf } from '../_lib/caller';
-import { visiblePage } from '../_lib/conversations';
+import { summariesFor, visiblePage } from '../_lib/conversations';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -31,6 +30,6 @@ export async function GET(request: Request) {
       limit: query.limit ?? 20,
       cursor: query.cursor,
     });
-    return ok({ items: page.items.map(toSummaryView), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
+    return ok({ items: await summariesFor(page.items, caller), ...(page.nextCursor ? { nextCursor: page.nextCursor } : {}) });
   });
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
-import { NotHeadlessError, runView } from '@/lib/runs';
-import { handle, ok, parseWith, readJson, toResponse } from '../_lib/http';
+import { runView } from '@/lib/runs';
+import { handle, ok, parseWith, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 import { projectOr404 } from '../_lib/projects';
 import { mayUseRun } from './_lib';
@@ -42,26 +42,18 @@ export async function POST(request: Request) {
     const caller = await callerOf(request);
     const body = await readJson(request, Body);
     const project = await projectOr404(body.projectId, caller, 'write');
-    try {
-      const { run, webhookSecret } = await getRuntime().runs.submit({
-        projectId: project.id,
-        ownerId: caller.id,
-        skill: body.skill,
-        ...(body.agentId ? { agentId: body.agentId } : {}),
-        ...(body.intent ? { intent: body.intent } : {}),
-        inputs: body.inputs,
-        ...(body.model ? { model: body.model } : {}),
-        ...(body.webhook ? { webhook: body.webhook } : {}),
-      });
-      return ok({ runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) }, { status: 202 });
-    } catch (e) {
-      // The skills that can run headless come with the refusal, as data.
-      if (e instanceof NotHeadlessError) {
-        const res = toResponse(e, 'POST /api/runs');
-        return Response.json({ ...(await res.json()), skills: e.skills }, { status: e.status });
-      }
-      throw e;
-    }
+    // An E_NOT_HEADLESS refusal carries the skills that can run headless (the error's `response`).
+    const { run, webhookSecret } = await getRuntime().runs.submit({
+      projectId: project.id,
+      ownerId: caller.id,
+      skill: body.skill,
+      ...(body.agentId ? { agentId: body.agentId } : {}),
+      ...(body.intent ? { intent: body.intent } : {}),
+      inputs: body.inputs,
+      ...(body.model ? { model: body.model } : {}),
+      ...(body.webhook ? { webhook: body.webhook } : {}),
+    });
+    return ok({ runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) }, { status: 202 });
   });
 }
 

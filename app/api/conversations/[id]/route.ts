@@ -1,13 +1,12 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
-import { toDetailView } from '@/lib/chat/views';
 import { outputRootOf } from '@/lib/outputs';
 import { removeOutputs } from '@/lib/outputs';
 import { deleteAudit } from '@/lib/audit';
 import { AppError } from '@/lib/errors';
 import { checkProfile } from '@/lib/chat/model-choice';
 import { handle, ok, readJson } from '../../_lib/http';
-import { conversationOr404, notFound } from '../../_lib/conversations';
+import { conversationOr404, detailFor, notFound } from '../../_lib/conversations';
 import { callerOf } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -19,13 +18,7 @@ export async function GET(request: Request, { params }: Params) {
   return handle('GET /api/conversations/:id', request, async () => {
     const caller = await callerOf(request);
     const { id } = await params;
-    const conversation = await conversationOr404(id, caller);
-    const rt = getRuntime();
-    const owner = conversation.ownerId && rt.accounts ? await rt.accounts.personById(conversation.ownerId) : null;
-    return ok({
-      ...toDetailView(conversation, await rt.store.messages(id)),
-      ...(owner ? { owner: { id: owner.id, name: owner.name, email: owner.email } } : {}),
-    });
+    return ok(await detailFor(await conversationOr404(id, caller), caller));
   });
 }
 
@@ -44,7 +37,7 @@ export async function PATCH(request: Request, { params }: Params) {
     const caller = await callerOf(request);
     const { id } = await params;
     const patch = await readJson(request, Patch);
-    // Sharing is the owner's choice (or an admin's); a title or a model, whoever may chat in it.
+    // Its owner's alone, as every write (a reader is told so; see conversationOr404).
     await conversationOr404(id, caller, patch.shared !== undefined ? 'own' : 'write');
     const rt = getRuntime();
     if (patch.model) checkProfile(rt.config.models, patch.model);
@@ -55,7 +48,7 @@ export async function PATCH(request: Request, { params }: Params) {
       updated = await rt.store.setShared(id, patch.shared);
     }
     if (!updated) throw notFound(id);
-    return ok(toDetailView(updated, await rt.store.messages(id)));
+    return ok(await detailFor(updated, caller));
   });
 }
 

@@ -3,6 +3,7 @@ import { withResolvedGreetings } from '@/lib/chat/greeting';
 import { problemLine } from '@/lib/results';
 import { countBySeverity, countLine, markCommands } from '@/lib/doctor';
 import { projectUsageView } from '@/lib/chat/views';
+import { repositoryView } from '@/lib/services';
 import type { ProjectDetail } from '@/types/api';
 import { handle, ok } from '../../_lib/http';
 import { projectOr404 } from '../../_lib/projects';
@@ -24,11 +25,12 @@ export async function GET(request: Request, ctx: { params: Promise<{ id: string 
     const { id } = await ctx.params;
     const project = await projectOr404(id, caller);
     const rt = getRuntime();
-    const [view, diagnosis, agents, usage] = await Promise.all([
+    const [view, diagnosis, agents, usage, repository] = await Promise.all([
       rt.projects.view(project),
       rt.doctor.project(project),
       rt.projects.agents(project).then((list) => withResolvedGreetings(rt, list)),
       projectUsageView(rt.store, project.id, (c) => rt.access.conversation(caller, c, 'read')),
+      repositoryView(project),
     ]);
     const counts = countBySeverity(diagnosis);
     const detail: ProjectDetail = {
@@ -39,6 +41,7 @@ export async function GET(request: Request, ctx: { params: Promise<{ id: string 
       doctor: { summary: countLine(diagnosis), errors: counts.error, warnings: counts.warning, notes: counts.note },
       agents: markCommands(agents, diagnosis),
       usage,
+      repository,
     };
     return ok(detail);
   });

@@ -8,17 +8,38 @@ export const runtime = 'nodejs';
 
 type Params = { params: Promise<{ id: string }> };
 
-const Patch = z.object({ role: z.enum(['admin', 'member']) });
+const notFound = (id: string) => new AppError('E_NOT_FOUND', `No person with id "${id.slice(0, 80)}".`);
 
-/** An admin changes a person's role (never their own: a server keeps the admin who acts). */
+const Patch = z
+  .object({ role: z.enum(['admin', 'member']).optional(), active: z.boolean().optional() })
+  .refine((b) => b.role !== undefined || b.active !== undefined, { message: 'send role or active', path: ['role'] });
+
+/**
+ * An admin changes a person's role, or deactivates (`active: false`) or reactivates them. Never
+ * their own (a server keeps the admin who acts), nor the last active admin's.
+ */
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/users/:id', request, async () => {
     const caller = await adminOf(request);
     const { id } = await params;
     const body = await readJson(request, Patch);
-    if (id === caller.id) throw new AppError('E_CONFLICT', 'You cannot change your own role.');
-    const person = await accountsOr404().setRole(id, body.role);
-    if (!person) throw new AppError('E_NOT_FOUND', `No person with id "${id.slice(0, 80)}".`);
+    if (id === caller.id) throw new AppError('E_CONFLICT', body.role !== undefined ? 'You cannot change your own role.' : 'You cannot deactivate yourself; another admin can.');
+    const accounts = accountsOr404();
+    if (!(await accounts.personById(id))) throw notFound(id);
+    if (body.role !== undefined && !(await accounts.setRole(id, body.role))) throw notFound(id);
+    if (body.active !== undefined && !(await accounts.setActive(caller.id, id, body.active))) throw notFound(id);
+    const person = await accounts.personById(id);
+    if (!person) throw notFound(id);
     return ok(person);
+  });
+}
+
+/** An admin deletes a person: account, sessions, tokens and memberships; their conversations stay. */
+export async function DELETE(request: Request, { params }: Params) {
+  return handle('DELETE /api/users/:id', request, async () => {
+    const caller = await adminOf(request);
+    const { id } = await params;
+    if (!(await accountsOr404().removePerson(caller.id, id))) throw notFound(id);
+    return ok({ id, removed: true });
   });
 }

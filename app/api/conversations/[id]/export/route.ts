@@ -1,9 +1,8 @@
 import { z } from 'zod';
 import { getRuntime } from '@/lib/runtime';
-import { toDetailView } from '@/lib/chat/views';
 import { conversationMarkdown, exportFileName } from '@/lib/chat/export';
 import { handle, parseWith } from '../../../_lib/http';
-import { conversationOr404 } from '../../../_lib/conversations';
+import { conversationOr404, detailFor } from '../../../_lib/conversations';
 import { callerOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -19,7 +18,7 @@ export async function GET(request: Request, { params }: { params: Promise<{ id: 
     const { format = 'md' } = parseWith(Query, Object.fromEntries(new URL(request.url).searchParams));
     const conversation = await conversationOr404(id, caller);
     const history = await getRuntime().store.messages(id);
-    const body = format === 'md' ? conversationMarkdown(conversation, history) : `${JSON.stringify(toDetailView(conversation, history), null, 2)}\n`;
+    const body = format === 'md' ? conversationMarkdown(conversation, history) : `${JSON.stringify(await detailFor(conversation, caller, history), null, 2)}\n`;
     const name = exportFileName(conversation, format);
     return new Response(body, {
       status: 200,

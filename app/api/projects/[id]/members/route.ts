@@ -3,19 +3,30 @@ import { AppError } from '@/lib/errors';
 import { handle, ok, readJson } from '../../../_lib/http';
 import { accountsOr404, callerOf } from '../../../_lib/caller';
 import { projectOr404 } from '../../../_lib/projects';
+import { getRuntime } from '@/lib/runtime';
+import { roleAllows, type Caller } from '@/lib/access';
+
+/**
+ * Everyone with access (members, then admins who are not members) and whether the caller may
+ * manage them, so a screen offers only what will work.
+ */
+async function view(projectId: string, caller: Caller) {
+  const role = await getRuntime().access.projectRole(caller, projectId);
+  return { members: await accountsOr404().members(projectId), canManage: !!role && roleAllows(role, 'own') };
+}
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
 
 type Params = { params: Promise<{ id: string }> };
 
-/** The project's members and their roles (anyone who sees the project). */
+/** The project's people and their roles (anyone who sees the project). */
 export async function GET(request: Request, { params }: Params) {
   return handle('GET /api/projects/:id/members', request, async () => {
     const caller = await callerOf(request);
     const { id } = await params;
     const project = await projectOr404(id, caller, 'read');
-    return ok(await accountsOr404().members(project.id));
+    return ok(await view(project.id, caller));
   });
 }
 
@@ -35,7 +46,7 @@ export async function PUT(request: Request, { params }: Params) {
     const person = await accounts.personByEmail(body.email);
     if (!person) throw new AppError('E_NOT_FOUND', `No person with email ${body.email}; an admin creates people on the People page.`, { field: 'email' });
     await accounts.setMember(project.id, person.id, body.role);
-    return ok(await accounts.members(project.id));
+    return ok(await view(project.id, caller));
   });
 }
 
@@ -53,6 +64,6 @@ export async function DELETE(request: Request, { params }: Params) {
     if (!person || !(await accounts.removeMember(project.id, person.id))) {
       throw new AppError('E_NOT_FOUND', `${body.email} is not a member of this project.`, { field: 'email' });
     }
-    return ok(await accounts.members(project.id));
+    return ok(await view(project.id, caller));
   });
 }

@@ -8,6 +8,8 @@ import { lstatSync, readlinkSync } from 'node:fs';
 export type Mount =
   /** A host folder or file, read-only. */
   | { kind: 'ro'; host: string; at: string }
+  /** A host folder or file, read-only, left out when the host has none. */
+  | { kind: 'ro-try'; host: string; at: string }
   /** A host folder the script may change. */
   | { kind: 'rw'; host: string; at: string }
   /** A folder replaced by an empty read-only one (`.git`, `node_modules`, ...). */
@@ -24,6 +26,11 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** bwrap 0.8 can forbid further user namespaces inside; older ones cannot. */
   disableUserns?: boolean;
+  /**
+   * 'host' shares the server's network namespace (a project's setup line installing packages);
+   * anything else gets a namespace of its own with nothing but its loopback.
+   */
+  network?: 'none' | 'host';
 }
 
 /** The user the script runs as inside: never root, whoever runs the server. */
@@ -35,12 +42,14 @@ export const SANDBOX_UID = 1000;
  * IPC, hostname and cgroup view. It dies with the server, cannot reach the server's terminal,
  * and no capability survives.
  */
-const ISOLATION = [
-  '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),
-  '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
-  '--hostname', 'sandbox',
-  '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
-];
+function isolation(network: 'none' | 'host'): string[] {
+  return [
+    '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),
+    '--unshare-pid', ...(network === 'host' ? [] : ['--unshare-net']), '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--hostname', 'sandbox',
+    '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
+  ];
+}
 
 let systemMounts: string[] | null = null;
 
@@ -68,13 +77,16 @@ function system(): string[] {
 }
 
 export function bwrapArgs(spec: SandboxSpec): string[] {
-  const args = [...ISOLATION];
+  const args = isolation(spec.network ?? 'none');
   if (spec.disableUserns) args.push('--disable-userns');
   args.push(...system());
   for (const m of spec.mounts) {
     switch (m.kind) {
       case 'ro':
         args.push('--ro-bind', m.host, m.at);
+        break;
+      case 'ro-try':
+        args.push('--ro-bind-try', m.host, m.at);
         break;
       case 'rw':
         args.push('--bind', m.host, m.at);

@@ -1,8 +1,7 @@
-import type { AgentCommand, AgentDefinition } from '../agents/parser';
-import { classifyCriticalActions, type CriticalAction } from '../agents/startup';
-import { splitFrontmatter } from '../workflows/frontmatter';
-import { centralConfigLayers, customizationLayers, substituteCustomization, type Merged } from './customize';
-import { isTable, type TomlTable } from './toml';
+import { centralConfigLayers, customizationLayers, isTable, substituteCustomization, type Merged, type TomlTable } from '../bmad-config';
+import { splitFrontmatter } from '../frontmatter';
+import type { AgentCommand, AgentDefinition } from './parser';
+import { classifyCriticalActions, type CriticalAction } from './startup';
 
 /** What an agent skill is built from, read by the caller (catalog or test) as the install left it. */
 export interface SkillAgentSource {

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
-import { bwrapArgs, type SandboxSpec } from './sandbox';
+import { bwrapArgs, type SandboxSpec } from './bwrap';
+import { HeadTail } from './output';
 
 export interface RunOptions {
   bwrap: string;
@@ -9,7 +10,14 @@ export interface RunOptions {
   timeoutMs: number;
   /** stdout and stderr kept together at most; the rest is counted and dropped. */
   maxOutputBytes: number;
+  /**
+   * Instead of the first maxOutputBytes of both: each stream keeps its first `headBytes` and its
+   * last `tailBytes`, with a marker where the middle was cut.
+   */
+  headTail?: { headBytes: number; tailBytes: number };
   cgroup?: RunCgroup | null;
+  /** What fd 3 may bring at most (100 kB when not said); the rest is dropped. */
+  maxReportBytes?: number;
   signal?: AbortSignal;
 }
 
@@ -76,10 +84,13 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
       sink.push(part);
       kept += part.length;
     };
-    child.stdout?.on('data', collect(out));
-    child.stderr?.on('data', collect(err));
+    const ht = opts.headTail ? [new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes), new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes)] : null;
+    child.stdout?.on('data', ht ? (c: Buffer) => ht[0].push(c) : collect(out));
+    child.stderr?.on('data', ht ? (c: Buffer) => ht[1].push(c) : collect(err));
+    let reported = 0;
     (child.stdio[3] as Readable | null)?.on('data', (chunk: Buffer) => {
-      if (report.reduce((n, b) => n + b.length, 0) < 100_000) report.push(chunk);
+      if (reported < (opts.maxReportBytes ?? 100_000)) report.push(chunk);
+      reported += chunk.length;
     });
 
     const timer = setTimeout(() => {
@@ -104,10 +115,10 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
         signal: exit?.signal ?? null,
         timedOut,
         aborted,
-        stdout: Buffer.concat(out).toString('utf8'),
-        stderr: Buffer.concat(err).toString('utf8'),
-        truncated: seen > kept,
-        outputBytes: seen,
+        stdout: ht ? ht[0].text() : Buffer.concat(out).toString('utf8'),
+        stderr: ht ? ht[1].text() : Buffer.concat(err).toString('utf8'),
+        truncated: ht ? ht[0].cut + ht[1].cut > 0 : seen > kept,
+        outputBytes: ht ? ht[0].total + ht[1].total : seen,
         durationMs: Math.round(performance.now() - started),
         report: Buffer.concat(report).toString('utf8'),
         ...(spawnError ? { spawnError } : {}),

@@ -1,8 +1,8 @@
 import yaml from 'js-yaml';
 import { MOUNT_TOKENS, withoutReserved } from '../paths';
 import { fail, isFailure, type ToolFailure } from '../results';
-import { configVariables as tableVariables } from '../skills/customize';
-import { isTable, parseToml } from '../skills/toml';
+import { configVariables as tableVariables } from './customize';
+import { isTable, parseToml } from './toml';
 
 /**
  * An agent's config file → variables. Critical actions, greetings and workflows'

@@ -1,4 +1,4 @@
-import { bwrapArgs, SANDBOX_ENV } from './sandbox';
+import { bwrapArgs, SANDBOX_ENV } from './bwrap';
 
 describe('bwrapArgs', () => {
   const args = bwrapArgs({

@@ -1,0 +1,17 @@
+export {
+  runCommand,
+  runSetup,
+  commandHost,
+  parseStatus,
+  diffStatus,
+  CHECKOUT_AT,
+  MAX_COMMAND_OUTPUT_BYTES,
+  MAX_CHANGED_FILES,
+  type CommandHost,
+  type CommandRequest,
+  type CommandResult,
+  type FileChange,
+  type StoppedBy,
+  type SetupRun,
+} from './runner';
+export { uvShim, supportFiles } from './shim';

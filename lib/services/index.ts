@@ -1,0 +1,4 @@
+export { projectOf, committerOf, APP_IDENTITY } from './access';
+export { getBuildSettings, putBuildSettings } from './build';
+export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView } from './workspaces';
+export { setupOf } from './setup';

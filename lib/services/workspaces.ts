@@ -1,0 +1,112 @@
+import { authorOf, type Caller } from '../access';
+import { AppError } from '../errors';
+import { repositoryInfo } from '../git';
+import { log } from '../log';
+import type { Project } from '../projects';
+import { getRuntime } from '../runtime';
+import type { SetupOutcome, Workspace, WorkspaceDetail } from '../workspaces';
+import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
+import { committerOf, projectOf } from './access';
+import { runWorkspaceSetup } from './setup';
+
+const ref = (p: Project) => ({ id: p.id, root: p.root });
+
+export function workspaceView(ws: Workspace): WorkspaceView {
+  return {
+    id: ws.id,
+    name: ws.name,
+    branch: ws.branch,
+    base: ws.base,
+    baseCommit: ws.baseCommit,
+    status: ws.status,
+    createdBy: ws.createdBy,
+    setup: ws.setup ? { ...ws.setup } : null,
+    ...(ws.mergedCommit ? { mergedCommit: ws.mergedCommit } : {}),
+    createdAt: ws.createdAt,
+    updatedAt: ws.updatedAt,
+  };
+}
+
+function detailView(ws: WorkspaceDetail): WorkspaceDetailView {
+  return {
+    ...workspaceView(ws),
+    head: ws.head,
+    ahead: ws.ahead,
+    behind: ws.behind,
+    files: ws.files.map((f) => ({ path: f.path, status: f.status, additions: f.additions, deletions: f.deletions })),
+    commits: ws.commits.map((c) => ({ sha: c.sha, subject: c.subject, author: c.author, date: c.date })),
+  };
+}
+
+/** The project folder's repository as the project view shows it: branch, head, clean; never its path. */
+export async function repositoryView(project: { root: string }): Promise<RepositoryView | null> {
+  const info = await repositoryInfo(project.root);
+  return info ? { branch: info.branch, head: info.head, clean: info.clean } : null;
+}
+
+/**
+ * Makes a workspace (owners and editors): a checkout of its own on `bmad/<name>`. The project's
+ * setup line, when it has one, runs after the answer: the workspace answers with
+ * `setup.status: "running"` until it is done, and no turn starts in it meanwhile.
+ */
+export async function createWorkspace(caller: Caller, projectId: string, input: { name: unknown }): Promise<WorkspaceView> {
+  const project = await projectOf(caller, projectId, 'write');
+  const rt = getRuntime();
+  const ws = await rt.workspaces.create(ref(project), { name: input.name, createdBy: caller.name || caller.email || caller.id });
+  const build = await rt.workspaces.getBuild(project.id);
+  if (!build.setup) return workspaceView(ws);
+  const running: SetupOutcome = { status: 'running', at: new Date().toISOString() };
+  const row = (await rt.workspaces.recordSetup(ws.id, running)) ?? { ...ws, setup: running };
+  runWorkspaceSetup(ref(project), row, build, committerOf(caller));
+  return workspaceView(row);
+}
+
+/** The project's workspaces, newest first (whoever sees the project). */
+export async function listWorkspaces(caller: Caller, projectId: string): Promise<WorkspaceView[]> {
+  const project = await projectOf(caller, projectId, 'read');
+  return (await getRuntime().workspaces.list(project.id)).map(workspaceView);
+}
+
+/** One workspace with its head, ahead/behind, changed files, commits and setup outcome. */
+export async function getWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceDetailView> {
+  const project = await projectOf(caller, projectId, 'read');
+  return detailView(await getRuntime().workspaces.get(ref(project), id));
+}
+
+/** The workspace's unified diff against its base (one file with `path`), at most 1 MB. */
+export async function workspaceDiff(caller: Caller, projectId: string, id: string, opts: { path?: string }): Promise<WorkspaceDiffView> {
+  const project = await projectOf(caller, projectId, 'read');
+  const d = await getRuntime().workspaces.diff(ref(project), id, opts.path !== undefined ? { path: opts.path } : {});
+  return { diff: d.diff, cut: d.cut, bytes: d.bytes };
+}
+
+/** Merges the workspace into its base (owners and editors); a merge commit is the caller's. */
+export async function mergeWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceMergeView> {
+  const project = await projectOf(caller, projectId, 'write');
+  const m = await getRuntime()
+    .workspaces.merge(ref(project), id, committerOf(caller))
+    .catch((e: unknown) => {
+      // The conflicting paths are part of the answer (repository-relative; never a server path).
+      if (e instanceof AppError && e.code === 'E_MERGE_CONFLICT') throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
+      throw e;
+    });
+  log.info('workspace.merged', { project: project.id, workspace: id, fastForward: m.fastForward, by: authorOf(caller) });
+  return { workspace: workspaceView(m.workspace), commit: m.commit, fastForward: m.fastForward, checkoutUpdated: m.checkoutUpdated };
+}
+
+/** Discards the workspace's checkout and branch (owners and editors). */
+export async function discardWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceView> {
+  const project = await projectOf(caller, projectId, 'write');
+  return workspaceView(await getRuntime().workspaces.discard(ref(project), id));
+}
+
+/** What a run's view says of the workspace it worked in. */
+export async function runWorkspaceView(project: Project, id: string): Promise<RunWorkspaceView | null> {
+  try {
+    const d = await getRuntime().workspaces.get(ref(project), id);
+    return { id: d.id, branch: d.branch, ahead: d.ahead, files: d.files.map((f) => ({ path: f.path, status: f.status, additions: f.additions, deletions: f.deletions })) };
+  } catch (e) {
+    if (e instanceof AppError) return null;
+    throw e;
+  }
+}

@@ -1,0 +1,273 @@
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { GET as getBuild, PUT as putBuild } from '@/app/api/projects/[id]/build/route';
+import { GET as listWorkspaces, POST as createWorkspace } from '@/app/api/projects/[id]/workspaces/route';
+import { GET as getWorkspace, DELETE as discardWorkspace } from '@/app/api/projects/[id]/workspaces/[wid]/route';
+import { GET as getDiff } from '@/app/api/projects/[id]/workspaces/[wid]/diff/route';
+import { POST as mergeWorkspace } from '@/app/api/projects/[id]/workspaces/[wid]/merge/route';
+import { GET as getProject } from '@/app/api/projects/[id]/route';
+import { bmadProject } from '../bmad-installs';
+import { commit, sh, writeFiles } from '../git-repo';
+import { params, startHarness, type Harness } from './harness';
+
+/**
+ * The build settings and workspace routes with accounts on, on a real BMAD install that is a
+ * real git repository: who may do what, the workspace lifecycle through the routes, and that no
+ * answer names a server path.
+ */
+let h: Harness;
+let projectsRoot: string;
+let shop: string;
+const tokens: Record<string, string> = {};
+
+type Who = 'admin' | 'ada' | 'ed' | 'vic' | 'bob' | 'adaLab';
+
+const req = (method: string, url: string, who: Who, body?: unknown) =>
+  new Request(`http://localhost${url}`, {
+    method,
+    headers: { authorization: `Bearer ${tokens[who]}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+  });
+
+interface Answer {
+  status: number;
+  body: { success: boolean; data?: any; code?: string; field?: string; paths?: string[]; error?: string };
+  text: string;
+}
+async function answer(res: Response): Promise<Answer> {
+  const text = await res.text();
+  return { status: res.status, body: JSON.parse(text), text };
+}
+
+const build = (who: Who, id = 'shop') => getBuild(req('GET', `/api/projects/${id}/build`, who), params({ id })).then(answer);
+const setBuild = (who: Who, body: unknown, id = 'shop') => putBuild(req('PUT', `/api/projects/${id}/build`, who, body), params({ id })).then(answer);
+const create = (who: Who, name: unknown, id = 'shop') => createWorkspace(req('POST', `/api/projects/${id}/workspaces`, who, { name }), params({ id })).then(answer);
+const list = (who: Who, id = 'shop') => listWorkspaces(req('GET', `/api/projects/${id}/workspaces`, who), params({ id })).then(answer);
+const one = (who: Who, wid: string, id = 'shop') => getWorkspace(req('GET', `/api/projects/${id}/workspaces/${wid}`, who), params({ id, wid })).then(answer);
+const diff = (who: Who, wid: string, query = '', id = 'shop') => getDiff(req('GET', `/api/projects/${id}/workspaces/${wid}/diff${query}`, who), params({ id, wid })).then(answer);
+const merge = (who: Who, wid: string, id = 'shop') => mergeWorkspace(req('POST', `/api/projects/${id}/workspaces/${wid}/merge`, who), params({ id, wid })).then(answer);
+const discard = (who: Who, wid: string, id = 'shop') => discardWorkspace(req('DELETE', `/api/projects/${id}/workspaces/${wid}`, who), params({ id, wid })).then(answer);
+
+/** What a command in the workspace would do: commit there, then the server's sync. */
+async function work(wid: string, files: Record<string, string>, message = 'work'): Promise<void> {
+  const ws = h.runtime.workspaces;
+  const row = (await ws.store.get(wid))!;
+  commit(ws.checkoutPath(row), files, message);
+  expect((await ws.sync({ id: 'shop', root: shop }, row)).synced).toBe(true);
+}
+
+function noServerPath(a: Answer): void {
+  for (const p of [h.tmp, projectsRoot, os.tmpdir()]) expect(a.text).not.toContain(p);
+}
+
+beforeAll(async () => {
+  projectsRoot = await fsp.mkdtemp(path.join(os.tmpdir(), 'bmad-workspaces-'));
+  shop = await bmadProject('6.12.0', { parent: projectsRoot, name: 'shop' });
+  await bmadProject('6.12.0', { parent: projectsRoot, name: 'lab' });
+  sh(shop, ['init', '-q', '-b', 'main']);
+  writeFiles(shop, { 'src/app.txt': 'one\ntwo\nthree\n' });
+  sh(shop, ['add', '-A']);
+  sh(shop, ['commit', '-q', '-m', 'initial']);
+  h = await startHarness({ PROJECTS_ROOT: projectsRoot }, { store: 'sqlite', auth: {} });
+  const accounts = h.runtime.accounts!;
+  const admin = await accounts.createFirstAdmin({ email: 'admin@example.com', name: 'Admin', password: 'admin-password-1' });
+  const person = (name: string) => accounts.createPerson({ email: `${name}@example.com`, name: name[0]!.toUpperCase() + name.slice(1), password: `${name}-password-1`, role: 'member' });
+  const [ada, ed, vic, bob] = [await person('ada'), await person('ed'), await person('vic'), await person('bob')];
+  await accounts.setMember('shop', ada.id, 'owner');
+  await accounts.setMember('lab', ada.id, 'owner');
+  await accounts.setMember('shop', ed.id, 'editor');
+  await accounts.setMember('shop', vic.id, 'viewer');
+  tokens.admin = (await accounts.createToken(admin.id, { name: 't' })).token;
+  tokens.ada = (await accounts.createToken(ada.id, { name: 't' })).token;
+  tokens.adaLab = (await accounts.createToken(ada.id, { name: 'lab only', projectIds: ['lab'] })).token;
+  tokens.ed = (await accounts.createToken(ed.id, { name: 't' })).token;
+  tokens.vic = (await accounts.createToken(vic.id, { name: 't' })).token;
+  tokens.bob = (await accounts.createToken(bob.id, { name: 't' })).token;
+}, 240_000);
+
+afterAll(async () => {
+  await h?.close();
+  await fsp.rm(projectsRoot, { recursive: true, force: true });
+});
+
+describe('project view', () => {
+  it('shows the repository (branch, head, clean), never a path; null for a folder outside git', async () => {
+    const head = sh(shop, ['rev-parse', 'HEAD']).trim();
+    const a = await answer(await getProject(req('GET', '/api/projects/shop', 'vic'), params({ id: 'shop' })));
+    expect(a.status).toBe(200);
+    expect(a.body.data.repository).toEqual({ branch: 'main', head, clean: true });
+    noServerPath(a);
+    const lab = await answer(await getProject(req('GET', '/api/projects/lab', 'ada'), params({ id: 'lab' })));
+    expect(lab.body.data.repository).toBeNull();
+  }, 60_000);
+});
+
+describe('build settings', () => {
+  it('are off by default, read by whoever sees the project, 404 to others and to a token limited to another project', async () => {
+    expect((await build('vic')).body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: {} });
+    expect((await build('bob')).status).toBe(404);
+    expect((await build('bob')).body.code).toBe('E_PROJECT_NOT_FOUND');
+    expect((await build('adaLab')).status).toBe(404);
+    expect((await build('ada', 'nope')).status).toBe(404);
+  });
+
+  it('are changed by the owner and admins only (403 for an editor, 404 for a stranger)', async () => {
+    const ed = await setBuild('ed', { enabled: true });
+    expect(ed.status).toBe(403);
+    expect(ed.body.code).toBe('E_FORBIDDEN');
+    expect((await setBuild('vic', { enabled: true })).status).toBe(403);
+    expect((await setBuild('bob', { enabled: true })).status).toBe(404);
+    expect((await setBuild('adaLab', { enabled: true })).status).toBe(404);
+    expect((await build('ada')).body.data.enabled).toBe(false);
+    const owner = await setBuild('ada', { setup: 'true', env: { NODE_ENV: 'test' } });
+    expect(owner.status).toBe(200);
+    expect(owner.body.data).toEqual({ enabled: false, baseBranch: null, setup: 'true', env: { NODE_ENV: 'test' } });
+    // Fields left out keep their values.
+    const admin = await setBuild('admin', { setup: null });
+    expect(admin.body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: { NODE_ENV: 'test' } });
+  });
+
+  it('answers 400 E_VALIDATION naming the field of a wrong type or value', async () => {
+    for (const [body, field] of [
+      [{ enabled: 'yes' }, 'enabled'],
+      [{ baseBranch: 3 }, 'baseBranch'],
+      [{ baseBranch: 'bad..name' }, 'baseBranch'],
+      [{ setup: ['npm ci'] }, 'setup'],
+      [{ setup: 'npm ci\nrm -rf /' }, 'setup'],
+      [{ env: 'A=1' }, 'env'],
+      [{ env: { 'BAD NAME': '1' } }, 'env'],
+    ] as const) {
+      const a = await setBuild('ada', body);
+      expect([a.status, a.body.code, a.body.field?.split('.')[0]]).toEqual([400, 'E_VALIDATION', field]);
+    }
+    expect((await setBuild('ada', '{not json')).status).toBe(400);
+    expect((await build('ada')).body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: { NODE_ENV: 'test' } });
+  });
+});
+
+describe('workspaces', () => {
+  let first: string;
+
+  it('answer 409 E_BUILD_DISABLED on every route while build is off', async () => {
+    for (const a of [await create('ada', 'x'), await list('ada'), await one('ada', 'ws_x'), await diff('ada', 'ws_x'), await merge('ada', 'ws_x'), await discard('ada', 'ws_x')]) {
+      expect([a.status, a.body.code]).toEqual([409, 'E_BUILD_DISABLED']);
+    }
+    // A project the caller cannot see is 404 first.
+    expect((await list('bob')).status).toBe(404);
+  });
+
+  it('are made by owners and editors (201, bmad/<name> in the project repository), not by viewers', async () => {
+    expect((await setBuild('ada', { enabled: true })).body.data.enabled).toBe(true);
+    const base = sh(shop, ['rev-parse', 'main']).trim();
+    const made = await create('ed', 'feature-1');
+    expect(made.status).toBe(201);
+    expect(made.body.data).toMatchObject({ name: 'feature-1', branch: 'bmad/feature-1', base: 'main', baseCommit: base, status: 'open', createdBy: 'Ed', setup: null });
+    expect(made.body.data.id).toMatch(/^ws_/);
+    noServerPath(made);
+    first = made.body.data.id;
+    expect(sh(shop, ['rev-parse', 'refs/heads/bmad/feature-1']).trim()).toBe(base);
+    const viewer = await create('vic', 'nope');
+    expect([viewer.status, viewer.body.code]).toEqual([403, 'E_FORBIDDEN']);
+    expect((await create('bob', 'nope')).status).toBe(404);
+    expect((await create('adaLab', 'nope')).status).toBe(404);
+  }, 60_000);
+
+  it('refuse a bad name (400 naming it) and a name taken (409)', async () => {
+    for (const name of ['has space', '../up', '', 'a/b', 42]) {
+      const a = await create('ada', name);
+      expect([a.status, a.body.code, a.body.field]).toEqual([400, 'E_VALIDATION', 'name']);
+    }
+    const taken = await create('ada', 'feature-1');
+    expect([taken.status, taken.body.code]).toEqual([409, 'E_CONFLICT']);
+  });
+
+  it('are listed and read by viewers, with files, commits and the diff; 404 for strangers and unknown ids', async () => {
+    await work(first, { 'src/app.txt': 'one\nTWO\nthree\n', 'src/new.txt': 'new\n' }, 'Change two');
+    const listed = await list('vic');
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.map((w: { id: string }) => w.id)).toEqual([first]);
+    const detail = await one('vic', first);
+    expect(detail.status).toBe(200);
+    expect(detail.body.data).toMatchObject({ id: first, status: 'open', ahead: 1, behind: 0, setup: null });
+    expect(detail.body.data.files).toEqual([
+      { path: 'src/app.txt', status: 'modified', additions: 1, deletions: 1 },
+      { path: 'src/new.txt', status: 'added', additions: 1, deletions: 0 },
+    ]);
+    expect(detail.body.data.commits).toEqual([expect.objectContaining({ subject: 'Change two', author: 'Test' })]);
+    expect(detail.body.data.head).toBe(sh(shop, ['rev-parse', 'refs/heads/bmad/feature-1']).trim());
+    noServerPath(detail);
+    const d = await diff('vic', first);
+    expect(d.body.data.cut).toBe(false);
+    expect(d.body.data.diff).toContain('+TWO');
+    expect(d.body.data.diff).toContain('src/new.txt');
+    const onePath = await diff('vic', first, '?path=src/new.txt');
+    expect(onePath.body.data.diff).toContain('+new');
+    expect(onePath.body.data.diff).not.toContain('TWO');
+    expect((await diff('vic', first, '?path=../x')).body.field).toBe('path');
+    for (const a of [await one('bob', first), await diff('bob', first), await one('adaLab', first)]) expect(a.status).toBe(404);
+    const unknown = await one('ada', 'ws_00000000-0000-0000-0000-000000000000');
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'E_WORKSPACE_NOT_FOUND']);
+  }, 60_000);
+
+  it("is 404 through another project's routes", async () => {
+    await setBuild('ada', { enabled: true }, 'lab');
+    for (const a of [await one('ada', first, 'lab'), await diff('ada', first, '', 'lab'), await merge('ada', first, 'lab'), await discard('ada', first, 'lab')]) {
+      expect([a.status, a.body.code]).toEqual([404, 'E_WORKSPACE_NOT_FOUND']);
+    }
+    expect((await list('ada', 'lab')).body.data).toEqual([]);
+  });
+
+  it('merge: viewers cannot; a fast-forward moves main and the project folder', async () => {
+    const viewer = await merge('vic', first);
+    expect([viewer.status, viewer.body.code]).toEqual([403, 'E_FORBIDDEN']);
+    expect((await discard('vic', first)).status).toBe(403);
+    const m = await merge('ed', first);
+    expect(m.status).toBe(200);
+    expect(m.body.data).toMatchObject({ fastForward: true, checkoutUpdated: true, workspace: { id: first, status: 'merged' } });
+    expect(sh(shop, ['rev-parse', 'main']).trim()).toBe(m.body.data.commit);
+    expect(fs.readFileSync(path.join(shop, 'src/app.txt'), 'utf8')).toBe('one\nTWO\nthree\n');
+    const again = await merge('ed', first);
+    expect(again.status).toBe(409);
+  }, 60_000);
+
+  it('merge: a merge commit by the person who merged; a conflict is 409 with its paths and changes nothing; a dirty base is 409', async () => {
+    const a = (await create('ada', 'left')).body.data.id as string;
+    const b = (await create('ada', 'right')).body.data.id as string;
+    const c = (await create('ada', 'other')).body.data.id as string;
+    await work(a, { 'src/app.txt': 'LEFT\nTWO\nthree\n' });
+    await work(b, { 'src/app.txt': 'RIGHT\nTWO\nthree\n' });
+    await work(c, { 'src/other.txt': 'other\n' });
+    expect((await merge('ada', a)).body.data.fastForward).toBe(true);
+    const before = sh(shop, ['rev-parse', 'main']).trim();
+    const conflict = await merge('ed', b);
+    expect([conflict.status, conflict.body.code, conflict.body.paths]).toEqual([409, 'E_MERGE_CONFLICT', ['src/app.txt']]);
+    expect(sh(shop, ['rev-parse', 'main']).trim()).toBe(before);
+    expect(sh(shop, ['status', '--porcelain'])).toBe('');
+    expect((await one('ada', b)).body.data.status).toBe('open');
+    fs.appendFileSync(path.join(shop, 'src/app.txt'), 'dirty\n');
+    const dirty = await merge('ed', c);
+    expect([dirty.status, dirty.body.code]).toEqual([409, 'E_BASE_DIRTY']);
+    expect(sh(shop, ['rev-parse', 'main']).trim()).toBe(before);
+    sh(shop, ['checkout', '--', 'src/app.txt']);
+    const merged = await merge('ed', c);
+    expect(merged.body.data).toMatchObject({ fastForward: false, checkoutUpdated: true });
+    expect(sh(shop, ['log', '-1', '--format=%cn <%ce>', 'main']).trim()).toBe('Ed <ed@example.com>');
+    expect(fs.readFileSync(path.join(shop, 'src/other.txt'), 'utf8')).toBe('other\n');
+  }, 90_000);
+
+  it('discard removes the checkout and the branch; the name is free again', async () => {
+    const rows = (await list('ada')).body.data as { id: string; name: string }[];
+    const right = rows.find((w) => w.name === 'right')!;
+    const checkout = h.runtime.workspaces.checkoutPath(right);
+    expect(fs.existsSync(checkout)).toBe(true);
+    const d = await discard('ed', right.id);
+    expect(d.status).toBe(200);
+    expect(d.body.data.status).toBe('discarded');
+    expect(fs.existsSync(checkout)).toBe(false);
+    expect(sh(shop, ['branch', '--list', 'bmad/right']).trim()).toBe('');
+    expect((await list('ada')).body.data.map((w: { name: string }) => w.name)).not.toContain('right');
+    expect((await create('ada', 'right')).status).toBe(201);
+  }, 60_000);
+});
