@@ -99,6 +99,7 @@ export function CommandActivity({ part }: { part: ToolPart }) {
           <pre className="tool-pre" tabIndex={0} data-testid="command-line">
             {command || '(waiting for the command)'}
           </pre>
+          {result && typeof (part.output as { hint?: unknown }).hint === 'string' ? <p className="tool-summary">{(part.output as { hint: string }).hint}</p> : null}
           {result ? (
             <>
               <p className="tool-heading">Output{result.cut ? ' (cut: its head and tail)' : ''}</p>
