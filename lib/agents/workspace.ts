@@ -26,6 +26,11 @@ export interface Workspace {
   writable?: string[];
   /** Size-limit overrides over the server's limits. */
   limits: FsLimitOverrides;
+  /**
+   * A workspace's checkout stands in for the project folder: every file of it is writable but the
+   * method, and git (not the project's versions) keeps its history.
+   */
+  inCheckout?: boolean;
 }
 
 /**

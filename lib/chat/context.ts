@@ -14,6 +14,7 @@ import { today } from '../paths';
 import { toolDefinitions, type DynamicTool, type ToolContext } from '../tools';
 import type { ToolDefinition } from '../llm/types';
 import type { McpHub } from '../mcp';
+import type { TurnWorkspace } from './in-workspace';
 
 /** What the chat service needs from the process. */
 export interface ChatDeps {
@@ -68,8 +69,12 @@ export function toolContext(
   signal?: AbortSignal,
   /** Who the turn is for (with accounts): their versions name them. */
   by?: string,
+  /** The turn runs in a workspace (its agent already moved there with inCheckout). */
+  place?: TurnWorkspace,
 ): ToolContext {
   const ws = resolved.workspace;
+  // In a checkout git keeps the history: no project versions, no freshness against them.
+  const versioned = !!ws.projectId && !ws.inCheckout;
   const ctx: ToolContext = {
     conversationId,
     agentId: resolved.agent.id,
@@ -77,8 +82,8 @@ export function toolContext(
     coreRoot: ws.coreRoot,
     projectRoot: ws.projectRoot,
     outputRoot: ws.outputRoot(conversationId),
-    ...(ws.writable ? { project: { writable: ws.writable } } : {}),
-    ...(ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId, ...(by ? { by } : {}) }) } : {}),
+    ...(ws.writable ? { project: { writable: ws.writable, ...(ws.inCheckout ? { everywhere: true } : {}) } } : {}),
+    ...(versioned && ws.projectId ? { recordWrite: projectRecorder(deps, ws.projectId, ws.projectRoot, { agentId: resolved.agent.id, conversationId, ...(by ? { by } : {}) }) } : {}),
     variables: { ...workspaceVariables(ws), ...variables, date: today(clock(deps)()) },
     limits: effectiveLimits(deps.config.limits, ws.limits),
     scripts: deps.config.scripts,
@@ -86,9 +91,10 @@ export function toolContext(
     audit,
     signal,
     ...(deps.track ? { track: deps.track } : {}),
+    ...(place ? { tmpRoot: place.tmpRoot, ...(place.commands ? { commands: place.commands } : {}) } : {}),
   };
   // Project documents are shared: a write must not silently replace a change made elsewhere.
-  if (ws.projectId) {
+  if (versioned && ws.projectId) {
     const projectId = ws.projectId;
     ctx.freshness = conversationFreshness({ store: deps.store, conversationId, paths: ctx, versions: () => projectVersions(deps.config.dataDir, { id: projectId, root: ws.projectRoot }) });
   }
@@ -143,8 +149,9 @@ export interface TurnTools {
  * (so start-up stays fast) and their tool lists kept; a project outside a server's `projects`
  * never sees its tools.
  */
-export async function turnTools(deps: Pick<ChatDeps, 'mcp'>, resolved: ResolvedAgent): Promise<TurnTools> {
+export async function turnTools(deps: Pick<ChatDeps, 'mcp'>, resolved: ResolvedAgent, place?: TurnWorkspace): Promise<TurnTools> {
   const dynamic = deps.mcp ? await deps.mcp.toolsFor(resolved.workspace.projectId) : [];
-  if (!dynamic.length) return { definitions: toolDefinitions() };
-  return { definitions: toolDefinitions(dynamic), dynamicTools: new Map(dynamic.map((t) => [t.name, t])) };
+  const offer = { commands: !!place?.commands };
+  if (!dynamic.length) return { definitions: toolDefinitions(undefined, offer) };
+  return { definitions: toolDefinitions(dynamic, offer), dynamicTools: new Map(dynamic.map((t) => [t.name, t])) };
 }

@@ -17,6 +17,7 @@ import { SERVER_SHUTDOWN } from './shutdown-reason';
 import { clock, findAgent, newId, toolContext, turnTools, type ChatDeps } from './context';
 import { subagentHost } from './subagent';
 import { chooseModel, unknownProfile } from './model-choice';
+import { inCheckout, type TurnWorkspace } from './in-workspace';
 
 export interface ChatRequest {
   agentId: string;
@@ -41,6 +42,8 @@ export interface ChatRequest {
   author?: string;
   /** Who writes the user message (with accounts); stored on it. A regenerate keeps the stored one's. */
   messageAuthor?: MessageAuthor;
+  /** Run in this workspace of the project: `{project-root}` is its checkout (see inCheckout). */
+  workspace?: TurnWorkspace;
 }
 
 export interface TurnHandle {
@@ -102,7 +105,8 @@ function shortcutCall(resolution: CommandResolution): ToolCall | null {
  * end (or the consumer stops reading them).
  */
 export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortSignal): Promise<TurnHandle> {
-  const resolved = await findAgent(deps, req);
+  const found = await findAgent(deps, req);
+  const resolved = req.workspace && found.workspace.projectId ? inCheckout(found, req.workspace) : found;
   const setup = deps.config.models;
   if (req.model !== undefined && !setup.profiles.has(req.model)) throw unknownProfile(setup, req.model);
 
@@ -129,6 +133,10 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
     }
     if (existing.agentId !== resolved.agent.id) {
       throw new AppError('E_VALIDATION', `Conversation "${conversationId}" belongs to agent "${existing.agentId}", not "${resolved.agent.id}".`, { field: 'agentId' });
+    }
+    if ((existing.workspaceId ?? undefined) !== (req.workspace?.id ?? undefined)) {
+      const where = (id?: string) => (id ? `workspace "${id}"` : 'the project folder');
+      throw new AppError('E_VALIDATION', `Conversation "${conversationId}" runs in ${where(existing.workspaceId)}, not ${where(req.workspace?.id)}.`, { field: 'workspaceId' });
     }
     remembered = existing.model;
   } else {
@@ -186,6 +194,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
         ...(projectId ? { projectId } : {}),
         ...(req.model !== undefined ? { model: req.model } : {}),
         ...(req.ownerId !== undefined ? { ownerId: req.ownerId } : {}),
+        ...(req.workspace ? { workspaceId: req.workspace.id } : {}),
       });
       await deps.store.setVariables(conversationId, activation.variables);
       if (activation.context) {
@@ -245,7 +254,7 @@ export async function startTurn(deps: ChatDeps, req: ChatRequest, signal: AbortS
   const messageId = newId('msg');
   const sent: Turn['sent'] = { chars: null };
   const remote = watchRemoteStop(deps, lease, signal);
-  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget, ...(req.author ? { author: req.author } : {}), ...(req.messageAuthor ? { messageAuthor: req.messageAuthor } : {}) });
+  const events = turnEvents(deps, { resolved, conversationId, message: text, userMessageId, appendUser, noteStored, command, signal: remote.signal, unwatch: remote.end, messageId, lease, audit, sent, profile, tokenizer, budget, ...(req.author ? { author: req.author } : {}), ...(req.messageAuthor ? { messageAuthor: req.messageAuthor } : {}), ...(req.workspace && resolved.workspace.inCheckout ? { place: req.workspace } : {}) });
   return {
     conversationId,
     messageId,
@@ -306,6 +315,8 @@ interface Turn {
   budget: ContextBudget;
   author?: string;
   messageAuthor?: MessageAuthor;
+  /** The workspace the turn runs in. */
+  place?: TurnWorkspace;
 }
 
 async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent> {
@@ -326,6 +337,9 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
   const end = async (how: TurnOutcome) => {
     if (ended) return;
     ended = true;
+    // A workspace's commit and sync come before the turn's end is written: whoever sees the turn
+    // ended finds its work on the branch.
+    if (turn.place) await turn.place.end().catch((e: unknown) => log.warn('workspace.turn_end_failed', { conversationId, error: e instanceof Error ? e.name : 'unknown' }));
     await store.commit(conversationId, { ...(final ?? {}), end: { lease: turn.lease, outcome: how } });
   };
   try {
@@ -338,8 +352,8 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
     if (note) await store.append(conversationId, { id: newId('sys'), role: 'system', content: note, timestamp: stamp() });
 
     const conversation = await store.get(conversationId);
-    const { definitions, dynamicTools } = await turnTools(deps, resolved);
-    const ctx = { ...toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal, turn.author), ...(dynamicTools ? { dynamicTools } : {}) };
+    const { definitions, dynamicTools } = await turnTools(deps, resolved, turn.place);
+    const ctx = { ...toolContext(deps, resolved, conversationId, conversation?.variables ?? {}, audit, signal, turn.author, turn.place), ...(dynamicTools ? { dynamicTools } : {}) };
     const history = await store.messages(conversationId);
     const ws = resolved.workspace;
     const systemPrompt = buildSystemPrompt({
@@ -348,7 +362,7 @@ async function* turnEvents(deps: ChatDeps, turn: Turn): AsyncGenerator<TurnEvent
       toolNames: definitions.map((d) => d.function.name),
       // The activation's context is the conversation's first stored message when there is one.
       activated: history[0]?.role === 'system',
-      ...(ws.writable ? { project: { writable: ws.writable } } : {}),
+      ...(ws.writable ? { project: { writable: ws.writable, ...(ws.inCheckout ? { everywhere: true } : {}) } } : {}),
     });
     const messages = toModelMessages(systemPrompt, history);
     const shortcut = shortcutCall(turn.command);

@@ -310,6 +310,7 @@ export interface NewConversation {
   titleState: TitleState;
   model?: string;
   ownerId?: string;
+  workspaceId?: string;
 }
 
 export function prepareCreate(input: CreateConversationInput, newId: () => string): NewConversation {
@@ -328,6 +329,7 @@ export function prepareCreate(input: CreateConversationInput, newId: () => strin
     ...(input.projectId !== undefined ? { projectId: input.projectId } : {}),
     ...(model !== null ? { model } : {}),
     ...(isStr(input.ownerId) && input.ownerId ? { ownerId: input.ownerId.slice(0, 200) } : {}),
+    ...(isStr(input.workspaceId) && input.workspaceId ? { workspaceId: input.workspaceId.slice(0, 200) } : {}),
   };
   const given = input.title === undefined ? '' : input.title.replace(/\s+/g, ' ').trim();
   if (!given) return { ...base, title: DEFAULT_TITLE, titleState: TitleState.DEFAULT };
@@ -365,6 +367,7 @@ export function freshConversation(c: NewConversation, now: string): Conversation
     usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
     ...(c.model !== undefined ? { model: c.model } : {}),
     ...(c.ownerId !== undefined ? { ownerId: c.ownerId } : {}),
+    ...(c.workspaceId !== undefined ? { workspaceId: c.workspaceId } : {}),
   };
 }
 

@@ -242,6 +242,10 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE messages ADD COLUMN author_id TEXT;
   ALTER TABLE messages ADD COLUMN author_name TEXT;
   `,
+  `
+  -- The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
+  ALTER TABLE conversations ADD COLUMN workspace_id TEXT;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

@@ -67,6 +67,7 @@ export interface ConversationRow {
   model: string | null;
   owner_id: string | null;
   shared: boolean | number;
+  workspace_id: string | null;
   message_count: number;
   last_preview: string | null;
 }
@@ -138,7 +139,7 @@ export function text(s: string | null): string | null {
 
 const CONVERSATION_COLUMNS = sql.raw(
   `c.id, c.agent_id, c.bundle_name, c.project_id, c.title, c.created_at, c.updated_at, c.status, c.last_turn, c.variables,
-   c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.cost, c.model, c.owner_id, c.shared, c.message_count, c.last_preview`,
+   c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.cost, c.model, c.owner_id, c.shared, c.workspace_id, c.message_count, c.last_preview`,
 );
 
 /** How a turn's end is written: its status, and its lastTurn as stored JSON. */
@@ -212,8 +213,8 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     const db = await this.q();
     const index = this.dialect.titleIndex(c.title);
     try {
-      await sql`INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at, model, owner_id${index ? sql`, title_search` : sql``})
-        VALUES (${c.id}, ${text(c.agentId)}, ${text(c.bundleName)}, ${c.projectId ?? null}, ${text(c.title)}, ${c.titleState}, ${now}, ${now}, ${c.model ?? null}, ${c.ownerId ?? null}${index ? sql`, ${index}` : sql``})`.execute(db);
+      await sql`INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, title_state, created_at, updated_at, model, owner_id, workspace_id${index ? sql`, title_search` : sql``})
+        VALUES (${c.id}, ${text(c.agentId)}, ${text(c.bundleName)}, ${c.projectId ?? null}, ${text(c.title)}, ${c.titleState}, ${now}, ${now}, ${c.model ?? null}, ${c.ownerId ?? null}, ${c.workspaceId ?? null}${index ? sql`, ${index}` : sql``})`.execute(db);
     } catch (e) {
       const code = (e as { code?: string }).code;
       if (code === '23505' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw duplicateId(c.id);
@@ -538,6 +539,7 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
       ...(row.model !== null ? { model: row.model } : {}),
       ...(row.owner_id !== null ? { ownerId: row.owner_id } : {}),
       ...(row.shared ? { shared: true } : {}),
+      ...(row.workspace_id ? { workspaceId: row.workspace_id } : {}),
     };
   }
 

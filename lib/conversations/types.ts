@@ -114,6 +114,8 @@ export interface Conversation {
   ownerId?: string;
   /** Shown read-only to the members of its project (private to its owner otherwise). */
   shared?: boolean;
+  /** The workspace of its project its turns run in (set when it starts; kept for its later turns). */
+  workspaceId?: string;
 }
 
 export interface ConversationSummary extends Conversation {
@@ -129,6 +131,7 @@ export interface CreateConversationInput {
   projectId?: string;
   model?: string;
   ownerId?: string;
+  workspaceId?: string;
 }
 
 export interface ListOptions {

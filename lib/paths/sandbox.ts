@@ -31,7 +31,15 @@ export interface PathContext {
 
 export interface ProjectAccess {
   writable: string[];
+  /**
+   * A workspace's checkout: every file is writable but the installed method (`_bmad/`, `bmad/`),
+   * and what stays unreachable everywhere (`.git`, secrets).
+   */
+  everywhere?: boolean;
 }
+
+/** Top folders of a checkout the file tools never write (the installed method). */
+const METHOD_FOLDERS = new Set(['_bmad', 'bmad']);
 
 export const PROJECT_TOKEN = '{project-root}';
 
@@ -271,7 +279,12 @@ async function resolveInProject(names: string[], ctx: PathContext & { project: P
   const st = await fs.lstat(ctx.projectRoot).catch(() => null);
   if (!st || !st.isDirectory()) return violation(PROJECT_TOKEN, 'the project folder is not a real folder', virtualPath);
   let target: ResolvedPath | ToolFailure;
-  if (access === 'write') {
+  if (access === 'write' && ctx.project.everywhere) {
+    if (names.length && METHOD_FOLDERS.has(names[0]!.normalize('NFKC').trim().toLowerCase())) {
+      return fail('E_READ_ONLY', `${virtualPath} is part of the installed method, which is read-only.`, { path: virtualPath, details: { mount: PROJECT_TOKEN } });
+    }
+    target = await resolveUnder(ctx.projectRoot, PROJECT_TOKEN, names, 'write', true);
+  } else if (access === 'write') {
     const folder = ctx.project.writable.find((w) => {
       const parts = w.split('/');
       return parts.length < names.length && parts.every((p, i) => p === names[i]);
@@ -293,6 +306,9 @@ async function resolveInProject(names: string[], ctx: PathContext & { project: P
   const realNames = path.relative(realProject, target.abs).split(path.sep).filter(Boolean);
   const deniedReal = deniedInProject(realNames);
   if (deniedReal) return violation(PROJECT_TOKEN, deniedReal, virtualPath);
+  if (access === 'write' && ctx.project.everywhere && realNames.length && METHOD_FOLDERS.has(realNames[0]!.toLowerCase())) {
+    return fail('E_READ_ONLY', `${virtualPath} is part of the installed method, which is read-only.`, { path: virtualPath });
+  }
   if (access === 'write') {
     for (const machinery of [ctx.bundleRoot, ctx.coreRoot]) {
       const real = await fs.realpath(machinery).catch(() => null);

@@ -20,7 +20,7 @@ export interface PromptInput {
   /** True when the server ran the agent's loading steps and stored what they loaded as context. */
   activated?: boolean;
   /** Set for an agent of a BMAD project: the project's mounts replace the bundle's. */
-  project?: { writable: string[] };
+  project?: { writable: string[]; everywhere?: boolean };
 }
 
 const TOOL_RULES = `## How you work with files
@@ -37,7 +37,11 @@ You run inside a server that gives you real tools. Use them; never pretend.
 const BUNDLE_PATHS =
   "Paths are virtual: {bundle-root}/... is your bundle (read-only), {core-root}/... holds shared BMAD tasks (read-only), {output_folder}/... is this conversation's output folder (the only place you can write). {project-root}/... works only where it lands in one of those.";
 
-function projectPaths(writable: string[]): string {
+const CHECKOUT_PATHS =
+  "Paths are virtual: {project-root}/... is the project's code in a workspace of its own (a git checkout on its own branch; secrets such as .env and .git are not reachable), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder. You can write any file of {project-root} but the method's; what you change is committed to the workspace's branch at the end of the turn. When run_command is offered, it runs one shell line (tests, builds, git) in the workspace; the method's scripts (`uv run {project-root}/_bmad/scripts/...`) run with run_script or run_command.";
+
+function projectPaths(writable: string[], everywhere?: boolean): string {
+  if (everywhere) return CHECKOUT_PATHS;
   const extra = writable.length ? `, and ${writable.map((w) => `{project-root}/${w}/...`).join(', ')}` : '';
   return `Paths are virtual: {project-root}/... is the project (readable; secrets such as .env and .git are not), {project-root}/_bmad/... is the installed BMAD method (read-only; shown as {bundle-root}/..., its core as {core-root}/...), {output_folder}/... is the project's output folder, shared by every agent and conversation of the project: documents other agents wrote are there. You can write into {output_folder}${extra}; nothing else. When the method says to run one of its scripts (\`uv run {project-root}/_bmad/scripts/...\`, \`uv run {skill-root}/scripts/...\`), call run_script with that line as command; if it cannot run or fails, do what the instructions say for that case.`;
 }
@@ -73,7 +77,7 @@ function commandsSection(agent: PromptAgent): string {
 export function buildSystemPrompt({ agent, bundleName, toolNames, activated = false, project }: PromptInput): string {
   const home = project ? `the BMAD project "${bundleName}"` : `the "${bundleName}" bundle`;
   const head = `You are ${agent.name}${agent.title ? `, ${agent.title}` : ''}${agent.icon ? ` ${agent.icon}` : ''}, an agent of ${home}. Stay in this role for the whole conversation.`;
-  const rules = TOOL_RULES.replace('PATHS_RULE', project ? projectPaths(project.writable) : BUNDLE_PATHS);
+  const rules = TOOL_RULES.replace('PATHS_RULE', project ? projectPaths(project.writable, project.everywhere) : BUNDLE_PATHS);
   return [
     head,
     personaSection(agent),
@@ -90,7 +94,7 @@ export interface SubagentPromptInput {
   toolNames: string[];
   /** Model calls the subagent may make. */
   maxSteps: number;
-  project?: { writable: string[] };
+  project?: { writable: string[]; everywhere?: boolean };
 }
 
 /**
@@ -103,7 +107,7 @@ export function buildSubagentPrompt({ instructions, toolNames, maxSteps, project
     `## How you work
 - Nobody will answer questions: do not ask any. Where something is missing or unclear, make a reasonable choice and say so in your result.
 - Read files with your tools; never invent their contents or claim you read a file you did not.
-- ${project ? projectPaths(project.writable) : BUNDLE_PATHS}
+- ${project ? projectPaths(project.writable, project.everywhere) : BUNDLE_PATHS}
 - You have at most ${maxSteps} model call${maxSteps === 1 ? '' : 's'}; call tools in parallel where you can and answer before they run out.
 Your tools: ${toolNames.join(', ')}.`,
     `## Your task\n${instructions.trim()}`,

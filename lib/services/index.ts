@@ -2,3 +2,4 @@ export { projectOf, committerOf, APP_IDENTITY } from './access';
 export { getBuildSettings, putBuildSettings } from './build';
 export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView } from './workspaces';
 export { setupOf } from './setup';
+export { turnWorkspace, placeIn } from './turns';

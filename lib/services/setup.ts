@@ -1,6 +1,9 @@
+import fs from 'node:fs/promises';
+import { commandHost, runSetup } from '../commands';
+import { workspaceTmp } from '../chat';
 import { log } from '../log';
 import { getRuntime } from '../runtime';
-import type { BuildSettings, Person, ProjectRef, SetupOutcome, Workspace } from '../workspaces';
+import type { BuildSettings, ProjectRef, SetupOutcome, Workspace } from '../workspaces';
 
 /** Setups running in this process, by workspace id: a turn in the workspace waits for none of them, it is refused. */
 const KEY = Symbol.for('bmad-orchestrator.workspaceSetups');
@@ -25,7 +28,7 @@ export function setupOf(workspaceId: string): Promise<void> | undefined {
  * Runs the project's setup line once in a new workspace, after the creation has answered: its
  * outcome and output are kept with the workspace, and what it changed in the checkout is synced.
  */
-export function runWorkspaceSetup(project: ProjectRef, ws: Workspace, build: BuildSettings, person: Person): void {
+export function runWorkspaceSetup(project: ProjectRef, ws: Workspace, build: BuildSettings): void {
   const task = (async () => {
     const rt = getRuntime();
     const started = Date.now();
@@ -39,18 +42,27 @@ export function runWorkspaceSetup(project: ProjectRef, ws: Workspace, build: Bui
     }
     await rt.workspaces.recordSetup(ws.id, outcome);
     log.info('workspace.setup', { project: project.id, workspace: ws.id, status: outcome.status, exitCode: outcome.exitCode ?? null, durationMs: outcome.durationMs });
-    void person;
     await rt.workspaces.sync(project, ws);
   })()
     .catch((e) => log.error('workspace.setup_record_failed', { workspace: ws.id, error: (e as Error)?.name ?? 'unknown' }))
     .finally(() => running.delete(ws.id));
   running.set(ws.id, task);
+  // The runtime's close waits for it: nothing writes into a closed store.
+  getRuntime().work.track(task);
 }
 
-/**
- * SEAM (command sandbox): the setup line runs in the command sandbox's setup mode, with
- * network, in the workspace's checkout. Until that sandbox is in this build, nothing runs.
- */
-async function runSetupLine(_project: ProjectRef, _ws: Workspace, _build: BuildSettings): Promise<{ ok: boolean; exitCode: number | null; output: string }> {
-  return { ok: false, exitCode: null, output: 'No command sandbox in this build: the setup line was not run.' };
+/** The setup line in the command sandbox's setup mode: the host's network, in the project's folder of the checkout. */
+async function runSetupLine(project: ProjectRef, ws: Workspace, build: BuildSettings): Promise<{ ok: boolean; exitCode: number | null; output: string }> {
+  const rt = getRuntime();
+  const host = await commandHost(rt.config.scripts);
+  if ('reason' in host) return { ok: false, exitCode: null, output: `The setup could not run: ${host.reason}.` };
+  const tmp = workspaceTmp(rt.config.workspacesRoot, ws);
+  await fs.mkdir(tmp, { recursive: true });
+  const r = await runSetup(
+    { checkout: rt.workspaces.checkoutPath(ws), cwd: rt.workspaces.projectRootIn(project, ws), tmp, command: build.setup ?? 'true', env: build.env },
+    rt.config.commands,
+    host,
+  );
+  const stopped = r.stopped ? `\n[stopped: ${r.stopped}]` : '';
+  return { ok: r.ok, exitCode: r.exitCode, output: r.output + stopped };
 }

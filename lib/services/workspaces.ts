@@ -57,7 +57,7 @@ export async function createWorkspace(caller: Caller, projectId: string, input: 
   if (!build.setup) return workspaceView(ws);
   const running: SetupOutcome = { status: 'running', at: new Date().toISOString() };
   const row = (await rt.workspaces.recordSetup(ws.id, running)) ?? { ...ws, setup: running };
-  runWorkspaceSetup(ref(project), row, build, committerOf(caller));
+  runWorkspaceSetup(ref(project), row, build);
   return workspaceView(row);
 }
 

@@ -8,6 +8,9 @@ import { GET as getWorkspace, DELETE as discardWorkspace } from '@/app/api/proje
 import { GET as getDiff } from '@/app/api/projects/[id]/workspaces/[wid]/diff/route';
 import { POST as mergeWorkspace } from '@/app/api/projects/[id]/workspaces/[wid]/merge/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
+import { POST as chat } from '@/app/api/chat/route';
+import { setupOf } from '@/lib/services';
+import { reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { commit, sh, writeFiles } from '../git-repo';
 import { params, startHarness, type Harness } from './harness';
@@ -270,4 +273,92 @@ describe('workspaces', () => {
     expect((await list('ada')).body.data.map((w: { name: string }) => w.name)).not.toContain('right');
     expect((await create('ada', 'right')).status).toBe(201);
   }, 60_000);
+});
+
+describe('turns in a workspace', () => {
+  let wid: string;
+  const send = (who: Who, body: Record<string, unknown>) => chat(req('POST', '/api/chat', who, { projectId: 'shop', agentId: 'bmad-agent-pm', stream: false, ...body })).then(answer);
+
+  it('edit files and run commands in the checkout; the turn ends with a commit by its person on bmad/<name>; the project folder is untouched', async () => {
+    wid = (await create('ed', 'turns')).body.data.id as string;
+    const before = fs.readFileSync(path.join(shop, 'src/app.txt'), 'utf8');
+    h.model.reset();
+    h.model.setScript([
+      reply.toolCalls([
+        { name: 'edit_file', arguments: { file_path: '{project-root}/src/app.txt', old_string: 'three', new_string: 'THREE' } },
+        { name: 'save_output', arguments: { file_path: '{project-root}/src/added.txt', content: 'added by the agent\n' } },
+        { name: 'save_output', arguments: { file_path: '{project-root}/_bmad/evil.md', content: 'x' } },
+        { name: 'save_output', arguments: { file_path: '{project-root}/.env', content: 'X=1' } },
+      ]),
+      reply.toolCalls([{ name: 'run_command', arguments: { command: 'cat src/app.txt src/added.txt && git status --short | wc -l && pwd' } }]),
+      reply.text('done'),
+    ]);
+    const a = await send('ed', { message: 'work', workspaceId: wid });
+    expect(a.status).toBe(200);
+    const calls = a.body.data.message.functionCalls as { name: string; result: { ok: boolean; error?: { code: string }; exit_code?: number; stdout?: string } }[];
+    expect(calls.map((c) => c.result.ok || c.result.error?.code)).toEqual([true, true, 'E_READ_ONLY', 'E_SANDBOX_VIOLATION', true]);
+    const command = calls[4]!.result;
+    expect(command.exit_code).toBe(0);
+    expect(command.stdout).toContain('THREE');
+    expect(command.stdout).toContain('added by the agent');
+    noServerPath(a);
+    // The project folder and its checkout did not change; the branch holds the turn's commit.
+    expect(fs.readFileSync(path.join(shop, 'src/app.txt'), 'utf8')).toBe(before);
+    expect(fs.existsSync(path.join(shop, 'src/added.txt'))).toBe(false);
+    expect(sh(shop, ['show', 'refs/heads/bmad/turns:src/app.txt'])).toContain('THREE');
+    expect(sh(shop, ['show', 'refs/heads/bmad/turns:src/added.txt'])).toBe('added by the agent\n');
+    expect(sh(shop, ['log', '-1', '--format=%an <%ae>', 'refs/heads/bmad/turns']).trim()).toBe('Ed <ed@example.com>');
+    const detail = (await one('vic', wid)).body.data;
+    expect(detail.ahead).toBe(1);
+    expect(detail.files.map((f: { path: string }) => f.path).sort()).toEqual(['src/added.txt', 'src/app.txt']);
+    // The conversation remembers its workspace: a later turn without workspaceId goes on there.
+    h.model.setScript([reply.toolCalls([{ name: 'save_output', arguments: { file_path: '{project-root}/src/later.txt', content: 'later\n' } }]), reply.text('ok')]);
+    const later = await send('ed', { message: 'more', conversationId: a.body.data.conversationId });
+    expect(later.status).toBe(200);
+    expect(sh(shop, ['show', 'refs/heads/bmad/turns:src/later.txt'])).toBe('later\n');
+    expect(fs.existsSync(path.join(shop, 'src/later.txt'))).toBe(false);
+  }, 120_000);
+
+  it('are 404 for an unknown workspace or one of another project, 404/403 for those who may not write', async () => {
+    const unknown = await send('ed', { message: 'x', workspaceId: 'ws_00000000-0000-0000-0000-000000000000' });
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'E_WORKSPACE_NOT_FOUND']);
+    const other = await chat(req('POST', '/api/chat', 'ada', { projectId: 'lab', agentId: 'bmad-agent-pm', stream: false, message: 'x', workspaceId: wid })).then(answer);
+    expect([other.status, other.body.code]).toEqual([404, 'E_WORKSPACE_NOT_FOUND']);
+    expect((await send('vic', { message: 'x', workspaceId: wid })).status).toBe(403);
+    expect((await send('bob', { message: 'x', workspaceId: wid })).status).toBe(404);
+  });
+
+  it('offer run_command only in a workspace', async () => {
+    h.model.reset();
+    h.model.setScript([reply.toolCalls([{ name: 'run_command', arguments: { command: 'true' } }]), reply.text('done')]);
+    const a = await send('ed', { message: 'outside' });
+    expect(a.status).toBe(200);
+    expect(a.body.data.message.functionCalls[0].result.ok).toBe(false);
+    const offered = (h.model.chatRequests().at(-1)?.body as unknown as { tools?: { function: { name: string } }[] }).tools?.map((t) => t.function.name) ?? [];
+    expect(offered).not.toContain('run_command');
+  }, 60_000);
+});
+
+describe('setup', () => {
+  it('runs the setup line once in a new workspace with network, after the 201; turns wait for it (409 meanwhile)', async () => {
+    await setBuild('ada', { setup: 'sleep 1; echo "set up in $PWD" > setup-ran.txt; getent hosts localhost >/dev/null && echo resolved; cat /etc/resolv.conf >/dev/null && echo network-config' });
+    const made = await create('ed', 'with-setup');
+    expect(made.status).toBe(201);
+    expect(made.body.data.setup).toMatchObject({ status: 'running' });
+    const id = made.body.data.id as string;
+    const refused = await chat(req('POST', '/api/chat', 'ed', { projectId: 'shop', agentId: 'bmad-agent-pm', stream: false, message: 'x', workspaceId: id })).then(answer);
+    expect([refused.status, refused.body.code]).toEqual([409, 'E_CONFLICT']);
+    await setupOf(id);
+    const detail = (await one('vic', id)).body.data;
+    expect(detail.setup).toMatchObject({ status: 'ok', exitCode: 0 });
+    expect(detail.setup.output).toContain('network-config');
+    noServerPath(await one('vic', id));
+    const checkout = h.runtime.workspaces.checkoutPath({ id });
+    expect(fs.readFileSync(path.join(checkout, 'setup-ran.txt'), 'utf8')).toBe('set up in /workspace\n');
+    await setBuild('ada', { setup: 'exit 3' });
+    const failing = (await create('ed', 'failing-setup')).body.data.id as string;
+    await setupOf(failing);
+    expect((await one('vic', failing)).body.data.setup).toMatchObject({ status: 'failed', exitCode: 3 });
+    await setBuild('ada', { setup: null });
+  }, 120_000);
 });

@@ -7,6 +7,7 @@ import { trackTurn } from '@/lib/runtime/shutdown';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 import { turnAccess } from '../_lib/turns';
+import { turnWorkspace } from '@/lib/services';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -28,6 +29,8 @@ const ChatBody = z
     editMessageId: z.string().min(1, 'editMessageId must not be empty').max(200).optional(),
     /** A model profile by name (GET /api/models); unknown names are a 400 naming this field. */
     model: z.string().trim().min(1, 'model must not be empty').max(64).optional(),
+    /** Run in this workspace of the project (its checkout is `{project-root}`); a conversation keeps it. */
+    workspaceId: z.string().trim().min(1, 'workspaceId must not be empty').max(200).optional(),
   })
   .superRefine((body, ctx) => {
     if (body.regenerate && body.editMessageId !== undefined) {
@@ -47,6 +50,7 @@ export async function POST(request: Request) {
     const body = await readJson(request, ChatBody);
     const rt = getRuntime();
     const owner = await turnAccess(caller, body);
+    const workspace = await turnWorkspace(caller, body);
     const wantsStream = body.stream ?? (request.headers.get('accept') ?? '').includes('text/event-stream');
 
     // One controller for the whole turn: the client going away or the stream being cancelled stops it.
@@ -71,6 +75,7 @@ export async function POST(request: Request) {
           ...(body.projectId ? { projectId: body.projectId } : {}),
           ...(body.model ? { model: body.model } : {}),
           ...owner,
+          ...(workspace ? { workspace } : {}),
         },
         controller.signal,
       );

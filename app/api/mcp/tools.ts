@@ -9,6 +9,7 @@ import type { Caller } from '@/lib/access';
 import { projectOr404 } from '../_lib/projects';
 import { runOr404 } from '../runs/_lib';
 import { turnAccess } from '../_lib/turns';
+import { turnWorkspace } from '@/lib/services';
 
 /** What a tool of the app's MCP server runs with: who asks (the same caller as the REST API) and the request's signal. */
 export interface McpCall {
@@ -122,16 +123,18 @@ export const MCP_SERVER_TOOLS: McpServerTool[] = [
       agentId: z.string().trim().min(1).max(200).describe('An agent id, as list_agents gives it'),
       message: z.string().min(1).max(20_000).refine((m) => m.trim().length > 0, 'message must not be empty'),
       conversationId: z.string().min(1).max(200).optional(),
+      workspaceId: z.string().min(1).max(200).optional().describe("Work in this workspace of the project (its own git checkout); a conversation keeps its workspace"),
     },
-    async run({ projectId, agentId, message, conversationId }, { caller, signal }) {
+    async run({ projectId, agentId, message, conversationId, workspaceId }, { caller, signal }) {
       const rt = getRuntime();
       const owner = await turnAccess(caller, { projectId, conversationId });
+      const workspace = await turnWorkspace(caller, { projectId, conversationId, workspaceId });
       const controller = new AbortController();
       const abort = () => controller.abort();
       signal.addEventListener('abort', abort, { once: true });
       const untrack = trackTurn(controller);
       try {
-        const turn = await startTurn(rt, { agentId, message, ...(projectId ? { projectId } : {}), ...(conversationId ? { conversationId } : {}), ...owner }, controller.signal);
+        const turn = await startTurn(rt, { agentId, message, ...(projectId ? { projectId } : {}), ...(conversationId ? { conversationId } : {}), ...owner, ...(workspace ? { workspace } : {}) }, controller.signal);
         const summary = await collectTurn(turn.events, { price: turn.price });
         if (summary.error) throw summary.error;
         return {
