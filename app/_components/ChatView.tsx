@@ -84,7 +84,9 @@ export function ChatView(props: ChatViewProps) {
 
   const cbs = useRef(props);
   cbs.current = props;
-  const workspaceId = (detail as { workspaceId?: string | null } | null)?.workspaceId ?? props.workspaceId ?? null;
+  // Like the agent: the URL loses `ws=` once the conversation has its id; the view keeps it.
+  const [initialWorkspaceId] = useState(props.workspaceId ?? null);
+  const workspaceId = (detail as { workspaceId?: string | null } | null)?.workspaceId ?? initialWorkspaceId;
   const chat = useChatSession({
     agentId,
     projectId,
