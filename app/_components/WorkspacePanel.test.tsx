@@ -2,6 +2,9 @@ import { render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import { WorkspacePanel } from './WorkspacePanel';
 
+// Rendering a thousand diff lines takes a while on a loaded machine.
+jest.setTimeout(90_000);
+
 type Call = { url: string; method: string };
 let calls: Call[];
 let mergeAnswer: { status: number; body: unknown };

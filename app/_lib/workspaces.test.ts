@@ -53,12 +53,12 @@ describe('parseUnifiedDiff', () => {
     expect(files[4]!.lines.filter((l) => l.kind === 'add' || l.kind === 'del').map((l) => l.text)).toEqual(['x', 'y']);
   });
 
-  it('takes linear time on a diff of many lines (200,000 lines well under a second)', () => {
+  it('takes linear time on a diff of many lines (200,000 lines in seconds, not the hours a quadratic pass would take)', () => {
     const lines = ['diff --git a/big b/big', '--- a/big', '+++ b/big', '@@ -1,1 +1,200000 @@'];
     for (let i = 0; i < 200_000; i++) lines.push(`+${'x'.repeat(20)}${i}`);
     const t = performance.now();
     const files = parseUnifiedDiff(lines.join('\n'));
-    expect(performance.now() - t).toBeLessThan(1000);
+    expect(performance.now() - t).toBeLessThan(5000);
     expect(files[0]!.lines).toHaveLength(200_004 - 3);
   });
 });
