@@ -167,6 +167,14 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
     return () => ac.abort();
   }, [load, version]);
 
+  // The setup line runs after the workspace is made: its outcome is asked for again until it ends.
+  const setupRunning = ws?.setup?.status === 'running';
+  useEffect(() => {
+    if (!setupRunning) return;
+    const t = setInterval(() => void load(), 2000);
+    return () => clearInterval(t);
+  }, [setupRunning, load]);
+
   // Its conversations and runs, and the commands run in them (from their stored tool calls).
   useEffect(() => {
     const ac = new AbortController();
