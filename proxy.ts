@@ -1,19 +1,45 @@
 import { NextResponse, type NextRequest } from 'next/server';
+import { isAllowedHost, parseAllowedHosts, type HostRule } from '@/lib/config/network';
 
 /**
- * Route parameters are decoded by Next before a handler runs; a malformed escape (`%ZZ`) would
- * end as a plain-text 500. Such paths are bad input: a 400 in the API's error shape.
+ * Runs (on Node, in the server's process) before every request, pages, API and static files alike.
+ *
+ * A Host the server does not know is refused before anything runs: a web page whose name an
+ * attacker points at 127.0.0.1 (DNS rebinding) would otherwise be same-origin with this server and
+ * read it, or claim a fresh one's first admin. The names are loopback plus ALLOWED_HOSTS; the
+ * start checks (instrumentation, scripts/start.mjs) refuse a malformed list, so one here admits
+ * only loopback.
  */
+let allowed: HostRule[] | undefined;
+function allowedHosts(): HostRule[] {
+  if (!allowed) {
+    const parsed = parseAllowedHosts(process.env.ALLOWED_HOSTS);
+    allowed = 'hosts' in parsed ? parsed.hosts : [];
+  }
+  return allowed;
+}
+
 export function proxy(request: NextRequest) {
-  for (const segment of request.nextUrl.pathname.split('/')) {
-    try {
-      decodeURIComponent(segment);
-    } catch {
-      return NextResponse.json({ success: false, error: 'Invalid URL encoding in the path.', code: 'E_VALIDATION' }, { status: 400 });
+  const host = request.headers.get('host');
+  if (!isAllowedHost(host, allowedHosts())) {
+    return NextResponse.json(
+      { success: false, error: 'This server does not answer to that host name. Its administrator lists the names it answers to in ALLOWED_HOSTS.', code: 'E_FORBIDDEN' },
+      { status: 403 },
+    );
+  }
+  // Route parameters are decoded by Next before a handler runs; a malformed escape (`%ZZ`) would
+  // end as a plain-text 500. Such paths are bad input: a 400 in the API's error shape.
+  if (request.nextUrl.pathname.startsWith('/api/conversations/')) {
+    for (const segment of request.nextUrl.pathname.split('/')) {
+      try {
+        decodeURIComponent(segment);
+      } catch {
+        return NextResponse.json({ success: false, error: 'Invalid URL encoding in the path.', code: 'E_VALIDATION' }, { status: 400 });
+      }
     }
   }
   return NextResponse.next();
 }
 
-// Only the routes with path parameters need the check.
-export const config = { matcher: '/api/conversations/:path+' };
+// No matcher: every path, `_next/static` included (a foreign name gets nothing, not even the bundle;
+// one rule is easier to trust than a list of exceptions).

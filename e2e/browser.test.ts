@@ -2,7 +2,7 @@
  * End to end in a real browser: playwright-core driving Debian's chromium against the production
  * build (`next start`) and the scripted OpenAI-compatible model server.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/browser   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/browser   (E2E_SKIP_BUILD=1 reuses an existing build).
  * Screenshots land in e2e/artifacts/ (git-ignored): main-flow.png is the main flow's artifact;
  * every test also leaves a final-state screenshot named after it, handy when one fails.
  */
@@ -135,17 +135,17 @@ describe('with a scripted model', () => {
     await screenshot(page, 'main-flow.png');
 
     await file.click();
-    const viewer = page.getByTestId('file-viewer');
+    const viewer = page.getByTestId('document-panel');
     await viewer.waitFor();
-    const heading = page.getByTestId('file-content').locator('h1');
+    const heading = page.getByTestId('document-content').locator('h1');
     await heading.waitFor();
     expect(await heading.innerText()).toBe('Acme Brief');
-    expect(await page.getByTestId('file-content').locator('h2').innerText()).toBe('Goals');
-    expect(await page.getByTestId('file-content').locator('li').innerText()).toBe('Ship fast');
+    expect(await page.getByTestId('document-content').locator('h2').innerText()).toBe('Goals');
+    expect(await page.getByTestId('document-content').locator('li').innerText()).toBe('Ship fast');
     // Rendered, not raw markdown.
-    expect(await page.getByTestId('file-content').innerText()).not.toContain('# Acme');
+    expect(await page.getByTestId('document-content').innerText()).not.toContain('# Acme');
 
-    const download = page.getByTestId('file-download');
+    const download = page.getByTestId('document-download');
     const href = await download.getAttribute('href');
     expect(href).toMatch(/\?download=1$/);
     expect(href).toContain(`/api/conversations/${conversationId}/files/brief.md`);

@@ -2,7 +2,7 @@
  * The chat screen in a real browser: accessibility (axe-core's default rules on every main screen,
  * light and dark; 44 px tap targets on a phone), rich answers, tool cards, documents, the sidebar.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/chat-ui   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/chat-ui   (E2E_SKIP_BUILD=1 reuses an existing build).
  * The tests under "needs the server side" use API parts that land with the server work
  * (regenerate, edit, search, export, the last turn's status); skip them on an older server with
  * -t '^(?!.*needs the server side)'.
@@ -134,10 +134,10 @@ describe('chat UI with a scripted model', () => {
       const { page } = await newTab();
       await richConversation(page);
       await page.locator('[data-testid="output-file"][data-path="plan.md"]').click();
-      await page.getByTestId('file-content').locator('h1').waitFor();
+      await page.getByTestId('document-content').locator('h1').waitFor();
       await expectNoViolations(page, 'outputs viewer');
       await page.keyboard.press('Escape');
-      await page.getByTestId('file-viewer').waitFor({ state: 'detached' });
+      await page.getByTestId('document-panel').waitFor({ state: 'detached' });
 
       await page.getByTestId('conversation-item').first().hover();
       await page.getByTestId('delete-conversation').first().click();

@@ -1,11 +1,11 @@
 /**
- * Every error code the README's tables promise, against the production build (`next start`). There
+ * Every error code the docs (`docs/api.md` and the other areas) promise, against the production build (`next start`). There
  * the runtime (stores, run service, model clients) is built by the instrumentation hook in a module
  * graph of its own, and each route handler has its own copy of lib/: an error thrown by the runtime
  * must still reach the caller with its status and code, never as 500 E_INTERNAL. Jest's API tests
  * run one module graph and cannot see that difference; this walk can.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/errors   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/errors   (E2E_SKIP_BUILD=1 reuses an existing build).
  */
 import fs from 'node:fs/promises';
 import path from 'node:path';

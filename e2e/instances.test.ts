@@ -5,6 +5,7 @@
  * after the lease, and the other one goes on.
  */
 import fs from 'node:fs/promises';
+import http from 'node:http';
 import path from 'node:path';
 import pg from 'pg';
 import { startScriptedModel, reply, lastUserText, type ScriptedModel } from '../test/scripted-model';
@@ -79,6 +80,9 @@ beforeAll(async () => {
     PROJECTS_ROOT: projectsRoot,
     MODELS_FILE: modelsFile,
     LOG_LEVEL: 'info',
+    // As an operator runs them behind nginx: the name people use, and one proxy that names the client.
+    ALLOWED_HOSTS: 'orchestrator.test',
+    TRUST_PROXY: '1',
   };
   // Both at once, on an empty database.
   [a, b] = await Promise.all([startApp(folders, env), startApp(folders, env)]);
@@ -102,6 +106,23 @@ it('two instances started at once on an empty database both come up; one of them
     const h = await api(s.url, '/api/health');
     expect(h.status).toBe(200);
     expect(h.body.data.store).toEqual({ kind: 'postgres', ok: true, migrations: { applied: names.length, latest: names.length, current: true } });
+  }
+});
+
+it('through nginx, the name in ALLOWED_HOSTS is served on both instances and any other name is refused', async () => {
+  const port = Number(new URL(proxy.url).port);
+  const get = (host: string) =>
+    new Promise<number>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port, path: '/api/projects', headers: { host } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject);
+    });
+  // Round robin: four requests reach both instances.
+  for (let i = 0; i < 4; i++) {
+    expect(await get('orchestrator.test')).toBe(200);
+    expect(await get(`orchestrator.test:${port}`)).toBe(200);
+    expect(await get('evil.example.com')).toBe(403);
   }
 });
 

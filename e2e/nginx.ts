@@ -15,7 +15,8 @@ export interface Nginx {
  * Debian's nginx in the foreground with everything in `dir` (config, pid, logs, temp folders),
  * listening on a free loopback port, round robin over the given local ports without buffering
  * (answers stream), optionally keeping idle connections to them; resolves once /api/health
- * answers through it.
+ * answers through it. It passes the Host people used and appends the client's address to
+ * X-Forwarded-For, as the nginx example in docs/instances.md does (the instances run with ALLOWED_HOSTS and TRUST_PROXY=1).
  */
 export async function startNginx(dir: string, ports: number[], options: { keepalive?: number } = {}): Promise<Nginx> {
   await fs.mkdir(dir, { recursive: true });
@@ -47,7 +48,7 @@ ${options.keepalive ? `    keepalive ${options.keepalive};\n` : ''}  }
       proxy_http_version 1.1;
       proxy_set_header Connection "";
       proxy_set_header Host $http_host;
-      proxy_set_header X-Forwarded-For $remote_addr;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
       proxy_buffering off;
       proxy_read_timeout 300s;
     }

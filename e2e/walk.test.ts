@@ -7,7 +7,7 @@
  * stored text of a stopped answer equal to the screen, and the sidebar's row actions at 375 px.
  * Each screen touched is checked with axe-core, light and dark, on a desktop and at 375 px.
  *
- * Run: npx jest -c jest.e2e.config.js e2e/walk   (E2E_SKIP_BUILD=1 reuses an existing build).
+ * Run: npx jest -c jest.e2e.config.ts e2e/walk   (E2E_SKIP_BUILD=1 reuses an existing build).
  */
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -277,7 +277,7 @@ describe('document history', () => {
     const toggle = page.getByTestId('outputs-toggle');
     if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
     await page.locator('[data-testid="output-file"][data-path="notes.md"]').click();
-    const viewer = page.getByTestId('file-viewer');
+    const viewer = page.getByTestId('document-panel');
     await viewer.getByRole('tab', { name: 'History' }).click();
     const items = viewer.getByTestId('version-item');
     await until(async () => (await items.count()) === 2, 'two versions');
@@ -307,7 +307,7 @@ describe('document history', () => {
     await phone.goto(page.url());
     await phone.getByTestId('outputs-toggle').click();
     await phone.locator('[data-testid="output-file"][data-path="notes.md"]').click();
-    await phone.getByTestId('file-viewer').getByRole('tab', { name: 'History' }).click();
+    await phone.getByTestId('document-panel').getByRole('tab', { name: 'History' }).click();
     await waitForText(phone.getByTestId('version-item').first(), 'restored by local');
     await expectNoViolations(phone, 'history at 375 px');
   });

@@ -123,6 +123,8 @@ describe('architecture', () => {
     ['git', ['workspaces', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'scripts', 'db', 'stream', 'llm', 'agents']],
     // Workspaces are used by tools, chat and runs, never the other way round.
     ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows']],
+    // The sprint engine works on git and files; routes and runs call it, it calls none of them.
+    ['sprint', ['chat', 'tools', 'loop', 'runtime', 'stream', 'llm', 'agents', 'runs', 'workflows', 'workspaces', 'conversations']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)

@@ -6,7 +6,8 @@
  * .env.local was ignored, and it listens on every interface. This loads .env* first with Next's
  * own loader (the same files and precedence Next uses), then runs Next in this process with
  * -p $PORT -H $HOST: port 3000 and host 127.0.0.1 unless set. Listening elsewhere (HOST=0.0.0.0)
- * is an explicit choice, refused with AUTH=off (the single-user mode has no accounts).
+ * is an explicit choice, refused with AUTH=off (the single-user mode has no accounts) and without
+ * ALLOWED_HOSTS (the names people reach the server by).
  *
  * Plain JavaScript with no dependency outside `next`, so it runs where only production
  * dependencies are installed. --dry-run prints the Next command line instead of running it.
@@ -44,6 +45,13 @@ const loopback = listenOn === 'localhost' || listenOn === '::1' || listenOn === 
 // on loopback. (The server checks the same on start, for `next start -H ...` run directly.)
 if ((process.env.AUTH ?? '').trim().toLowerCase() === 'off' && !loopback) {
   process.stderr.write(`AUTH=off is accepted only on loopback, but HOST is ${listenOn}. Unset AUTH (accounts on) or set HOST=127.0.0.1.\n`);
+  process.exit(2);
+}
+// Beyond loopback the server answers only the host names it is given (any other is refused, so a
+// page whose name resolves to it reads nothing): without them nobody could use it. (The server
+// checks the same on start, and the names' form.)
+if (!loopback && !(process.env.ALLOWED_HOSTS ?? '').split(',').some((h) => h.trim())) {
+  process.stderr.write(`HOST is ${listenOn}, beyond loopback, but ALLOWED_HOSTS is not set: name the host names people reach this server by (ALLOWED_HOSTS=orchestrator.example.com).\n`);
   process.exit(2);
 }
 

@@ -41,7 +41,7 @@ it('takes PORT and HOST from .env.local and .env, as Next orders them, and the e
 });
 
 it('listens beyond loopback with accounts on, and refuses AUTH=off there, naming HOST', async () => {
-  await fs.writeFile(path.join(dir, '.env.local'), 'HOST=0.0.0.0\n');
+  await fs.writeFile(path.join(dir, '.env.local'), 'HOST=0.0.0.0\nALLOWED_HOSTS=orchestrator.example.com\n');
   const { command, stderr } = await planned(['start', '--keepAliveTimeout', '5000']);
   expect(command).toBe('next start -p 3000 -H 0.0.0.0 --keepAliveTimeout 5000');
   expect(stderr).toBe('');
@@ -52,6 +52,16 @@ it('listens beyond loopback with accounts on, and refuses AUTH=off there, naming
   for (const loopback of ['127.0.0.1', '::1', 'localhost']) {
     expect((await planned(['start'], { AUTH: 'off', HOST: loopback })).stderr).toBe('');
   }
+});
+
+it('refuses to listen beyond loopback without ALLOWED_HOSTS, naming it', async () => {
+  await expect(planned(['start'], { HOST: '0.0.0.0' })).rejects.toMatchObject({ code: 2, stderr: expect.stringMatching(/HOST is 0\.0\.0\.0.*ALLOWED_HOSTS is not set/) });
+  await expect(planned(['start', '-H', '10.1.2.3'], { ALLOWED_HOSTS: ' , ' })).rejects.toMatchObject({ code: 2, stderr: expect.stringContaining('ALLOWED_HOSTS') });
+  expect((await planned(['start'], { HOST: '0.0.0.0', ALLOWED_HOSTS: 'orchestrator.example.com' })).command).toBe('next start -p 3000 -H 0.0.0.0');
+  await fs.writeFile(path.join(dir, '.env'), 'HOST=10.1.2.3\nALLOWED_HOSTS=team.example.com\n');
+  expect((await planned(['start'])).command).toBe('next start -p 3000 -H 10.1.2.3');
+  // Loopback needs none.
+  expect((await planned(['start'], { HOST: '127.0.0.1', ALLOWED_HOSTS: '' })).command).toBe('next start -p 3000 -H 127.0.0.1');
 });
 
 it('refuses a PORT that is not a port', async () => {

@@ -62,6 +62,10 @@ export interface ProjectView {
    * and warnings (every agent's start, menu targets, workflows, steps, templates, config keys).
    */
   problems: string[];
+  /** The caller's role in the project: a viewer reads documents, an editor or owner also saves and restores them. */
+  role?: 'owner' | 'editor' | 'viewer';
+  /** In the list: when a conversation of the project the caller can read last changed (null: none yet). */
+  lastActivity?: string | null;
 }
 
 export interface ProjectDetail extends ProjectView {

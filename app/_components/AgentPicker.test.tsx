@@ -100,9 +100,11 @@ describe('AgentPicker with projects', () => {
     expect(screen.getByText(/This project has no agents/)).toBeInTheDocument();
   });
 
-  it('shows a project named by the URL before the list knows it, and a failed project list without hiding the bundles', () => {
+  it('never adds a project named only by the URL to the list, and shows a failed project list without hiding the bundles', () => {
     render(<AgentPicker agents={agents} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={workspace({ projects: [], projectId: 'ghost', error: 'boom' })} />);
-    expect(screen.getByRole('combobox', { name: 'Workspace' })).toHaveValue('ghost');
+    const options = [...screen.getByRole('combobox', { name: 'Workspace' }).querySelectorAll('option')].map((o) => o.value);
+    expect(options).toEqual(['']);
+    expect(screen.queryByRole('option', { name: 'ghost' })).toBeNull();
     expect(screen.getByRole('alert')).toHaveTextContent('Could not load the projects: boom');
   });
 });

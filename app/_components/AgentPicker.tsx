@@ -122,8 +122,6 @@ function WorkspaceBar({ projects, loading, error, projectId, detail = null, deta
               ))}
             </optgroup>
           ) : null}
-          {/* A project named by the URL but not (yet) listed still shows as chosen. */}
-          {projectId && !project ? <option value={projectId}>{projectId}</option> : null}
         </select>
         <button type="button" className="button" onClick={() => setCreating(true)}>
           <PlusIcon /> New project
@@ -185,6 +183,10 @@ export interface AgentPickerProps {
   children?: ReactNode;
   /** Offers "Start in a workspace" on each of a project's agents. */
   onPickInWorkspace?: (agent: AgentSummary, workspace: WorkspaceView) => void;
+  /** The agents wait for what comes above them (the journey), so no card moves once shown. */
+  holdCards?: boolean;
+  /** Below the home's projects: the sample bundles, under a second-level heading. */
+  asSection?: boolean;
 }
 
 /** An agent card's menu: "Start in a workspace". Escape closes it and gives the focus back. */
@@ -240,19 +242,23 @@ function AgentMenu({ agent, onStartInWorkspace }: { agent: AgentSummary; onStart
   );
 }
 
-export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace, children, onPickInWorkspace }: AgentPickerProps) {
+export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onRetry, workspace, children, holdCards = false, asSection = false, onPickInWorkspace }: AgentPickerProps) {
   const projectId = workspace?.projectId ?? null;
   const [startIn, setStartIn] = useState<AgentSummary | null>(null);
   const project = workspace?.projects.find((p) => p.id === projectId);
+  const loading = loadingAgents || (holdCards && !error);
+  const Heading = asSection ? 'h2' : 'h1';
   return (
-    <section className="picker" aria-labelledby="picker-title">
-      <h1 id="picker-title">Choose an agent</h1>
+    <section className={asSection ? 'picker picker-section' : 'picker'} aria-labelledby="picker-title">
+      <Heading id="picker-title">{asSection ? 'Sample bundles' : 'Choose an agent'}</Heading>
       <p className="picker-lead">
         {projectId
           ? `The agents of ${project ? projectLabel(project) : projectId} share the project’s documents. Pick one to start a conversation.`
           : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
       </p>
       {workspace ? <WorkspaceBar {...workspace} /> : null}
+      {/* Above the agents, as docs/bmad-projects.md describes it; its space is kept while it loads. */}
+      {children ? <div className="picker-journey">{children}</div> : null}
       {loading ? (
         <p className="msg-pending" role="status">
           <Spinner /> Loading agents…
@@ -273,11 +279,17 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
             : 'No agents are available. Add a bundle under BUNDLES_ROOT (default bmad/custom/bundles) and reload.'}
         </p>
       ) : null}
-      {groupByBundle(agents).map(([bundle, list]) => (
+      {(holdCards ? [] : groupByBundle(agents)).map(([bundle, list]) => (
         <section key={bundle} className="picker-group" aria-labelledby={`bundle-${bundle}`}>
-          <h2 id={`bundle-${bundle}`} className="picker-bundle">
-            {bundle}
-          </h2>
+          {asSection ? (
+            <h3 id={`bundle-${bundle}`} className="picker-bundle">
+              {bundle}
+            </h3>
+          ) : (
+            <h2 id={`bundle-${bundle}`} className="picker-bundle">
+              {bundle}
+            </h2>
+          )}
           <ul className="agent-grid">
             {list.map((a) => (
               <li key={a.id} className={onPickInWorkspace && a.projectId ? 'agent-with-menu' : undefined}>
@@ -300,8 +312,6 @@ export function AgentPicker({ agents, loading, error, onPick, onRetry, workspace
           </ul>
         </section>
       ))}
-      {/* Below the agents: what loads after them (the journey) never moves a card under the pointer. */}
-      {children}
       {startIn && startIn.projectId && onPickInWorkspace ? (
         <StartInWorkspaceDialog
           projectId={startIn.projectId}

@@ -12,6 +12,8 @@ import { AgentPicker } from './AgentPicker';
 import { Avatar } from './Avatar';
 import { ChatView } from './ChatView';
 import { DocumentPanel } from './DocumentPanel';
+import { Home } from './Home';
+import { NotFound } from './NotFound';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
 import { ProjectJourney } from './ProjectJourney';
@@ -30,6 +32,8 @@ interface AgentsState {
   list: AgentSummary[];
   error: string | null;
   loading: boolean;
+  /** The project the URL names does not exist for this person. */
+  notFound?: boolean;
 }
 
 
@@ -59,6 +63,11 @@ export function App() {
   /** The project's help command ("What next?"), when its install has one. */
   const [help, setHelp] = useState<{ projectId: string; command: string | null } | null>(null);
   const [journeyVersion, setJourneyVersion] = useState(0);
+  /** The project whose journey is on screen: its agents show once it is, below it, and stay put. */
+  const [journeySettled, setJourneySettled] = useState<string | null>(null);
+  /** An edit with unsaved changes is open: an agent's write does not swap the document under it. */
+  const docDirty = useRef(false);
+  const [docChanges, setDocChanges] = useState(0);
 
   const loadAgents = useCallback(async (projectId: string | null, signal?: AbortSignal) => {
     const key = projectId ?? '';
@@ -68,8 +77,8 @@ export function App() {
       if (!signal?.aborted) setAgentsState({ key, list, error: null, loading: false });
     } catch (e) {
       if ((e as Error)?.name === 'AbortError' || signal?.aborted) return;
-      const message = e instanceof ApiError && e.code === 'E_PROJECT_NOT_FOUND' ? `the project “${projectId}” does not exist.` : (e as Error).message;
-      setAgentsState({ key, list: [], error: message, loading: false });
+      const notFound = e instanceof ApiError && e.code === 'E_PROJECT_NOT_FOUND';
+      setAgentsState({ key, list: [], error: notFound ? 'this project is not available.' : (e as Error).message, loading: false, notFound });
     }
   }, []);
 
@@ -150,12 +159,17 @@ export function App() {
   const agents = withCommandMarks(agentsState.key === workspaceKey ? agentsState.list : [], detail?.detail?.agents);
   const agentsLoading = agentsState.key !== workspaceKey || agentsState.loading;
   const agentsError = agentsState.key === workspaceKey ? agentsState.error : null;
+  // A project this person cannot see is a page of its own, and never enters the project list.
+  const projectMissing = !!projectId && agentsState.key === workspaceKey && !!agentsState.notFound;
   const project = projects.find((p) => p.id === projectId);
   const projectName = project ? projectLabel(project) : (projectId ?? undefined);
   const projectSub = project ? projectSubtitle(project) : undefined;
   const projectCost = detail?.detail?.usage.cost;
 
   const navigate = useCallback((next: Route) => {
+    // Leaving the page's document with unsaved edits asks first.
+    if (docDirty.current && !window.confirm('Your edits to the open document are not saved. Leave without saving them?')) return;
+    docDirty.current = false;
     window.history.pushState(null, '', routeHref(next));
     setRoute(next);
     setSessionKey((k) => k + 1);
@@ -193,11 +207,16 @@ export function App() {
   const inProject = (id: string | null | undefined) => (id ? { projectId: id } : {});
   const outputFolder = project?.outputFolder ?? null;
   const relativeOf = useCallback((virtualPath: string) => outputRelativePath(virtualPath, outputFolder), [outputFolder]);
+  const openDocument = useCallback((path: string) => {
+    // An unsaved edit stays: the viewer asks before it is left.
+    if (docDirty.current) return;
+    setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }));
+  }, []);
   const canOpenFile = useCallback((virtualPath: string) => relativeOf(virtualPath) !== null, [relativeOf]);
   const onOpenFile = useCallback(
     (virtualPath: string) => {
       const path = relativeOf(virtualPath);
-      if (path) setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }));
+      if (path) openDocument(path);
     },
     [relativeOf],
   );
@@ -206,7 +225,7 @@ export function App() {
       setOutputsVersion((v) => v + 1);
       // An open document follows the agent: the file it just wrote comes up, read anew.
       const path = virtualPath ? relativeOf(virtualPath) : null;
-      setDoc((d) => (d ? { path: path ?? d.path, version: d.version + 1 } : d));
+      setDoc((d) => (d ? { path: (!docDirty.current && path) || d.path, version: d.version + 1 } : d));
     },
     [relativeOf],
   );
@@ -237,8 +256,8 @@ export function App() {
     return () => window.removeEventListener('keydown', onKey);
   }, [sidebarOpen, outputsOpen]);
 
-  const newAgentUnknown = route?.kind === 'new' && !agentsLoading && !agent;
-  const showOutputs = !!route && (route.kind !== 'picker' || !!projectId);
+  const newAgentUnknown = route?.kind === 'new' && !agentsLoading && !agentsError && !agent;
+  const showOutputs = !!route && !projectMissing && (route.kind !== 'picker' || !!projectId);
   const docConversation = conversationId;
   const openDoc = doc && (projectId || docConversation) ? doc : null;
   const docUrl = (download: boolean) =>
@@ -249,12 +268,21 @@ export function App() {
   // A document of a folder beyond the output folder is listed by its path in the project already.
   const beyondOutput = (project?.documentFolders ?? []).map((f) => f.replace(/^\{project-root\}\/?/, ''));
   const projectPathOf = (p: string) => (beyondOutput.some((f) => p.startsWith(`${f}/`)) ? p : `${outputBase}/${p}`);
+  // Saves and restores are for those whose role allows writing; a viewer reads and sees the history.
+  const role = project?.role ?? detail?.detail?.role;
+  const canWrite = role === 'owner' || role === 'editor';
   const saveDocument = async (pid: string, path: string, text: string, sha: string | undefined) => {
     await api.saveProjectFile(pid, path, text, sha);
     setDoc((d) => (d ? { ...d, version: d.version + 1 } : d));
-    setOutputsVersion((v) => v + 1);
+    setDocChanges((v) => v + 1);
     setJourneyVersion((v) => v + 1);
   };
+  const saveOutputDocument =
+    projectId && outputBase && canWrite ? (path: string, text: string, sha: string | undefined) => saveDocument(projectId, projectPathOf(path), text, sha) : undefined;
+  const goHome = () => navigate({ kind: 'picker' });
+  const onDocDirty = useCallback((d: boolean) => {
+    docDirty.current = d;
+  }, []);
   const outputsWord = projectId ? 'documents' : 'outputs';
 
   return (
@@ -265,8 +293,8 @@ export function App() {
       <aside id="sidebar" className="sidebar" aria-label="Conversation list">
         <Sidebar
           currentId={conversationId}
-          projectId={projectId}
-          projectName={projectName}
+          projectId={projectMissing ? null : projectId}
+          projectName={projectMissing ? undefined : projectName}
           agents={agents}
           refreshKey={listVersion}
           onSelect={(id, pid) => navigate({ kind: 'conversation', id, ...inProject(pid) })}
@@ -275,6 +303,20 @@ export function App() {
             if (id === conversationId) workIn(projectId);
           }}
           onClose={() => setSidebarOpen(false)}
+          openDocument={(rootPath) => {
+            // The viewer reads documents inside the output folder; a run's files are named from the project root.
+            const rel = beyondOutput.some((f) => rootPath.startsWith(`${f}/`))
+              ? rootPath
+              : outputBase && rootPath.startsWith(`${outputBase}/`)
+                ? rootPath.slice(outputBase.length + 1)
+                : null;
+            return rel
+              ? () => {
+                  setSidebarOpen(false);
+                  openDocument(rel);
+                }
+              : null;
+          }}
         />
       </aside>
       {sidebarOpen ? <div className="scrim" onClick={() => setSidebarOpen(false)} aria-hidden="true" /> : null}
@@ -307,7 +349,7 @@ export function App() {
             ) : (
               <span className="topbar-text">
                 <span className="topbar-name">BMAD Orchestrator</span>
-                {projectId ? (
+                {projectId && !projectMissing ? (
                   <span className="topbar-sub" data-testid="topbar-project">
                     Project: {projectId}
                     {projectSub ? <span className="topbar-project-name"> ({projectSub})</span> : null}
@@ -352,13 +394,34 @@ export function App() {
         </header>
         <LlmNotice health={health} />
         <main id="main" className="main" tabIndex={-1}>
-          {route === null ? null : route.kind === 'picker' || newAgentUnknown ? (
-            <>
-              {newAgentUnknown ? <p className="notice notice-warn">The agent “{route.kind === 'new' ? route.agentId : ''}” was not found. Pick another one.</p> : null}
+          {route === null ? null : projectMissing ? (
+            <NotFound title="This project is not available" backHref={routeHref({ kind: 'picker' })} backLabel="Back to your projects" onBack={goHome}>
+              <p>
+                There is no project called “{projectId}” that you can open. It may have been removed, or it has not been shared with you.
+              </p>
+              <p>If someone sent you this link, ask them to add you to the project.</p>
+            </NotFound>
+          ) : newAgentUnknown ? (
+            <NotFound
+              title="This agent is not here"
+              backHref={routeHref({ kind: 'picker', ...inProject(projectId) })}
+              backLabel={projectId ? 'Back to the project' : 'Back to your projects'}
+              onBack={() => workIn(projectId)}
+            >
+              <p>
+                There is no agent called “{route.kind === 'new' ? route.agentId : ''}” {projectId ? 'in this project' : 'among the sample bundles'}. The link may be old, or the agent was
+                removed.
+              </p>
+            </NotFound>
+          ) : route.kind === 'picker' ? (
+            <div className="home-scroll">
+              {!projectId ? <Home projects={projects} loading={projectsLoading} error={projectsError} onOpen={(id) => workIn(id)} onRetry={() => void loadProjects()} /> : null}
               <AgentPicker
                 agents={agents}
                 loading={agentsLoading}
                 error={agentsError}
+                asSection={!projectId}
+                holdCards={!!projectId && (projectsLoading || (!!project && journeySettled !== projectId))}
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
                 onRetry={() => void loadAgents(projectId)}
                 onPickInWorkspace={projectId ? (a, w) => navigate({ kind: 'new', agentId: a.id, projectId, workspaceId: w.id }) : undefined}
@@ -384,7 +447,8 @@ export function App() {
                     documentFolders={project.documentFolders}
                     agents={agents}
                     refreshKey={journeyVersion + outputsVersion}
-                    onOpenDocument={(path) => setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }))}
+                    onSettled={() => setJourneySettled(projectId)}
+                    onOpenDocument={openDocument}
                     onStart={(agentId, command) => {
                       navigate({ kind: 'new', agentId, projectId });
                       setPendingCommand(command);
@@ -399,7 +463,7 @@ export function App() {
                   />
                 ) : null}
               </AgentPicker>
-            </>
+            </div>
           ) : (
             <ChatView
               key={sessionKey}
@@ -433,8 +497,17 @@ export function App() {
           downloadUrl={docUrl(true)}
           version={openDoc.version}
           docked={docked}
-          onClose={() => setDoc(null)}
-          onSave={projectId && outputBase ? (text, sha) => saveDocument(projectId, projectPathOf(openDoc.path), text, sha) : undefined}
+          onClose={() => {
+            docDirty.current = false;
+            setDoc(null);
+          }}
+          history={projectId ? { projectId, conversationId, agents, onOpenConversation: (id) => navigate({ kind: 'conversation', id, projectId }) } : undefined}
+          onSave={saveOutputDocument ? (text, sha) => saveOutputDocument(openDoc.path, text, sha) : undefined}
+          onChanged={() => {
+            setDocChanges((v) => v + 1);
+            setJourneyVersion((v) => v + 1);
+          }}
+          onDirtyChange={onDocDirty}
         />
       ) : null}
       {showOutputs ? (
@@ -447,6 +520,9 @@ export function App() {
             onClose={() => setOutputsOpen(false)}
             onCount={setOutputsCount}
             onOpenConversation={(id) => navigate({ kind: 'conversation', id, ...inProject(projectId) })}
+            onOpen={openDocument}
+            onSave={saveOutputDocument}
+            changedKey={docChanges}
           />
         </aside>
       ) : null}

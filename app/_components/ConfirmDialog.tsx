@@ -2,6 +2,7 @@
 
 import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
 import { modalKeys } from '../_lib/focus';
+import { useEscape } from '../_lib/escape';
 
 export interface ConfirmDialogProps {
   title: string;
@@ -26,6 +27,7 @@ export function ConfirmDialog({ title, children, confirmLabel, danger, busy, onC
   }, []);
 
   const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onCancel);
+  useEscape(true, onCancel);
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onCancel()}>

@@ -4,6 +4,7 @@ import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent 
 import type { ProjectView } from '@/types/api';
 import { ApiError, api, type InstallableRelease } from '../_lib/api';
 import { modalKeys } from '../_lib/focus';
+import { useEscape } from '../_lib/escape';
 import type { NewProjectInput } from '../_lib/types';
 import { Spinner } from './icons';
 
@@ -122,6 +123,9 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
     modalKeys(e, boxRef.current, () => {
       if (!busy) onCancel();
     });
+  useEscape(true, () => {
+    if (!busy) onCancel();
+  });
 
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && !busy && onCancel()}>

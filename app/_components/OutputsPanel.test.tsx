@@ -44,15 +44,15 @@ describe('OutputsPanel', () => {
     const user = userEvent.setup();
     render(<OutputsPanel conversationId="c1" version={0} />);
     await user.click((await screen.findAllByTestId('output-file'))[0]);
-    const viewer = await screen.findByTestId('file-viewer');
+    const viewer = await screen.findByTestId('document-panel');
     expect(await screen.findByRole('heading', { name: 'Brief' })).toBeInTheDocument();
     expect(screen.getByRole('table')).toBeInTheDocument();
-    expect(screen.getByTestId('file-download')).toHaveAttribute('href', '/api/conversations/c1/files/brief.md?download=1');
+    expect(screen.getByTestId('document-download')).toHaveAttribute('href', '/api/conversations/c1/files/brief.md?download=1');
     await user.keyboard('{Escape}');
     expect(viewer).not.toBeInTheDocument();
 
     await user.click(screen.getAllByTestId('output-file')[1]);
-    await waitFor(() => expect(screen.getByTestId('file-content').querySelector('pre')).toHaveTextContent('{"a": 1}'));
-    expect(screen.getByTestId('file-download')).toHaveAttribute('href', '/api/conversations/c1/files/notes/data.json?download=1');
+    await waitFor(() => expect(screen.getByTestId('document-content').querySelector('pre')).toHaveTextContent('{"a": 1}'));
+    expect(screen.getByTestId('document-download')).toHaveAttribute('href', '/api/conversations/c1/files/notes/data.json?download=1');
   });
 });

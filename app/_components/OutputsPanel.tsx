@@ -1,53 +1,16 @@
 'use client';
 
-import { useEffect, useId, useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import type { AgentSummary, OutputFileEntry } from '@/types/api';
 import { api, fileUrl } from '../_lib/api';
-import { modalKeys } from '../_lib/focus';
 import { formatSize } from '../_lib/format';
 import { useFileList } from '../_lib/useFileList';
-import { FileContentView, useFileContent } from './FileContent';
+import { DocumentPanel } from './DocumentPanel';
 import { ProjectDocuments } from './ProjectDocuments';
 import { CloseIcon, DownloadIcon, FilesIcon, FolderIcon, RefreshIcon, Spinner } from './icons';
 
 function countFiles(entries: OutputFileEntry[]): number {
   return entries.reduce((n, e) => n + (e.type === 'file' ? 1 : countFiles(e.children ?? [])), 0);
-}
-
-function FileViewer({ conversationId, path, version, onClose }: { conversationId: string; path: string; version: number; onClose: () => void }) {
-  const content = useFileContent(fileUrl(conversationId, path), path, version);
-  const id = useId();
-  const boxRef = useRef<HTMLDivElement>(null);
-  const closeRef = useRef<HTMLButtonElement>(null);
-
-  useEffect(() => {
-    const previous = document.activeElement as HTMLElement | null;
-    closeRef.current?.focus();
-    return () => previous?.focus?.();
-  }, []);
-
-  const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onClose);
-
-  return (
-    <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
-      <div ref={boxRef} className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="file-viewer">
-        <div className="viewer-head">
-          <h2 id={`${id}-t`} className="viewer-title">
-            {path}
-          </h2>
-          <a className="button" href={fileUrl(conversationId, path, true)} download={path.split('/').pop()} data-testid="file-download">
-            <DownloadIcon /> Download
-          </a>
-          <button ref={closeRef} type="button" className="icon-button" aria-label="Close file" onClick={onClose}>
-            <CloseIcon />
-          </button>
-        </div>
-        <div className="viewer-body" tabIndex={0} data-testid="file-content">
-          <FileContentView content={content} />
-        </div>
-      </div>
-    </div>
-  );
 }
 
 function Tree({ entries, conversationId, onOpen }: { entries: OutputFileEntry[]; conversationId: string; onOpen: (path: string) => void }) {
@@ -91,6 +54,12 @@ export interface OutputsPanelProps {
   version: number;
   onClose?: () => void;
   onCount?: (n: number) => void;
+  /** Opens a file in the page's one viewer; without it the panel opens the viewer itself, as a dialog. */
+  onOpen?: (path: string) => void;
+  /** A project's documents, for those who may write them (path relative to the output folder). */
+  onSave?: (path: string, content: string, ifMatchSha256: string | undefined) => Promise<void>;
+  /** Bumped by the page when a document changed through its viewer. */
+  changedKey?: number;
 }
 
 export function OutputsPanel(props: OutputsPanelProps) {
@@ -104,13 +73,16 @@ export function OutputsPanel(props: OutputsPanelProps) {
         onClose={props.onClose}
         onCount={props.onCount}
         onOpenConversation={props.onOpenConversation}
+        onOpen={props.onOpen}
+        onSave={props.onSave}
+        changedKey={props.changedKey}
       />
     );
   }
   return <ConversationOutputs {...props} />;
 }
 
-function ConversationOutputs({ conversationId, version, onClose, onCount }: OutputsPanelProps) {
+function ConversationOutputs({ conversationId, version, onClose, onCount, onOpen }: OutputsPanelProps) {
   const [open, setOpen] = useState<string | null>(null);
   const load = useMemo(() => (conversationId ? (signal?: AbortSignal) => api.files(conversationId, signal) : null), [conversationId]);
   const { files, loading, error, refresh } = useFileList({
@@ -149,8 +121,17 @@ function ConversationOutputs({ conversationId, version, onClose, onCount }: Outp
       ) : files.length === 0 && !loading && !error ? (
         <p className="sidebar-empty">No files yet. Documents the agent saves will appear here.</p>
       ) : null}
-      {conversationId && files.length > 0 ? <Tree entries={files} conversationId={conversationId} onOpen={setOpen} /> : null}
-      {conversationId && open ? <FileViewer conversationId={conversationId} path={open} version={version} onClose={() => setOpen(null)} /> : null}
+      {conversationId && files.length > 0 ? <Tree entries={files} conversationId={conversationId} onOpen={onOpen ?? setOpen} /> : null}
+      {conversationId && open && !onOpen ? (
+        <DocumentPanel
+          path={open}
+          url={fileUrl(conversationId, open)}
+          downloadUrl={fileUrl(conversationId, open, true)}
+          version={version}
+          docked={false}
+          onClose={() => setOpen(null)}
+        />
+      ) : null}
     </section>
   );
 }

@@ -52,7 +52,9 @@ beforeEach(() => {
 
 function renderPanel(onCount = jest.fn()) {
   const onOpenConversation = jest.fn();
-  render(<OutputsPanel conversationId="c-1" projectId="acme" agents={agents} version={0} onCount={onCount} onOpenConversation={onOpenConversation} />);
+  // An editor of the project: saves and restores are offered.
+  const onSave = jest.fn(async () => undefined);
+  render(<OutputsPanel conversationId="c-1" projectId="acme" agents={agents} version={0} onCount={onCount} onOpenConversation={onOpenConversation} onSave={onSave} />);
   return { onCount, onOpenConversation };
 }
 

@@ -1,6 +1,6 @@
 'use client';
 
-import { useEffect, useId, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import type { AgentSummary, JourneyStatus, ProjectJourney as Journey } from '@/types/api';
 import { api } from '../_lib/api';
 import { Spinner } from './icons';
@@ -18,6 +18,8 @@ export interface ProjectJourneyProps {
   onOpenDocument: (outputRelativePath: string) => void;
   /** Starts an agent on a command in a new conversation. */
   onStart: (agentId: string, command: string) => void;
+  /** The journey (or its error) is on screen: what comes below it can show without moving after. */
+  onSettled?: () => void;
 }
 
 const STATUS_TEXT: Record<JourneyStatus, string> = { done: 'Done', started: 'Started', 'not-started': 'Not started' };
@@ -37,17 +39,27 @@ function insideOutput(path: string, outputFolder: string | null, documentFolders
  * Where the project stands on its BMAD journey, as the install's own help catalog sees it: each
  * phase with its documents, and the steps to take next as buttons that start the right agent.
  */
-export function ProjectJourney({ projectId, outputFolder, documentFolders, agents, refreshKey, onOpenDocument, onStart }: ProjectJourneyProps) {
+export function ProjectJourney({ projectId, outputFolder, documentFolders, agents, refreshKey, onOpenDocument, onStart, onSettled }: ProjectJourneyProps) {
   const id = useId();
   const [journey, setJourney] = useState<Journey | null>(null);
   const [error, setError] = useState<string | null>(null);
+  const settled = useRef(onSettled);
+  settled.current = onSettled;
 
   useEffect(() => {
     const ctrl = new AbortController();
     setError(null);
-    api.journey(projectId, ctrl.signal).then(setJourney, (e: Error) => {
-      if (e?.name !== 'AbortError') setError(e?.message || 'Could not read the journey.');
-    });
+    api.journey(projectId, ctrl.signal).then(
+      (j) => {
+        setJourney(j);
+        settled.current?.();
+      },
+      (e: Error) => {
+        if (e?.name === 'AbortError') return;
+        setError(e?.message || 'Could not read the journey.');
+        settled.current?.();
+      },
+    );
     return () => ctrl.abort();
   }, [projectId, refreshKey]);
 

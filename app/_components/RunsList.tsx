@@ -2,6 +2,7 @@
 
 import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
 import { modalKeys } from '../_lib/focus';
+import { useEscape } from '../_lib/escape';
 import { relativeTime } from '../_lib/format';
 import { isActive, runsApi, type ChatMessageView, type RunItem } from '../_lib/runs';
 import { Markdown } from './Markdown';
@@ -25,7 +26,7 @@ const STATUS_WORDS: Record<RunItem['status'], string> = {
  * The project's headless runs (started from CI or scripts with POST /api/runs), beside its
  * conversations; opening one shows its conversation read-only with the run's status and result.
  */
-export function RunsList({ projectId, pollMs = POLL_MS }: { projectId: string; pollMs?: number }) {
+export function RunsList({ projectId, pollMs = POLL_MS, openDocument }: { projectId: string; pollMs?: number; openDocument?: OpenDocument }) {
   const [runs, setRuns] = useState<RunItem[]>([]);
   const [error, setError] = useState<string | null>(null);
   const [open, setOpen] = useState<RunItem | null>(null);
@@ -87,7 +88,7 @@ export function RunsList({ projectId, pollMs = POLL_MS }: { projectId: string; p
           </li>
         ))}
       </ul>
-      {open ? <RunDialog runId={open.id} initial={open} onClose={() => setOpen(null)} /> : null}
+      {open ? <RunDialog runId={open.id} initial={open} onClose={() => setOpen(null)} openDocument={openDocument} /> : null}
     </section>
   );
 }
@@ -96,8 +97,11 @@ function textOf(m: ChatMessageView): string {
   return m.content || (m.functionCalls?.length ? m.functionCalls.map((c) => `→ ${c.name}`).join('\n') : '');
 }
 
+/** For a file a run wrote (relative to the project root): what opens it in the page's document viewer, or null where it cannot. */
+export type OpenDocument = (path: string) => (() => void) | null;
+
 /** One run: its status and result, the files it wrote, and its conversation, read-only. */
-function RunDialog({ runId, initial, onClose }: { runId: string; initial: RunItem; onClose: () => void }) {
+function RunDialog({ runId, initial, onClose, openDocument }: { runId: string; initial: RunItem; onClose: () => void; openDocument?: OpenDocument }) {
   const id = useId();
   const boxRef = useRef<HTMLDivElement>(null);
   const closeRef = useRef<HTMLButtonElement>(null);
@@ -132,6 +136,7 @@ function RunDialog({ runId, initial, onClose }: { runId: string; initial: RunIte
   }, [runId, run.status]);
 
   const onKeyDown = (e: KeyboardEvent) => modalKeys(e, boxRef.current, onClose);
+  useEscape(true, onClose);
   return (
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
       <div ref={boxRef} className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="run-dialog">
@@ -166,11 +171,29 @@ function RunDialog({ runId, initial, onClose }: { runId: string; initial: RunIte
             <section aria-label="Files written">
               <h3 className="conv-group-title">Files written</h3>
               <ul>
-                {run.artifacts.map((a) => (
-                  <li key={a.path}>
-                    <code>{a.path}</code> · version {a.version.slice(0, 8)}
-                  </li>
-                ))}
+                {run.artifacts.map((a) => {
+                  const open = openDocument?.(a.path) ?? null;
+                  return (
+                    <li key={a.path}>
+                      {open ? (
+                        <button
+                          type="button"
+                          className="link-button"
+                          data-testid="run-artifact"
+                          onClick={() => {
+                            onClose();
+                            open();
+                          }}
+                        >
+                          <code>{a.path}</code>
+                        </button>
+                      ) : (
+                        <code>{a.path}</code>
+                      )}{' '}
+                      · version {a.version.slice(0, 8)}
+                    </li>
+                  );
+                })}
               </ul>
             </section>
           ) : null}

@@ -7,7 +7,7 @@ import { api } from '../_lib/api';
 import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
 import { Avatar } from './Avatar';
 import { ConfirmDialog } from './ConfirmDialog';
-import { RunsList } from './RunsList';
+import { RunsList, type OpenDocument } from './RunsList';
 import { useMe } from './AuthGate';
 import { CloseIcon, PencilIcon, PlusIcon, SearchIcon, Spinner, TrashIcon } from './icons';
 
@@ -42,9 +42,11 @@ export interface SidebarProps {
   onClose?: () => void;
   /** How often a running conversation's status is asked for again (tests shorten it). */
   pollMs?: number;
+  /** Opens a file a run wrote in the page's document viewer. */
+  openDocument?: OpenDocument;
 }
 
-export function Sidebar({ currentId, projectId = null, projectName, agents, refreshKey, onSelect, onNew, onDeleted, onClose, pollMs = POLL_MS }: SidebarProps) {
+export function Sidebar({ currentId, projectId = null, projectName, agents, refreshKey, onSelect, onNew, onDeleted, onClose, pollMs = POLL_MS, openDocument }: SidebarProps) {
   const [items, setItems] = useState<Summary[]>([]);
   const [cursor, setCursor] = useState<string | undefined>();
   const [loading, setLoading] = useState(true);
@@ -309,7 +311,7 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
           <ul className="conv-list">{list.map(renderItem)}</ul>
         </section>
       ))}
-      {projectId ? <RunsList projectId={projectId} /> : null}
+      {projectId ? <RunsList projectId={projectId} openDocument={openDocument} /> : null}
       {cursor ? (
         <button type="button" className="button sidebar-more" onClick={() => void loadMore()}>
           Load more

@@ -92,10 +92,20 @@ const enc = encodeURIComponent;
 /** A save refused because the document changed meanwhile. */
 export class ConflictError extends ApiError {
   readonly currentSha256: string | null;
-  constructor(message: string, currentSha256: string | null) {
+  /** Who made the change the save collided with, and when (null: a change made outside the app). */
+  readonly lastChange: LastChange | null;
+  constructor(message: string, currentSha256: string | null, lastChange: LastChange | null = null) {
     super(message, 'E_CONFLICT', 409);
     this.currentSha256 = currentSha256;
+    this.lastChange = lastChange;
   }
+}
+
+export interface LastChange {
+  at: string;
+  /** The person who saved or restored it, or in whose turn an agent wrote it. */
+  person: string | null;
+  agentId: string | null;
 }
 
 export interface InstallableRelease {
@@ -230,8 +240,9 @@ export const api = {
       body: JSON.stringify({ content, ...(ifMatchSha256 ? { ifMatchSha256 } : {}) }),
     });
     if (res.status === 409) {
-      const body = (await res.json().catch(() => ({}))) as { error?: string; currentSha256?: string | null };
-      throw new ConflictError(String(body.error ?? 'The document changed since it was opened.'), body.currentSha256 ?? null);
+      const body = (await res.json().catch(() => ({}))) as { error?: string; currentSha256?: string | null; lastChange?: LastChange | null };
+      const last = body.lastChange && typeof body.lastChange.at === 'string' ? body.lastChange : null;
+      throw new ConflictError(String(body.error ?? 'The document changed since it was opened.'), body.currentSha256 ?? null, last);
     }
     if (!res.ok) throw await readApiError(res);
     const body = (await res.json()) as { data: SavedDocumentView };

@@ -1,8 +1,9 @@
 import { betterAuth, type BetterAuthOptions } from 'better-auth';
-import { APIError } from 'better-auth/api';
+import { APIError, createAuthMiddleware } from 'better-auth/api';
 import { genericOAuth } from 'better-auth/plugins';
 import { apiKey } from '@better-auth/api-key';
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { forwardedClient, isAllowedHost, parseAllowedHosts, parseTrustProxy, type HostRule } from '../config/network';
 import type { AuthSettings } from './settings';
 
 /** Better Auth's provider id of the single sign-on; accounts link on it and the subject. */
@@ -10,6 +11,28 @@ export const OIDC_PROVIDER_ID = 'oidc';
 
 /** Sign-in and sign-up attempts (failed or not) per address and minute before a 429. */
 export const SIGN_IN_ATTEMPTS_PER_MINUTE = 5;
+/** Sign-in attempts per account (the email signed in to) and minute, whoever sends them. */
+export const SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE = 5;
+/** All sign-in and sign-up attempts per minute whose client no trusted proxy names. */
+export const SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS = 30;
+
+/**
+ * The header Better Auth reads the client's address from (for its rate limit and sessions). Set
+ * only by clientAddressed() from X-Forwarded-For as TRUST_PROXY allows; what a client sends under
+ * this name is dropped. Without a trusted address Better Auth counts everyone in one bucket.
+ */
+export const CLIENT_ADDRESS_HEADER = 'x-bmad-client-address';
+
+/** The request as Better Auth's handler gets it: with the client's address only a trusted proxy gave. */
+export function clientAddressed(request: Request, env: Record<string, string | undefined> = process.env): Request {
+  const trust = parseTrustProxy(env.TRUST_PROXY);
+  const address = forwardedClient(request.headers.get('x-forwarded-for'), 'hops' in trust ? trust.hops : 0);
+  if (!address && !request.headers.has(CLIENT_ADDRESS_HEADER)) return request;
+  const headers = new Headers(request.headers);
+  if (address) headers.set(CLIENT_ADDRESS_HEADER, address);
+  else headers.delete(CLIENT_ADDRESS_HEADER);
+  return new Request(request, { headers, ...(request.body ? { duplex: 'half' } : {}) } as RequestInit);
+}
 
 export interface AuthDatabase {
   db: Kysely<any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -17,13 +40,36 @@ export interface AuthDatabase {
 }
 
 /**
- * The origins the request itself came to: its Host, on either scheme (behind a proxy that ends
- * TLS the server sees http while the browser says https). Another site never shares the Host.
+ * The origins a request may come from: its Host on either scheme (behind a proxy that ends TLS the
+ * server sees http while the browser says https), only when that Host is one of the server's names
+ * (loopback or ALLOWED_HOSTS). A page whose name resolves here sends its own name in both Host and
+ * Origin, and is trusted for nothing.
  */
-function requestOrigins(request?: Request): string[] {
+function requestOrigins(allowed: HostRule[], request?: Request): string[] {
   if (!request) return [];
-  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host') ?? new URL(request.url).host;
+  const host = request.headers.get('x-forwarded-host') ?? request.headers.get('host');
+  if (!host || !isAllowedHost(host, allowed)) return [];
   return [`http://${host}`, `https://${host}`];
+}
+
+/**
+ * One more attempt on an account's sign-in, counted in the shared `rateLimit` table beside Better
+ * Auth's own rows (in one statement, so instances and concurrent requests count alike); false
+ * when the account had its attempts this minute. Better Auth keys its limit by address and path
+ * only, and an address is what a client without a proxy in front makes up at will.
+ */
+async function accountAttempt(db: Kysely<any>, email: string): Promise<{ allowed: boolean; retryAfter: number }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+  const now = Date.now();
+  const windowStart = now - 60_000;
+  const key = `account:${email}|/sign-in/email`;
+  const row = await sql<{ count: number | string; lastRequest: number | string }>`
+    INSERT INTO "rateLimit" ("id", "key", "count", "lastRequest") VALUES (${crypto.randomUUID()}, ${key}, 1, ${now})
+    ON CONFLICT ("key") DO UPDATE SET
+      "count" = CASE WHEN "rateLimit"."lastRequest" <= ${windowStart} THEN 1 ELSE "rateLimit"."count" + 1 END,
+      "lastRequest" = CASE WHEN "rateLimit"."lastRequest" <= ${windowStart} THEN ${now} ELSE "rateLimit"."lastRequest" END
+    RETURNING "count", "lastRequest"`.execute(db);
+  const { count, lastRequest } = row.rows[0]!;
+  return { allowed: Number(count) <= SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, retryAfter: Math.max(1, Math.ceil((Number(lastRequest) + 60_000 - now) / 1000)) };
 }
 
 function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: string) {
@@ -34,15 +80,20 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
    * promotion itself is written to the shared database.
    */
   const ssoAdmins = new Set<string>();
+  const parsedHosts = parseAllowedHosts(process.env.ALLOWED_HOSTS);
+  const allowedHosts = 'hosts' in parsedHosts ? parsedHosts.hosts : [];
+  // With an address a trusted proxy gave, each client has its own attempts; without one, everyone
+  // shares a single bucket: a ceiling on guessing, not a per-person limit (that is the account's).
+  const signInRule = (request: Request) => ({ window: 60, max: request.headers.get(CLIENT_ADDRESS_HEADER) ? SIGN_IN_ATTEMPTS_PER_MINUTE : SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS });
   return {
     appName: 'BMAD Orchestrator',
     secret,
     basePath: '/api/auth',
     database: { db: database.db, type: database.type, transaction: true },
     // No baseURL: Better Auth takes it from each request (the server works on whatever HOST:PORT
-    // it is started on). Not its dynamic `allowedHosts: ['*']`, which would also trust every
-    // origin; the trusted origin is the request's own.
-    trustedOrigins: (request?: Request) => requestOrigins(request),
+    // it is started on), whose Host proxy.ts has checked. Not its dynamic `allowedHosts: ['*']`,
+    // which would also trust every origin.
+    trustedOrigins: (request?: Request) => requestOrigins(allowedHosts, request),
     telemetry: { enabled: false },
     logger: {
       level: 'warn',
@@ -60,6 +111,19 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
       database: { validateSchema: false },
       // Origin checks in every environment (Better Auth skips them under NODE_ENV=test).
       disableOriginCheck: false,
+      // Never X-Forwarded-For itself, which anyone can send when no proxy is in front.
+      ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] },
+    },
+    hooks: {
+      before: createAuthMiddleware(async (ctx) => {
+        // Only where no trusted proxy names the client: behind one, clients are counted apart by
+        // address and nobody can lock a colleague out of their account from elsewhere.
+        if (ctx.path !== '/sign-in/email' || ctx.headers?.get(CLIENT_ADDRESS_HEADER)) return;
+        const email = typeof ctx.body?.email === 'string' ? ctx.body.email.trim().toLowerCase() : '';
+        if (!email) return;
+        const attempt = await accountAttempt(database.db, email.slice(0, 254));
+        if (!attempt.allowed) throw new APIError('TOO_MANY_REQUESTS', { message: 'Too many sign-in attempts on this account.' }, { 'x-retry-after': String(attempt.retryAfter) });
+      }),
     },
     user: {
       additionalFields: {
@@ -86,8 +150,8 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
       window: 60,
       max: 300,
       customRules: {
-        '/sign-in/email': { window: 60, max: SIGN_IN_ATTEMPTS_PER_MINUTE },
-        '/sign-up/email': { window: 60, max: SIGN_IN_ATTEMPTS_PER_MINUTE },
+        '/sign-in/email': signInRule,
+        '/sign-up/email': signInRule,
       },
     },
     databaseHooks: {

@@ -21,6 +21,8 @@ export interface AuthSettings {
   oidc?: OidcSettings;
 }
 
+import { parseAllowedHosts, parseTrustProxy } from '../config/network';
+
 type Env = Record<string, string | undefined>;
 
 const set = (v: string | undefined) => (v && v.trim() ? v.trim() : undefined);
@@ -47,16 +49,21 @@ export function isLoopbackHost(host: string | undefined): boolean {
 }
 
 /**
- * The address the server was told to listen on: `-H`/`--hostname` on Next's command line wins over
- * HOST (scripts/start.mjs passes HOST as -H; `next start -H 0.0.0.0` sets no variable).
+ * The address the server was told to listen on: `-H`/`--hostname` on Next's command line wins
+ * (scripts/start.mjs passes HOST as -H). `next start` or `next dev` run without -H listen on every
+ * interface whatever HOST says (Next does not read it); elsewhere (tests, tools) HOST is the answer.
  */
 export function listenHost(env: Env = process.env, argv: string[] = process.argv): string | undefined {
+  // The last one, as Next reads it (`npm start -- -H 0.0.0.0` comes after start.mjs's own -H).
+  let given: string | undefined;
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (a === '-H' || a === '--hostname') return argv[i + 1];
+    if (a === '-H' || a === '--hostname') given = argv[i + 1];
     const m = /^(?:-H|--hostname)=(.*)$/.exec(a);
-    if (m) return m[1];
+    if (m) given = m[1];
   }
+  if (given !== undefined) return given;
+  if (/(?:^|[\\/])next$/.test(argv[1] ?? '') && (argv[2] === 'start' || argv[2] === 'dev')) return '0.0.0.0';
   return set(env.HOST);
 }
 
@@ -66,4 +73,19 @@ export function authStartupProblem(env: Env = process.env, argv: string[] = proc
   const host = listenHost(env, argv);
   if (isLoopbackHost(host)) return null;
   return `AUTH=off is accepted only on loopback, but HOST is ${host}: anyone who reaches ${host} would read every conversation and run agents. Unset AUTH (accounts on) or listen on 127.0.0.1.`;
+}
+
+/**
+ * Null when ALLOWED_HOSTS and TRUST_PROXY may serve; else why not. A server reached beyond loopback
+ * answers only the names it is told (a page whose name resolves to it must not read it): listening
+ * there without ALLOWED_HOSTS would refuse everyone but localhost, so it is refused at start.
+ */
+export function networkStartupProblem(env: Env = process.env, argv: string[] = process.argv): string | null {
+  const allowed = parseAllowedHosts(env.ALLOWED_HOSTS);
+  if ('error' in allowed) return allowed.error;
+  const trust = parseTrustProxy(env.TRUST_PROXY);
+  if ('error' in trust) return trust.error;
+  const host = listenHost(env, argv);
+  if (isLoopbackHost(host) || allowed.hosts.length) return null;
+  return `HOST is ${host}, beyond loopback, but ALLOWED_HOSTS is not set: name the host names people reach this server by (ALLOWED_HOSTS=orchestrator.example.com); requests naming any other host are refused.`;
 }

@@ -4,6 +4,8 @@ import type { ResolvedAgent } from '../agents';
 import { isInside } from '../paths';
 import type { CommandContext } from '../tools';
 import type { Config } from '../config';
+import { AppError } from '../errors';
+import type { ProjectCatalog } from '../projects';
 import type { BuildSettings, Person, ProjectRef, Workspace, WorkspaceService } from '../workspaces';
 
 /**
@@ -83,4 +85,29 @@ export function workspaceTurn(
       await deps.workspaces.sync(project, ws, { commit: { ...person, message: 'Changes of an agent turn' } });
     },
   };
+}
+
+/** The app's own git identity: commits of the single-user mode (AUTH=off), where there is no person to name. */
+export const APP_IDENTITY: Person = Object.freeze({ name: 'BMAD Orchestrator', email: 'bmad@localhost' });
+
+/**
+ * The place of a headless run in its workspace: an open one, after its setup (a run queued right
+ * after the workspace was made waits for the setup, which no turn may run beside).
+ */
+export async function placeForRun(
+  deps: { workspaces: WorkspaceService; config: Pick<Config, 'commands' | 'workspacesRoot'>; projects: Pick<ProjectCatalog, 'get'> },
+  run: { projectId: string; workspaceId: string },
+  person: Person,
+): Promise<TurnWorkspace> {
+  const project = await deps.projects.get(run.projectId);
+  if (!project) throw new AppError('E_PROJECT_NOT_FOUND', `No project with id "${run.projectId}".`);
+  const ref = { id: project.id, root: project.root };
+  let ws = await deps.workspaces.find(ref, run.workspaceId);
+  const until = Date.now() + deps.config.commands.timeoutMs + 60_000;
+  while (ws.setup?.status === 'running' && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, 500));
+    ws = await deps.workspaces.find(ref, run.workspaceId);
+  }
+  if (ws.status !== 'open') throw new AppError('E_CONFLICT', `Workspace "${ws.name}" is ${ws.status}; agents work only in open workspaces.`);
+  return workspaceTurn(deps, ref, ws, await deps.workspaces.getBuild(project.id), person);
 }

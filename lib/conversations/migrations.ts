@@ -245,6 +245,7 @@ export const MIGRATIONS: readonly Migration[] = [
   `
   -- The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
   ALTER TABLE conversations ADD COLUMN workspace_id TEXT;
+  ALTER TABLE runs ADD COLUMN workspace_id TEXT;
   `,
 ];
 

@@ -148,7 +148,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // Who wrote a user message (NULL: before accounts, or without them), and their name then.
   '0005_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
   // The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
-  '0006_conversation_workspace': ddl('ALTER TABLE conversations ADD COLUMN workspace_id text'),
+  '0006_conversation_workspace': ddl('ALTER TABLE conversations ADD COLUMN workspace_id text', 'ALTER TABLE runs ADD COLUMN workspace_id text'),
 };
 
 /**

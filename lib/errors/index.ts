@@ -27,7 +27,9 @@ export type ApiErrorCode =
   | 'E_MERGE_CONFLICT'
   | 'E_BASE_DIRTY'
   | 'E_WORKSPACE_NOT_FOUND'
-  | 'E_NOT_A_REPOSITORY';
+  | 'E_NOT_A_REPOSITORY'
+  | 'E_STORY_NOT_FOUND'
+  | 'E_SPRINT_STATUS_INVALID';
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
@@ -59,6 +61,9 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_WORKSPACE_NOT_FOUND: 404,
   // The project's state, not the request's shape: the same request works once it is a repository.
   E_NOT_A_REPOSITORY: 409,
+  E_STORY_NOT_FOUND: 404,
+  // The file on the base branch is broken or too big: fixed in the repository, not in the request.
+  E_SPRINT_STATUS_INVALID: 409,
 };
 
 /**

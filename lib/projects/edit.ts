@@ -91,6 +91,34 @@ export async function saveDocument(dataDir: string, project: Project, edit: Docu
   throw new AppError('E_CONFLICT', `"${rel}" kept moving while it was being saved; try again.`);
 }
 
+/** Who made the change a save collided with, as a conflict names it. */
+export interface LastChange {
+  /** ISO time of the newest recorded version. */
+  at: string;
+  /** The person who saved, restored, or whose turn the agent wrote it in; null when unknown. */
+  person: string | null;
+  /** The agent that wrote it, when one did. */
+  agentId: string | null;
+}
+
+/**
+ * The newest recorded version of the document, when it is the content now on disk (a change made
+ * outside the tools has no author to name). One read of the file's version list, only on a conflict.
+ */
+async function lastChangeOf(dataDir: string, project: Project, target: ResolvedPath, rel: string, current: string | null): Promise<LastChange | null> {
+  try {
+    const store = await projectVersions(dataDir, project);
+    const newest = (await store.list(store.relativePath(target.abs) ?? rel))[0];
+    if (!newest || (current !== null && newest.sha256 !== current)) return null;
+    // A person's editor save is stored as the agent field with the editor's conversation marker.
+    if (newest.conversationId === EDITOR_CONVERSATION && newest.agentId) return { at: newest.at, person: newest.agentId, agentId: null };
+    if (!newest.agentId) return { at: newest.at, person: newest.by ?? null, agentId: null };
+    return { at: newest.at, person: newest.by ?? null, agentId: newest.agentId };
+  } catch {
+    return null;
+  }
+}
+
 async function replace(dataDir: string, project: Project, rel: string, target: ResolvedPath, data: Buffer, edit: DocumentEdit): Promise<SavedDocument> {
   if (target.exists && target.kind === 'directory') throw new AppError('E_VALIDATION', `"${rel}" is a folder, not a document.`, { field: 'path' });
   let previous: Buffer | null = null;
@@ -103,10 +131,12 @@ async function replace(dataDir: string, project: Project, rel: string, target: R
   const current = previous ? sha256(previous) : null;
   const wanted = edit.ifMatchSha256?.toLowerCase();
   if (current !== null && wanted !== current) {
-    throw new AppError('E_CONFLICT', wanted ? `"${rel}" changed since it was opened (its sha256 is now ${current}); reload it, then save again.` : `"${rel}" exists: send ifMatchSha256 with the sha256 of the content you edited.`, { response: { currentSha256: current } });
+    const lastChange = await lastChangeOf(dataDir, project, target, rel, current);
+    throw new AppError('E_CONFLICT', wanted ? `"${rel}" changed since it was opened (its sha256 is now ${current}); reload it, then save again.` : `"${rel}" exists: send ifMatchSha256 with the sha256 of the content you edited.`, { response: { currentSha256: current, lastChange } });
   }
   if (current === null && wanted) {
-    throw new AppError('E_CONFLICT', `"${rel}" no longer exists; save it without ifMatchSha256 to create it again.`, { response: { currentSha256: null } });
+    const lastChange = await lastChangeOf(dataDir, project, target, rel, null);
+    throw new AppError('E_CONFLICT', `"${rel}" no longer exists; save it without ifMatchSha256 to create it again.`, { response: { currentSha256: null, lastChange } });
   }
   const written = await writeFileAtomic(target, data);
   if (isFailure(written)) refused(written, rel);

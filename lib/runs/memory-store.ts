@@ -31,6 +31,7 @@ export class MemoryRunStore implements RunStore {
       ...(input.intent !== undefined ? { intent: input.intent } : {}),
       message: input.message,
       ...(input.model !== undefined ? { model: input.model } : {}),
+      ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
       contract: input.contract,
       status: 'queued',
       result: null,

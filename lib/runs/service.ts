@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../access';
-import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle } from '../chat';
+import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle, type TurnWorkspace } from '../chat';
 import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../conversations/lease';
 import { AppError, isAppError } from '../errors';
 import { log } from '../log';
@@ -75,6 +75,8 @@ export interface SubmitInput {
   inputs: RunInputs;
   model?: string;
   webhook?: { url: string; secret?: string };
+  /** Run in this workspace of the project (checked by the caller). */
+  workspaceId?: string;
 }
 
 const CANCELLED = Symbol('run cancelled');
@@ -125,9 +127,12 @@ export class RunService {
     settings?: RunSettings;
     trackTurn?: (c: AbortController) => () => void;
     authorOf?: (ownerId: string) => Promise<string | undefined>;
+    /** Where a run in a workspace runs (its checkout, commands, commits by its owner). */
+    placeOf?: (run: Run) => Promise<TurnWorkspace>;
   }) {
     this.chat = deps.chat;
     this.authorOf = deps.authorOf;
+    this.placeOf = deps.placeOf;
     const store = deps.store;
     this.openStore = typeof store === 'function' ? store : () => store;
     this.settings = deps.settings ?? runSettings();
@@ -136,6 +141,7 @@ export class RunService {
   }
 
   private readonly authorOf?: (ownerId: string) => Promise<string | undefined>;
+  private readonly placeOf?: (run: Run) => Promise<TurnWorkspace>;
 
   get store(): RunStore {
     this.opened ??= this.openStore();
@@ -219,6 +225,7 @@ export class RunService {
       ...(input.model ? { model: input.model } : {}),
       contract: target.contract,
       ...(input.webhook ? { webhook: { url: input.webhook.url, secret: input.webhook.secret ?? generated! } } : {}),
+      ...(input.workspaceId ? { workspaceId: input.workspaceId } : {}),
     });
     log.info('run.queued', { runId: run.id, projectId: run.projectId, skill: run.skill, agent: run.agentId });
     this.start();
@@ -390,11 +397,13 @@ export class RunService {
     const owner = run.ownerId !== LOCAL_CALLER.id ? { ownerId: run.ownerId, ...(author ? { author } : {}) } : {};
     // Every message of the run, the first and each answer, is its owner's words.
     const writer = run.ownerId !== LOCAL_CALLER.id ? { messageAuthor: { id: run.ownerId, name: author ?? run.ownerId } } : {};
+    if (run.workspaceId && !this.placeOf) throw new AppError('E_CONFLICT', 'Workspaces are not available to runs on this server.');
+    const place = run.workspaceId && this.placeOf ? { workspace: await this.placeOf(run) } : {};
     for (let turn = 1; ; turn++) {
       this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
       const handle = await startTurn(
         this.chat,
-        { agentId: run.agentId, projectId: run.projectId, message, ...writer, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
+        { agentId: run.agentId, projectId: run.projectId, message, ...writer, ...place, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
         signal,
       );
       if (!conversationId) {

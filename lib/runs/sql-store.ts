@@ -33,6 +33,7 @@ export interface RunRow {
   error: string | null;
   artifacts: string;
   conversation_id: string | null;
+  workspace_id: string | null;
   prompt_tokens: number | string;
   completion_tokens: number | string;
   cached_tokens: number | string;
@@ -87,6 +88,7 @@ export function toRun(row: RunRow): Run {
     ...(row.error !== null ? { error: JSON.parse(row.error) as Run['error'] } : {}),
     artifacts: JSON.parse(row.artifacts) as Run['artifacts'],
     ...(row.conversation_id !== null ? { conversationId: row.conversation_id } : {}),
+    ...(row.workspace_id ? { workspaceId: row.workspace_id } : {}),
     usage: { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens), cachedTokens: Number(row.cached_tokens) },
     ...(row.cost !== null ? { cost: Number(row.cost) } : {}),
     answers: Number(row.answers),
@@ -143,6 +145,7 @@ export class SqlRunStore implements RunStore {
         contract: JSON.stringify(run.contract),
         status: 'queued',
         webhook: run.webhook ? JSON.stringify(run.webhook) : null,
+        workspace_id: run.workspaceId ?? null,
         created_at: now,
         updated_at: now,
       })

@@ -73,6 +73,8 @@ export interface Run {
   error?: RunError;
   artifacts: RunArtifact[];
   conversationId?: string;
+  /** The workspace of its project it runs in (its checkout is `{project-root}`). */
+  workspaceId?: string;
   usage: RunUsage;
   cost?: number;
   /** How many questions the server answered with the contract's rule. */
@@ -87,7 +89,7 @@ export interface Run {
 }
 
 /** What a store needs to queue a run; the rest of a Run starts empty. */
-export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook'>;
+export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId'>;
 
 /** A run this holder took: release it exactly once, with `finish`. */
 export interface RunLease {
@@ -134,6 +136,8 @@ export interface RunView {
   createdAt: string;
   startedAt: string | null;
   endedAt: string | null;
+  /** Set for a run in a workspace: its branch, commits ahead of the base, changed files. */
+  workspace?: RunWorkspace | null;
 }
 
 export function runView(run: Run): RunView {
@@ -157,6 +161,14 @@ export function runView(run: Run): RunView {
     startedAt: run.startedAt ?? null,
     endedAt: run.endedAt ?? null,
   };
+}
+
+/** Where a run in a workspace left its work. */
+export interface RunWorkspace {
+  id: string;
+  branch: string;
+  ahead: number;
+  files: { path: string; status: string; additions: number | null; deletions: number | null }[];
 }
 
 /**

@@ -6,7 +6,7 @@ import type { ConversationStore } from '../conversations/types';
 import { createCatalog, type Catalog } from '../agents';
 import { createLlmClient } from '../llm';
 import { AppError } from '../errors';
-import type { ChatDeps } from '../chat';
+import { APP_IDENTITY, placeForRun, type ChatDeps } from '../chat';
 import { createProjectCatalog, type ProjectCatalog } from '../projects';
 import { createDoctorCache, type DoctorCache } from '../doctor';
 import { openAccess, type AccessPolicy } from '../access';
@@ -95,6 +95,12 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     settings: runSettings(),
     trackTurn,
     ...(accounts ? { authorOf: async (id: string) => accounts.personById(id).then((p) => (p ? p.name || p.email : undefined)) } : {}),
+    // A run's commits are its owner's; the app's own in the single-user mode.
+    placeOf: async (run) => {
+      const person = accounts ? await accounts.personById(run.ownerId) : null;
+      const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
+      return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId! }, who);
+    },
   });
   return { ...runtime, runs };
 }

@@ -2,7 +2,7 @@ import { loadConfig, type Config } from '../config';
 import { loadTokenizer, tokenizerFor } from '../context';
 import { ModelsFileError } from '../models';
 import { loadMcpSetup, McpServersFileError } from '../mcp';
-import { authStartupProblem } from '../auth/settings';
+import { authStartupProblem, networkStartupProblem } from '../auth/settings';
 
 /**
  * What the server checks before it serves anything: AUTH=off only on a loopback address, the
@@ -16,6 +16,8 @@ export function checkConfiguration(env: Record<string, string | undefined> = pro
   // The single-user mode (AUTH=off) only where nobody else can reach the port.
   const auth = authStartupProblem(env, argv);
   if (auth) return { error: auth };
+  const network = networkStartupProblem(env, argv);
+  if (network) return { error: network };
   try {
     const config = loadConfig(env, cwd);
     loadMcpSetup(env, cwd);

@@ -2,6 +2,9 @@ import { roleAllows, type Caller, type Need } from '../access';
 import { AppError } from '../errors';
 import type { Project } from '../projects';
 import { getRuntime } from '../runtime';
+import { APP_IDENTITY } from '../chat';
+
+export { APP_IDENTITY };
 
 export const projectNotFound = (id: string) =>
   new AppError('E_PROJECT_NOT_FOUND', `No project with id "${String(id).slice(0, 80)}". GET /api/projects lists the projects.`);
@@ -26,6 +29,3 @@ export function committerOf(caller: Caller): { name: string; email: string } {
   if (caller.kind === 'local') return APP_IDENTITY;
   return { name: caller.name || caller.email || caller.id, email: caller.email || `${caller.id}@users.bmad.invalid` };
 }
-
-/** The app's own git identity (AUTH=off: there is no person to name). */
-export const APP_IDENTITY = Object.freeze({ name: 'BMAD Orchestrator', email: 'bmad@localhost' });

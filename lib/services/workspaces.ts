@@ -1,5 +1,5 @@
 import { authorOf, type Caller } from '../access';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { repositoryInfo } from '../git';
 import { log } from '../log';
 import type { Project } from '../projects';
@@ -87,7 +87,7 @@ export async function mergeWorkspace(caller: Caller, projectId: string, id: stri
     .workspaces.merge(ref(project), id, committerOf(caller))
     .catch((e: unknown) => {
       // The conflicting paths are part of the answer (repository-relative; never a server path).
-      if (e instanceof AppError && e.code === 'E_MERGE_CONFLICT') throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
+      if (isAppError(e) && e.code === 'E_MERGE_CONFLICT') throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
       throw e;
     });
   log.info('workspace.merged', { project: project.id, workspace: id, fastForward: m.fastForward, by: authorOf(caller) });
@@ -100,13 +100,29 @@ export async function discardWorkspace(caller: Caller, projectId: string, id: st
   return workspaceView(await getRuntime().workspaces.discard(ref(project), id));
 }
 
-/** What a run's view says of the workspace it worked in. */
-export async function runWorkspaceView(project: Project, id: string): Promise<RunWorkspaceView | null> {
+/**
+ * The workspace a headless run is to run in: `workspaceId` (an open one of the project), or a new
+ * one made with `workspace.name` (its setup runs first; the run waits for it). Owners and editors.
+ */
+export async function workspaceForRun(caller: Caller, projectId: string, input: { workspaceId?: string; workspace?: { name: unknown } }): Promise<string | undefined> {
+  if (input.workspaceId !== undefined && input.workspace !== undefined) throw new AppError('E_VALIDATION', 'Give workspaceId or workspace, not both.', { field: 'workspace' });
+  if (input.workspace !== undefined) return (await createWorkspace(caller, projectId, input.workspace)).id;
+  if (input.workspaceId === undefined) return undefined;
+  const project = await projectOf(caller, projectId, 'write');
+  const ws = await getRuntime().workspaces.find(ref(project), input.workspaceId);
+  if (ws.status !== 'open') throw new AppError('E_CONFLICT', `Workspace "${ws.name}" is ${ws.status}; agents work only in open workspaces.`, { field: 'workspaceId' });
+  return ws.id;
+}
+
+/** What a run's view says of the workspace it worked in (the caller was allowed the run). */
+export async function runWorkspaceView(projectId: string, id: string): Promise<RunWorkspaceView | null> {
+  const project = await getRuntime().projects.get(projectId);
+  if (!project) return null;
   try {
     const d = await getRuntime().workspaces.get(ref(project), id);
     return { id: d.id, branch: d.branch, ahead: d.ahead, files: d.files.map((f) => ({ path: f.path, status: f.status, additions: f.additions, deletions: f.deletions })) };
   } catch (e) {
-    if (e instanceof AppError) return null;
+    if (isAppError(e)) return null;
     throw e;
   }
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { openAccounts, SIGN_IN_ATTEMPTS_PER_MINUTE, type Accounts, type AuthSettings } from '@/lib/auth';
+import { clientAddressed, openAccounts, SIGN_IN_ATTEMPTS_PER_MINUTE, type Accounts, type AuthSettings } from '@/lib/auth';
 import { DATABASE_FILE } from '@/lib/conversations';
 import { createTestDatabase, type TestDatabase } from '../postgres';
 
@@ -22,13 +22,14 @@ function secondInstance(): typeof openAccounts {
 const settings: AuthSettings = { enabled: true, allowSignup: false, secret: 'test-secret-test-secret-test-secret-0123' };
 const ALICE = { email: 'alice@example.com', name: 'alice', password: 'alice-password-1' };
 
+/** As the auth route sends it, behind one trusted proxy (TRUST_PROXY=1) that says who the client is. */
 function signIn(accounts: Accounts, password: string, ip: string): Promise<Response> {
   return accounts.auth.handler(
-    new Request('http://localhost/api/auth/sign-in/email', {
+    clientAddressed(new Request('http://localhost/api/auth/sign-in/email', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-forwarded-for': ip },
       body: JSON.stringify({ email: ALICE.email, password }),
-    }),
+    }), { TRUST_PROXY: '1' }),
   );
 }
 

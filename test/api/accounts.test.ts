@@ -27,6 +27,9 @@ import { reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { params, startHarness, type Harness } from './harness';
 
+// People reach this server through one proxy, which names each client in X-Forwarded-For.
+process.env.TRUST_PROXY = '1';
+
 type Who = { cookie?: string; token?: string };
 interface Call extends Who {
   body?: unknown;

@@ -63,6 +63,8 @@ describe.each(['e612', 'e604'])('PUT /api/projects/%s/files/<path>', (id) => {
     const stale = await put(id, rel, { content: 'mine', ifMatchSha256: sha('# Notes\n') });
     expect(stale.status).toBe(409);
     expect(stale.body).toMatchObject({ code: 'E_CONFLICT', currentSha256: sha(current) });
+    // It names who made the change it collided with, and when: the newest version's author.
+    expect(stale.body.lastChange).toEqual({ person: 'local', agentId: null, at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
     const blind = await put(id, rel, { content: 'mine' });
     expect(blind.status).toBe(409);
     expect(blind.body).toMatchObject({ code: 'E_CONFLICT', currentSha256: sha(current) });

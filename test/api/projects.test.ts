@@ -38,6 +38,8 @@ describe('BMAD projects over the API', () => {
       expect.objectContaining({ id: 'shop', bmad: { version: '6.0.4', folder: '_bmad', modules: ['core', 'bmm'] }, outputFolder: '{project-root}/_bmad-output', writable: ['{project-root}/docs'] }),
     ]);
     expect(body.data[0].agentCount).toBeGreaterThanOrEqual(9);
+    // What the home shows: the caller's role (the single-user mode owns everything) and no activity yet.
+    expect(body.data[0]).toMatchObject({ role: 'owner', lastActivity: null });
     expect(JSON.stringify(body)).not.toContain(h.tmp);
 
     const detail = await json(await getProject(get('/api/projects/shop'), params({ id: 'shop' })));
@@ -216,5 +218,14 @@ describe('BMAD projects over the API', () => {
     expect(await fs.readdir(path.join(projectsRoot, 'shop'))).not.toContain('.git');
     expect((await getDocument(get('/api/projects/shop/files/..%2F.env?versions'), params({ id: 'shop', path: ['..', '.env'] }))).status).toBeGreaterThanOrEqual(400);
     expect((await getDocument(get('/api/projects/shop/files/nope.md?versions'), params({ id: 'shop', path: ['nope.md'] }))).status).toBe(404);
+  });
+
+  it('names the last activity: when the newest conversation of the project changed', async () => {
+    h.model.setScript([reply.text('Hello again')]);
+    expect((await send({ projectId: 'shop', agentId: 'pm', message: 'hello' })).status).toBe(200);
+    const { body } = await json(await listProjects(get('/api/projects')));
+    const shop = body.data.find((p: { id: string }) => p.id === 'shop');
+    expect(shop.lastActivity).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
+    expect(Date.now() - Date.parse(shop.lastActivity)).toBeLessThan(10 * 60_000);
   });
 });

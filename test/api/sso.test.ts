@@ -7,6 +7,9 @@ import { POST as createUser } from '@/app/api/users/route';
 import { GET as me } from '@/app/api/users/me/route';
 import { REPO, startHarness, type Harness } from './harness';
 
+// People reach this server through one proxy, which names each client in X-Forwarded-For.
+process.env.TRUST_PROXY = '1';
+
 /**
  * Single sign-on end to end against a real OpenID Connect provider (`oidc-provider`, started here
  * on loopback): discovery, PKCE, state and the ID token's issuer are Better Auth's; these tests

@@ -9,6 +9,8 @@ import { GET as getDiff } from '@/app/api/projects/[id]/workspaces/[wid]/diff/ro
 import { POST as mergeWorkspace } from '@/app/api/projects/[id]/workspaces/[wid]/merge/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
 import { POST as chat } from '@/app/api/chat/route';
+import { POST as createRun } from '@/app/api/runs/route';
+import { GET as getRun } from '@/app/api/runs/[id]/route';
 import { setupOf } from '@/lib/services';
 import { reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
@@ -360,5 +362,32 @@ describe('setup', () => {
     await setupOf(failing);
     expect((await one('vic', failing)).body.data.setup).toMatchObject({ status: 'failed', exitCode: 3 });
     await setBuild('ada', { setup: null });
+  }, 120_000);
+});
+
+describe('runs in a workspace', () => {
+  it('a run with workspace: { name } makes the workspace, works in it and shows it in its view', async () => {
+    h.model.reset();
+    h.model.setScript('headless-complete');
+    const created = await answer(await createRun(req('POST', '/api/runs', 'ed', { projectId: 'shop', skill: 'bmad-prd', intent: 'create', inputs: 'Brief: a plant shop.', workspace: { name: 'run-ws' } })));
+    expect(created.status).toBe(202);
+    const runId = created.body.data.runId as string;
+    let run: any = { status: 'queued' };
+    for (let i = 0; i < 600 && ['queued', 'running'].includes(run.status); i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      run = (await answer(await getRun(req('GET', `/api/runs/${runId}`, 'ed'), params({ id: runId })))).body.data;
+    }
+    expect(run.status).toBe('complete');
+    expect(run.workspace).toMatchObject({ branch: 'bmad/run-ws', ahead: 1 });
+    expect(run.workspace.id).toMatch(/^ws_/);
+    expect(run.workspace.files.length).toBeGreaterThan(0);
+    const written = run.workspace.files[0].path as string;
+    // In the branch, not in the project folder.
+    expect(sh(shop, ['show', `refs/heads/bmad/run-ws:${written}`]).length).toBeGreaterThan(0);
+    expect(fs.existsSync(path.join(shop, written))).toBe(false);
+    expect(sh(shop, ['log', '-1', '--format=%an', 'refs/heads/bmad/run-ws']).trim()).toBe('Ed');
+    // An unknown workspace is a 404 before anything is queued.
+    const unknown = await answer(await createRun(req('POST', '/api/runs', 'ed', { projectId: 'shop', skill: 'bmad-prd', inputs: 'x', workspaceId: 'ws_nope' })));
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'E_WORKSPACE_NOT_FOUND']);
   }, 120_000);
 });

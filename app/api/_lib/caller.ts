@@ -1,4 +1,5 @@
 import { LOCAL_CALLER, type Caller } from '@/lib/access';
+import { isAllowedHost, parseAllowedHosts, type HostRule } from '@/lib/config/network';
 import { AppError } from '@/lib/errors';
 import { getRuntime } from '@/lib/runtime';
 
@@ -7,14 +8,16 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /**
  * A browser request that changes state and comes from another site: refused whatever its
  * cookies say. Browsers send Origin on every such request (and Sec-Fetch-Site); a request
- * without either (curl, a script) is not a browser being tricked.
+ * without either (curl, a script) is not a browser being tricked. The Origin must name this
+ * server as configured (loopback or ALLOWED_HOSTS), never just echo the request's own Host,
+ * which a page whose name resolves here (DNS rebinding) sends along with a matching Origin.
  */
-export function isCrossOriginWrite(request: Request): boolean {
+export function isCrossOriginWrite(request: Request, allowed: HostRule[] = allowedHostRules()): boolean {
   if (SAFE_METHODS.has(request.method.toUpperCase())) return false;
+  const origin = request.headers.get('origin');
   // The browser's own word, which no page can forge; it holds behind a proxy that rewrites Host.
   const site = request.headers.get('sec-fetch-site');
-  if (site) return site !== 'same-origin' && site !== 'none';
-  const origin = request.headers.get('origin');
+  if (site && site !== 'same-origin' && site !== 'none') return true;
   if (!origin) return false;
   let originHost: string;
   try {
@@ -22,6 +25,9 @@ export function isCrossOriginWrite(request: Request): boolean {
   } catch {
     return true; // "null" (a sandboxed frame, a file: page) and garbage alike
   }
+  if (!isAllowedHost(originHost, allowed)) return true;
+  if (site) return false; // the browser vouches it is same-origin, and the origin is one of ours
+  // Same name and port as the request came to (directly or through a proxy that says so).
   const hosts = [request.headers.get('host'), request.headers.get('x-forwarded-host'), new URL(request.url).host].filter((h): h is string => !!h).map((h) => h.toLowerCase());
   return !hosts.includes(originHost);
 }
@@ -33,6 +39,15 @@ const REFUSALS: Record<string, string> = {
   deactivated: 'This account is deactivated; ask an admin to reactivate it.',
   removed: 'This account was removed.',
 };
+
+let allowedRules: HostRule[] | undefined;
+function allowedHostRules(): HostRule[] {
+  if (!allowedRules) {
+    const parsed = parseAllowedHosts(process.env.ALLOWED_HOSTS);
+    allowedRules = 'hosts' in parsed ? parsed.hosts : [];
+  }
+  return allowedRules;
+}
 
 const hasBearer = (request: Request) => /^Bearer\s/i.test(request.headers.get('authorization') ?? '');
 

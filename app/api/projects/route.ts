@@ -5,6 +5,7 @@ import { AppError, isAppError } from '@/lib/errors';
 import { log } from '@/lib/log';
 import { handle, ok, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
+import type { Caller } from '@/lib/access';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -32,8 +33,29 @@ export async function GET(request: Request) {
     const list = await projects.list();
     // Only the projects the caller may see: the others do not exist for them.
     const roles = await Promise.all(list.map((p) => access.projectRole(caller, p.id)));
-    return ok(await Promise.all(list.filter((_, i) => roles[i] !== null).map((p) => projects.view(p))));
+    const seen = list.flatMap((p, i) => (roles[i] ? [{ project: p, role: roles[i] }] : []));
+    return ok(
+      await Promise.all(
+        seen.map(async ({ project, role }) => ({ ...(await projects.view(project)), role, lastActivity: await lastActivity(project.id, caller) })),
+      ),
+    );
   });
+}
+
+/**
+ * When the newest conversation of the project the caller may read last changed: one indexed
+ * page of the store (newest first), so the home can say where each project stands without a
+ * walk of its folder.
+ */
+async function lastActivity(projectId: string, caller: Caller): Promise<string | null> {
+  const { store, access } = getRuntime();
+  try {
+    const page = await store.list({ projectId, limit: 20 });
+    for (const c of page.items) if (await access.conversation(caller, c, 'read')) return c.updatedAt;
+  } catch {
+    // The store being away costs the home a date, not the list.
+  }
+  return null;
 }
 
 /**

@@ -5,6 +5,7 @@ import { handle, ok, parseWith, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 import { projectOr404 } from '../_lib/projects';
 import { mayUseRun } from './_lib';
+import { workspaceForRun } from '@/lib/services';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -35,6 +36,9 @@ const Body = z.object({
   inputs: z.union([z.string().max(100_000, 'inputs must be at most 100,000 characters'), z.record(z.string(), z.unknown())], { error: 'inputs must be text or an object' }),
   model: z.string().trim().min(1, 'model must not be empty').max(64).optional(),
   webhook: Webhook.optional(),
+  /** Run in this workspace of the project, or in a new one of this name. */
+  workspaceId: z.string().trim().min(1, 'workspaceId must not be empty').max(200).optional(),
+  workspace: z.object({ name: z.string('workspace.name must be a text') }).optional(),
 });
 
 export async function POST(request: Request) {
@@ -42,6 +46,7 @@ export async function POST(request: Request) {
     const caller = await callerOf(request);
     const body = await readJson(request, Body);
     const project = await projectOr404(body.projectId, caller, 'write');
+    const workspaceId = await workspaceForRun(caller, project.id, body);
     // An E_NOT_HEADLESS refusal carries the skills that can run headless (the error's `response`).
     const { run, webhookSecret } = await getRuntime().runs.submit({
       projectId: project.id,
@@ -52,6 +57,7 @@ export async function POST(request: Request) {
       inputs: body.inputs,
       ...(body.model ? { model: body.model } : {}),
       ...(body.webhook ? { webhook: body.webhook } : {}),
+      ...(workspaceId ? { workspaceId } : {}),
     });
     return ok({ runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) }, { status: 202 });
   });

@@ -1,3 +1,4 @@
+import { clientAddressed } from '@/lib/auth';
 import { AppError } from '@/lib/errors';
 import { fail, handle } from '../../_lib/http';
 import { accountsOr404 } from '../../_lib/caller';
@@ -13,7 +14,7 @@ async function authRoute(request: Request): Promise<Response> {
   return handle(`${request.method} /api/auth/*`, request, async () => {
     const accounts = accountsOr404();
     await accounts.ready();
-    const response = await accounts.auth.handler(request);
+    const response = await accounts.auth.handler(clientAddressed(request));
     if (response.status !== 429) return response;
     const retry = response.headers.get('x-retry-after') ?? response.headers.get('retry-after') ?? '60';
     const res = fail(new AppError('E_RATE_LIMITED', `Too many attempts; try again in ${retry} seconds.`));

@@ -35,6 +35,7 @@ export async function GET(request: Request, ctx: { params: Promise<{ id: string 
     const counts = countBySeverity(diagnosis);
     const detail: ProjectDetail = {
       ...view,
+      role: (await rt.access.projectRole(caller, project.id)) ?? 'viewer',
       // The same lines, and the same count, as `npm run doctor` prints for the project's folder.
       problems: diagnosis.filter((p) => p.severity !== 'note').map(problemLine),
       notes: diagnosis.filter((p) => p.severity === 'note').map(problemLine),

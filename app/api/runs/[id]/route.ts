@@ -1,4 +1,5 @@
 import { runView } from '@/lib/runs';
+import { runWorkspaceView } from '@/lib/services';
 import { handle, ok } from '../../_lib/http';
 import { callerOf } from '../../_lib/caller';
 import { runOr404 } from '../_lib';
@@ -12,6 +13,7 @@ export async function GET(request: Request, { params }: Params) {
   return handle('GET /api/runs/:id', request, async () => {
     const caller = await callerOf(request);
     const { id } = await params;
-    return ok(runView(await runOr404(id, caller)));
+    const run = await runOr404(id, caller);
+    return ok({ ...runView(run), ...(run.workspaceId ? { workspace: await runWorkspaceView(run.projectId, run.workspaceId) } : {}) });
   });
 }

@@ -1,6 +1,11 @@
+/**
+ * Node 20 cannot load a TypeScript config by itself; jest compiles it with this loader.
+ * @jest-config-loader esbuild-register
+ */
+import type { Config } from 'jest';
 
 // Two projects: the engine and API run in node; components run in jsdom.
-const tsJest = {
+const tsJest: NonNullable<Config['transform']> = {
   '^.+\\.(t|j)sx?$': [
     'ts-jest',
     { tsconfig: { jsx: 'react-jsx', module: 'commonjs', moduleResolution: 'node', esModuleInterop: true, isolatedModules: true } },
@@ -21,8 +26,7 @@ tsJest['^.+\\.mjs$'] = ['ts-jest', { tsconfig: { allowJs: true, module: 'commonj
 const transformIgnorePatterns = [`/node_modules/(?!(${[...esm, ...esmAuth].join('|')})/)`];
 const moduleNameMapper = { '^@/(.*)$': '<rootDir>/$1', '\\.(css)$': '<rootDir>/test/style-mock.js' };
 
-/** @type {import('jest').Config} */
-const config = {
+const config: Config = {
   testTimeout: 30000,
   projects: [
     {
@@ -47,4 +51,4 @@ const config = {
   ],
 };
 
-module.exports = config;
+export default config;

@@ -1,9 +1,13 @@
-// Tests against the production build (`next build` in globalSetup, then `next start` per suite).
-const base = require('./jest.config.js');
-const node = base.projects[0];
+/**
+ * @jest-config-loader esbuild-register
+ */
+import type { Config } from 'jest';
+import base from './jest.config';
 
-/** @type {import('jest').Config} */
-module.exports = {
+// Tests against the production build (`next build` in globalSetup, then `next start` per suite).
+const node = base.projects![0] as Config;
+
+const config: Config = {
   testEnvironment: 'node',
   testMatch: ['<rootDir>/e2e/**/*.test.ts'],
   transform: node.transform,
@@ -12,3 +16,5 @@ module.exports = {
   testTimeout: 120000,
   maxWorkers: 1,
 };
+
+export default config;
