@@ -59,7 +59,8 @@ describe('parseUnifiedDiff', () => {
     const t = performance.now();
     const files = parseUnifiedDiff(lines.join('\n'));
     expect(performance.now() - t).toBeLessThan(5000);
-    expect(files[0]!.lines).toHaveLength(200_004 - 3);
+    expect(files[0]!.lines).toHaveLength(200_004);
+    expect(files[0]!.lines.filter((l) => l.kind === 'add')).toHaveLength(200_000);
   });
 });
 
