@@ -212,6 +212,8 @@ export interface ConversationSummaryView {
   ownerId?: string;
   /** Present (true) when the project's members may read it. */
   shared?: boolean;
+  /** The workspace its turns run in, when it has one. */
+  workspaceId?: string;
   /** With accounts: who started it, by name (the list and the detail view give it). */
   owner?: PersonRef;
   /**

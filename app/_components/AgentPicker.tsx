@@ -1,6 +1,9 @@
 'use client';
 
-import { useId, useState, type ReactNode } from 'react';
+import './build.css';
+import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import type { WorkspaceView } from '../_lib/workspaces';
+import { StartInWorkspaceDialog } from './StartInWorkspaceDialog';
 import type { AgentSummary, ProjectDetail, ProjectView } from '@/types/api';
 import { projectLabel } from '../_lib/projects';
 import { Avatar } from './Avatar';
@@ -178,14 +181,70 @@ export interface AgentPickerProps {
   workspace?: WorkspaceChoice;
   /** Shown between the workspace bar and the agents (a project's journey). */
   children?: ReactNode;
+  /** Offers "Start in a workspace" on each of a project's agents. */
+  onPickInWorkspace?: (agent: AgentSummary, workspace: WorkspaceView) => void;
   /** The agents wait for what comes above them (the journey), so no card moves once shown. */
   holdCards?: boolean;
   /** Below the home's projects: the sample bundles, under a second-level heading. */
   asSection?: boolean;
 }
 
-export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onRetry, workspace, children, holdCards = false, asSection = false }: AgentPickerProps) {
+/** An agent card's menu: "Start in a workspace". Escape closes it and gives the focus back. */
+function AgentMenu({ agent, onStartInWorkspace }: { agent: AgentSummary; onStartInWorkspace: () => void }) {
+  const [open, setOpen] = useState(false);
+  const menuId = useId();
+  const buttonRef = useRef<HTMLButtonElement>(null);
+  const listRef = useRef<HTMLUListElement>(null);
+  useEffect(() => {
+    if (!open) return;
+    listRef.current?.querySelector('button')?.focus();
+    const onKey = (e: globalThis.KeyboardEvent) => {
+      if (e.key !== 'Escape') return;
+      e.preventDefault();
+      setOpen(false);
+      buttonRef.current?.focus();
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [open]);
+  return (
+    <div className="agent-menu">
+      <button
+        ref={buttonRef}
+        type="button"
+        className="icon-button agent-menu-button"
+        aria-expanded={open}
+        aria-controls={menuId}
+        aria-label={`More for ${agent.name}`}
+        data-testid="agent-menu"
+        onClick={() => setOpen((o) => !o)}
+      >
+        <span aria-hidden="true">⋯</span>
+      </button>
+      {open ? (
+        <ul id={menuId} ref={listRef} className="switch-agent-list agent-menu-list" aria-label={`Options for ${agent.name}`}>
+          <li>
+            <button
+              type="button"
+              className="switch-agent-item"
+              data-testid="start-in-workspace"
+              onClick={() => {
+                setOpen(false);
+                onStartInWorkspace();
+              }}
+            >
+              Start in a workspace
+            </button>
+          </li>
+        </ul>
+      ) : null}
+    </div>
+  );
+}
+
+export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onRetry, workspace, children, holdCards = false, asSection = false, onPickInWorkspace }: AgentPickerProps) {
   const projectId = workspace?.projectId ?? null;
+  const [startIn, setStartIn] = useState<AgentSummary | null>(null);
   const project = workspace?.projects.find((p) => p.id === projectId);
   const loading = loadingAgents || (holdCards && !error);
   const Heading = asSection ? 'h2' : 'h1';
@@ -233,7 +292,7 @@ export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onR
           )}
           <ul className="agent-grid">
             {list.map((a) => (
-              <li key={a.id}>
+              <li key={a.id} className={onPickInWorkspace && a.projectId ? 'agent-with-menu' : undefined}>
                 <button type="button" className="agent-card" data-testid="agent-card" data-agent-id={a.id} onClick={() => onPick(a)}>
                   <Avatar icon={a.icon} name={a.name} className="agent-icon" />
                   <span className="agent-text">
@@ -247,11 +306,24 @@ export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onR
                     ) : null}
                   </span>
                 </button>
+                {onPickInWorkspace && a.projectId ? <AgentMenu agent={a} onStartInWorkspace={() => setStartIn(a)} /> : null}
               </li>
             ))}
           </ul>
         </section>
       ))}
+      {startIn && startIn.projectId && onPickInWorkspace ? (
+        <StartInWorkspaceDialog
+          projectId={startIn.projectId}
+          agentName={startIn.name}
+          onCancel={() => setStartIn(null)}
+          onChosen={(w) => {
+            const a = startIn;
+            setStartIn(null);
+            onPickInWorkspace(a, w);
+          }}
+        />
+      ) : null}
     </section>
   );
 }

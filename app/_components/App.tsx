@@ -17,6 +17,7 @@ import { NotFound } from './NotFound';
 import { LlmNotice } from './LlmNotice';
 import { OutputsPanel } from './OutputsPanel';
 import { ProjectJourney } from './ProjectJourney';
+import { ProjectBuild } from './ProjectBuild';
 import { Sidebar } from './Sidebar';
 import { ExportMenu } from './ExportMenu';
 import { FilesIcon, MenuIcon } from './icons';
@@ -423,6 +424,7 @@ export function App() {
                 holdCards={!!projectId && (projectsLoading || (!!project && journeySettled !== projectId))}
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
                 onRetry={() => void loadAgents(projectId)}
+                onPickInWorkspace={projectId ? (a, w) => navigate({ kind: 'new', agentId: a.id, projectId, workspaceId: w.id }) : undefined}
                 workspace={{
                   projects,
                   loading: projectsLoading,
@@ -453,6 +455,13 @@ export function App() {
                     }}
                   />
                 ) : null}
+                {projectId && project ? (
+                  <ProjectBuild
+                    projectId={projectId}
+                    repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
+                    onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                  />
+                ) : null}
               </AgentPicker>
             </div>
           ) : (
@@ -473,6 +482,7 @@ export function App() {
               helpCommand={projectId ? helpCommand : null}
               onSwitchAgent={projectId ? (id) => navigate({ kind: 'new', agentId: id, projectId }) : undefined}
               initialMessage={route.kind === 'new' ? pendingCommand : null}
+              workspaceId={route.kind === 'new' ? (route.workspaceId ?? null) : null}
               onOpenConversation={(id) => navigate({ kind: 'conversation', id, ...inProject(projectId) })}
             />
           )}

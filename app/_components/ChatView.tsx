@@ -9,6 +9,7 @@ import { formatCost } from '../_lib/format';
 import { historyToMessages } from '../_lib/history';
 import { toolStatusText } from '../_lib/toolLabels';
 import type { ChatState, DetailView, ModelProfile } from '../_lib/types';
+import { WorkspaceBadge } from './WorkspaceBadge';
 import { useChatSession } from '../_lib/useChatSession';
 import { CommandChips } from './CommandChips';
 import { Composer, type ComposerHandle } from './Composer';
@@ -42,6 +43,8 @@ export interface ChatViewProps {
   onSwitchAgent?: (agentId: string) => void;
   /** Sent once as the first message of a new conversation (a journey step's command). */
   initialMessage?: string | null;
+  /** A new conversation's workspace: its turns run in that checkout (a stored one remembers its own). */
+  workspaceId?: string | null;
   /** Opens another conversation (the copy "Continue in a copy" made). */
   onOpenConversation?: (id: string) => void;
 }
@@ -81,9 +84,13 @@ export function ChatView(props: ChatViewProps) {
 
   const cbs = useRef(props);
   cbs.current = props;
+  // Like the agent: the URL loses `ws=` once the conversation has its id; the view keeps it.
+  const [initialWorkspaceId] = useState(props.workspaceId ?? null);
+  const workspaceId = (detail as { workspaceId?: string | null } | null)?.workspaceId ?? initialWorkspaceId;
   const chat = useChatSession({
     agentId,
     projectId,
+    workspaceId,
     model: chosenModel,
     onConversationId: (id) => cbs.current.onConversationCreated(id),
     onOutputsChanged: (path) => cbs.current.onOutputsChanged(path),
@@ -265,6 +272,7 @@ export function ChatView(props: ChatViewProps) {
   return (
     <section className="chat" aria-label={`Conversation with ${agentName}`}>
       <h1 className="visually-hidden">{detail?.title ? `${detail.title} — ${agentName}` : `Conversation with ${agentName}`}</h1>
+      {projectId && workspaceId ? <WorkspaceBadge projectId={projectId} workspaceId={workspaceId} /> : null}
       {showHeader ? (
         <ConversationHeader
           agentName={agentName}

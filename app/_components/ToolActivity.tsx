@@ -1,5 +1,6 @@
 'use client';
 
+import './build.css';
 import { memo } from 'react';
 import { WRITING_TOOLS } from '../_lib/chatReducer';
 import type { ToolPart } from '../_lib/types';
@@ -7,6 +8,7 @@ import { shortJson, toolLabel, toolResultSummary } from '../_lib/toolLabels';
 import { ErrorMessage } from './ErrorMessage';
 import { AlertIcon, CheckIcon, FilesIcon, Spinner } from './icons';
 import { SubagentActivity } from './SubagentActivity';
+import { asCommandResult, changedPath, commandOf, commandOutcome } from '../_lib/workspaces';
 import { ToolLabelText } from './ToolLabelText';
 
 export interface ToolActivityProps {
@@ -20,6 +22,7 @@ export interface ToolActivityProps {
 /** One tool call: a live line while it runs, then what it did; details show arguments and result. */
 export const ToolActivity = memo(function ToolActivity({ part, onOpenFile, canOpenFile }: ToolActivityProps) {
   if (part.toolName === 'spawn_subagent') return <SubagentActivity part={part} />;
+  if (part.toolName === 'run_command') return <CommandActivity part={part} />;
   const label = toolLabel(part.toolName, part.input, part.state, part.output);
   const summary = part.state === 'done' ? toolResultSummary(part.toolName, part.output) : undefined;
   const written = part.state === 'done' && WRITING_TOOLS.has(part.toolName) && label.path && onOpenFile && (canOpenFile?.(label.path) ?? true) ? label.path : null;
@@ -63,3 +66,82 @@ export const ToolActivity = memo(function ToolActivity({ part, onOpenFile, canOp
     </div>
   );
 });
+
+/**
+ * A command the agent ran in its workspace: the line and its outcome (exit code, time) at a glance,
+ * the output on demand.
+ */
+export function CommandActivity({ part }: { part: ToolPart }) {
+  const label = toolLabel(part.toolName, part.input, part.state, part.output);
+  const command = commandOf(part.input);
+  const result = part.state === 'done' ? asCommandResult(part.output) : null;
+  const bad = !!result && (!!result.stopped || (typeof result.exit_code === 'number' && result.exit_code !== 0));
+  const files = result?.files_changed ?? [];
+  return (
+    <div className="tool-row">
+      <details className={`tool tool-${part.state} tool-command`} data-testid="tool-activity" data-state={part.state} data-tool={part.toolName}>
+        <summary>
+          <span className="tool-icon">{part.state === 'running' ? <Spinner /> : part.state === 'done' && !bad ? <CheckIcon /> : <AlertIcon />}</span>
+          <span className="tool-label" data-testid="tool-label">
+            <ToolLabelText label={label} running={part.state === 'running'} />
+          </span>
+          {result ? (
+            <span className={`tool-state ${bad ? 'command-bad' : 'command-ok'}`} data-testid="command-outcome">
+              {commandOutcome(result)}
+            </span>
+          ) : part.state === 'failed' ? (
+            <span className="tool-state">failed</span>
+          ) : null}
+        </summary>
+        <div className="tool-body">
+          {part.state === 'failed' && part.errorText ? <ErrorMessage className="tool-error" message={part.errorText} code={part.errorCode} /> : null}
+          <p className="tool-heading">Command</p>
+          <pre className="tool-pre" tabIndex={0} data-testid="command-line">
+            {command || '(waiting for the command)'}
+          </pre>
+          {result && typeof (part.output as { hint?: unknown }).hint === 'string' ? <p className="tool-summary">{(part.output as { hint: string }).hint}</p> : null}
+          {result ? (
+            <>
+              <p className="tool-heading">Output{result.cut ? ' (cut: its head and tail)' : ''}</p>
+              <pre className="tool-pre" tabIndex={0} data-testid="command-stdout">
+                {shortOutput(result.stdout) || '(no output)'}
+              </pre>
+              {result.stderr ? (
+                <>
+                  <p className="tool-heading">Errors (stderr)</p>
+                  <pre className="tool-pre" tabIndex={0} data-testid="command-stderr">
+                    {shortOutput(result.stderr)}
+                  </pre>
+                </>
+              ) : null}
+              {files.length ? (
+                <>
+                  <p className="tool-heading">Files changed</p>
+                  <ul className="tool-files">
+                    {files.slice(0, 50).map((f) => (
+                      <li key={changedPath(f)}>
+                        <code>{changedPath(f)}</code>
+                      </li>
+                    ))}
+                    {files.length > 50 ? <li>and {files.length - 50} more</li> : null}
+                  </ul>
+                </>
+              ) : null}
+            </>
+          ) : part.output !== undefined ? (
+            <>
+              <p className="tool-heading">Result</p>
+              <pre className="tool-pre" tabIndex={0}>{shortJson(part.output)}</pre>
+            </>
+          ) : null}
+        </div>
+      </details>
+    </div>
+  );
+}
+
+/** Output shown in the page: up to 64 KB, its tail kept (where test runners say what failed). */
+const MAX_OUTPUT = 64 * 1024;
+function shortOutput(text: string): string {
+  return text.length > MAX_OUTPUT ? `… (${text.length - MAX_OUTPUT} earlier characters not shown)\n${text.slice(-MAX_OUTPUT)}` : text;
+}

@@ -18,12 +18,15 @@ export class ApiError extends Error {
   readonly status: number;
   /** The request field a 400 is about, when the server names it. */
   readonly field?: string;
-  constructor(message: string, code: string, status: number, field?: string) {
+  /** The error envelope's other fields (a merge conflict's `paths`). */
+  readonly extra?: Record<string, unknown>;
+  constructor(message: string, code: string, status: number, field?: string, extra?: Record<string, unknown>) {
     super(message);
     this.name = 'ApiError';
     this.code = code;
     this.status = status;
     this.field = field;
+    this.extra = extra;
   }
 }
 
@@ -51,7 +54,7 @@ export async function readApiError(res: Response): Promise<ApiError> {
   }
   if (isEnvelope(body) && body.success === false) {
     const code = String(body.code ?? 'E_UNKNOWN');
-    return new ApiError(String(body.error ?? `Request failed (${res.status})`), code, res.status, code === 'E_VALIDATION' ? fieldOf(body) : undefined);
+    return new ApiError(String(body.error ?? `Request failed (${res.status})`), code, res.status, code === 'E_VALIDATION' ? fieldOf(body) : undefined, body as Record<string, unknown>);
   }
   return new ApiError(`Request failed (${res.status}${res.statusText ? ` ${res.statusText}` : ''})`, 'E_HTTP', res.status);
 }

@@ -56,7 +56,15 @@ const VERBS: Record<string, [running: string, done: string, failed: string]> = {
   edit_file: ['Editing', 'Edited', 'Could not edit'],
   apply_patch: ['Updating the front matter of', 'Updated the front matter of', 'Could not update'],
   execute_workflow: ['Running workflow', 'Ran workflow', 'Could not run workflow'],
+  run_command: ['Running', 'Ran', 'Could not run'],
 };
+
+/** A command line as a headline: its first line, cut short. */
+export function commandHeadline(command: string): string {
+  const first = command.split('\n')[0] ?? '';
+  const line = first.length > 80 ? `${first.slice(0, 79)}…` : first;
+  return line !== command ? (line.endsWith('…') ? line : `${line} …`) : line;
+}
 
 export type ToolCallState = 'running' | 'done' | 'failed';
 
@@ -104,6 +112,10 @@ export function toolLabel(toolName: string, input: unknown, state: ToolCallState
       const name = s(obj(obj(output).workflow).name) ?? (path ? workflowName(path) : undefined);
       return { verb, ...(name ? { target: name } : {}), ...(path ? { path } : {}) };
     }
+    case 'run_command': {
+      const command = s(a.command);
+      return { verb, ...(command ? { target: commandHeadline(command) } : { target: 'a command' }) };
+    }
     default: {
       const mcp = mcpToolOf(toolName, output);
       if (mcp) return { verb, target: mcp.tool, suffix: `on ${mcp.server}` };
@@ -131,6 +143,8 @@ export function toolStatusText(toolName: string): string {
       return 'Running workflow…';
     case 'spawn_subagent':
       return 'Subagent working…';
+    case 'run_command':
+      return 'Running a command…';
     default: {
       const mcp = mcpToolOf(toolName);
       return mcp ? `Running ${mcp.tool} on ${mcp.server}…` : `Running ${toolName}…`;

@@ -12,6 +12,8 @@ export interface ChatSessionOptions {
   agentId: string | null;
   /** The project the agent belongs to; read at send time, so a project learned late still counts. */
   projectId?: string | null;
+  /** The workspace the turn runs in (its checkout is the project root); read at send time. */
+  workspaceId?: string | null;
   /** The model profile to answer with; read at send time. Absent: the server's default. */
   model?: string | null;
   /** The server named the conversation this turn belongs to (first turn of a new one). */
@@ -54,7 +56,7 @@ export function useChatSession(options: ChatSessionOptions) {
   }, []);
 
   const run = useCallback(async (turn: TurnBody, start: ChatAction) => {
-    const { agentId, projectId, model } = optsRef.current;
+    const { agentId, projectId, model, workspaceId } = optsRef.current;
     if (!agentId || abortRef.current) return false;
     const controller = new AbortController();
     abortRef.current = controller;
@@ -69,6 +71,7 @@ export function useChatSession(options: ChatSessionOptions) {
         headers: { 'Content-Type': 'application/json', Accept: 'text/event-stream' },
         body: JSON.stringify({
           ...(projectId ? { projectId } : {}),
+          ...(projectId && workspaceId ? { workspaceId } : {}),
           agentId,
           ...(conversationId ? { conversationId } : {}),
           ...turn,

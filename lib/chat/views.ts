@@ -102,6 +102,7 @@ export function toSummaryView(c: ConversationSummary): ConversationSummaryView {
     ...(c.model ? { model: c.model } : {}),
     ...(c.ownerId ? { ownerId: c.ownerId } : {}),
     ...(c.shared ? { shared: true } : {}),
+    ...(c.workspaceId ? { workspaceId: c.workspaceId } : {}),
   };
 }
 
