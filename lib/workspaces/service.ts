@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { AppError } from '../errors';
+import { AppError, isAppError } from '../errors';
 import { DIFF_SAFE, git, gitOk, GitError } from '../git/runner';
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../git/repo';
 import { log } from '../log';
@@ -210,7 +210,7 @@ export class WorkspaceService {
       fs.rmSync(dir, { recursive: true, force: true });
       if (branchMade) await git(['update-ref', '-d', `refs/heads/${branch}`, baseCommit], { cwd: top }).catch(() => undefined);
       await this.opts.store.remove(ws.id);
-      if (e instanceof AppError) throw e;
+      if (isAppError(e)) throw e;
       log.error('workspace.create_failed', { project: project.id, message: String((e as Error)?.message ?? e).slice(0, 300) });
       throw new AppError('E_INTERNAL', 'The workspace could not be created.');
     }
