@@ -180,6 +180,32 @@ describe('passwords', () => {
   });
 });
 
+describe('admin tokens cannot take accounts', () => {
+  it('refuses a project-limited admin token every admin route, and any token passwords, roles, deactivating, deleting and new admins', async () => {
+    const hal = await signIn('hal@example.com', 'hal-password-1');
+    expect((await createProject(req('POST', '/api/projects', hal, { name: 'limited' }))).status).toBe(201);
+    const limited = (await json(await createToken(req('POST', '/api/tokens', hal, { name: 'one project', projectIds: ['limited'] })))).body.data.token as string;
+    const full = (await json(await createToken(req('POST', '/api/tokens', hal, { name: 'everything' })))).body.data.token as string;
+    for (const token of [limited, full]) {
+      for (const res of [
+        await setPassword(req('PUT', `/api/users/${ids.root}/password`, { token }, { password: 'taken-over-1' }), params({ id: ids.root! })),
+        await patchUser(req('PATCH', `/api/users/${ids.gus}`, { token }, { active: false }), params({ id: ids.gus! })),
+        await patchUser(req('PATCH', `/api/users/${ids.gus}`, { token }, { role: 'admin' }), params({ id: ids.gus! })),
+        await deleteUser(req('DELETE', `/api/users/${ids.gus}`, { token }), params({ id: ids.gus! })),
+        await createUser(req('POST', '/api/users', { token }, { email: 'mallory@example.com', name: 'm', password: 'mallory-pass-1', role: 'admin' })),
+      ]) {
+        const out = await json(res);
+        expect(out).toMatchObject({ status: 403, body: { code: 'E_FORBIDDEN', error: expect.stringMatching(/token/) } });
+      }
+    }
+    // The limited token is no admin at all; the unrestricted one may still list and add members.
+    expect((await listUsers(req('GET', '/api/users', { token: limited }))).status).toBe(403);
+    expect((await listUsers(req('GET', '/api/users', { token: full }))).status).toBe(200);
+    expect((await signInStatus('root@example.com', 'root-password-1')).status).toBe(200);
+    expect(await h.runtime.accounts!.personById(ids.gus!)).toMatchObject({ role: 'member', status: 'active' });
+  });
+});
+
 describe('tokens that no longer work say why', () => {
   it('answers a revoked token with "revoked" and an expired one with "expired", every time', async () => {
     const made = await json(await createToken(req('POST', '/api/tokens', admin, { name: 'gone' })));

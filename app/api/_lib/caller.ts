@@ -68,10 +68,26 @@ export async function callerOf(request: Request): Promise<Caller> {
   throw new AppError('E_UNAUTHENTICATED', REFUSALS[found.refusal ?? 'none']);
 }
 
-/** The caller, who must be an admin (403 otherwise: admin pages are not secret). */
+/**
+ * The caller, who must be an admin (403 otherwise: admin pages are not secret). A token limited
+ * to projects is not an admin whatever its owner is: it was made to reach those projects only.
+ */
 export async function adminOf(request: Request): Promise<Caller> {
   const caller = await callerOf(request);
   if (caller.role !== 'admin') throw new AppError('E_FORBIDDEN', 'Only an admin may do this.');
+  if (caller.kind === 'token' && caller.projectIds) {
+    throw new AppError('E_FORBIDDEN', 'This token is limited to projects; people are managed by an admin who is signed in, or with an unrestricted token.');
+  }
+  return caller;
+}
+
+/**
+ * An admin who is signed in: what can take or end an account (passwords, roles, deactivating,
+ * deleting) is never done with an API token, so a token that leaks cannot take over anyone.
+ */
+export async function signedInAdminOf(request: Request): Promise<Caller> {
+  const caller = await adminOf(request);
+  if (caller.kind === 'token') throw new AppError('E_FORBIDDEN', 'Sign in as an admin to do this; an API token cannot set passwords, change roles, deactivate or delete people.');
   return caller;
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AppError } from '@/lib/errors';
 import { handle, ok, readJson } from '../_lib/http';
 import { accountsOr404, adminOf } from '../_lib/caller';
 
@@ -23,8 +24,10 @@ const NewPerson = z.object({
 /** An admin creates a person (self sign-up is closed unless ALLOW_SIGNUP=true). */
 export async function POST(request: Request) {
   return handle('POST /api/users', request, async () => {
-    await adminOf(request);
+    const caller = await adminOf(request);
     const body = await readJson(request, NewPerson);
+    // A new admin with a password of the token holder's choosing is an admin account for them.
+    if (body.role === 'admin' && caller.kind === 'token') throw new AppError('E_FORBIDDEN', 'Sign in as an admin to make another admin; an API token cannot.');
     return ok(await accountsOr404().createPerson(body), { status: 201 });
   });
 }

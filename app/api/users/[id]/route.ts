@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '@/lib/errors';
 import { handle, ok, readJson } from '../../_lib/http';
-import { accountsOr404, adminOf } from '../../_lib/caller';
+import { accountsOr404, signedInAdminOf } from '../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -20,7 +20,7 @@ const Patch = z
  */
 export async function PATCH(request: Request, { params }: Params) {
   return handle('PATCH /api/users/:id', request, async () => {
-    const caller = await adminOf(request);
+    const caller = await signedInAdminOf(request);
     const { id } = await params;
     const body = await readJson(request, Patch);
     if (id === caller.id) throw new AppError('E_CONFLICT', body.role !== undefined ? 'You cannot change your own role.' : 'You cannot deactivate yourself; another admin can.');
@@ -37,7 +37,7 @@ export async function PATCH(request: Request, { params }: Params) {
 /** An admin deletes a person: account, sessions, tokens and memberships; their conversations stay. */
 export async function DELETE(request: Request, { params }: Params) {
   return handle('DELETE /api/users/:id', request, async () => {
-    const caller = await adminOf(request);
+    const caller = await signedInAdminOf(request);
     const { id } = await params;
     if (!(await accountsOr404().removePerson(caller.id, id))) throw notFound(id);
     return ok({ id, removed: true });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { AppError } from '@/lib/errors';
 import { handle, ok, readJson } from '../../../_lib/http';
-import { accountsOr404, adminOf } from '../../../_lib/caller';
+import { accountsOr404, signedInAdminOf } from '../../../_lib/caller';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -13,7 +13,7 @@ const Put = z.object({ password: z.string().min(8, 'password must have at least 
 /** An admin sets a person's new password; the person's open sessions end. Their own: /api/users/me/password. */
 export async function PUT(request: Request, { params }: Params) {
   return handle('PUT /api/users/:id/password', request, async () => {
-    const caller = await adminOf(request);
+    const caller = await signedInAdminOf(request);
     const { id } = await params;
     const body = await readJson(request, Put);
     if (id === caller.id) throw new AppError('E_CONFLICT', 'Change your own password with your current one (PUT /api/users/me/password).');
