@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AppError } from '@/lib/errors';
+import { getRuntime } from '@/lib/runtime';
 import { handle, ok, readJson } from '../../_lib/http';
 import { accountsOr404, signedInAdminOf } from '../../_lib/caller';
 
@@ -28,6 +29,7 @@ export async function PATCH(request: Request, { params }: Params) {
     if (!(await accounts.personById(id))) throw notFound(id);
     if (body.role !== undefined && !(await accounts.setRole(id, body.role))) throw notFound(id);
     if (body.active !== undefined && !(await accounts.setActive(caller.id, id, body.active))) throw notFound(id);
+    if (body.active === false) await getRuntime().runs.cancelByOwner(id);
     const person = await accounts.personById(id);
     if (!person) throw notFound(id);
     return ok(person);
@@ -40,6 +42,7 @@ export async function DELETE(request: Request, { params }: Params) {
     const caller = await signedInAdminOf(request);
     const { id } = await params;
     if (!(await accountsOr404().removePerson(caller.id, id))) throw notFound(id);
+    await getRuntime().runs.cancelByOwner(id);
     return ok({ id, removed: true });
   });
 }
