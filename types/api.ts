@@ -224,6 +224,8 @@ export interface PersonRef {
   id: string;
   name: string;
   email?: string;
+  /** With accounts: whether they are still here; the UI marks "(deactivated)" and "(removed)". */
+  status?: 'active' | 'deactivated' | 'removed';
 }
 
 export interface ConversationListData {

@@ -2,6 +2,7 @@
 
 import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { AgentSummary, CommandSummary } from '@/types/api';
+import { personLabel } from '../_lib/accounts';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
 import { commandOfMessage, commandText } from '../_lib/commands';
@@ -517,7 +518,7 @@ function ConversationHeader(props: {
 export function ReadOnlyBar({ detail, onOpenConversation }: { detail: DetailView; onOpenConversation?: (id: string) => void }) {
   const [copying, setCopying] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
-  const owner = detail.owner?.name ?? 'someone else';
+  const owner = detail.owner ? personLabel(detail.owner) : 'someone else';
   const copy = async () => {
     setCopying(true);
     setError(null);

@@ -12,6 +12,7 @@ import { DELETE as revokeToken } from '@/app/api/tokens/[id]/route';
 import { POST as createProject } from '@/app/api/projects/route';
 import { GET as listMembers, PUT as putMember } from '@/app/api/projects/[id]/members/route';
 import { GET as listConversations } from '@/app/api/conversations/route';
+import { GET as getConversation } from '@/app/api/conversations/[id]/route';
 import { params, startHarness, type Harness } from './harness';
 
 /**
@@ -98,7 +99,8 @@ describe('deactivating and deleting people', () => {
     expect(people.find((p) => p.id === ids.dee)?.status).toBe('deactivated');
     expect(await h.runtime.accounts!.personSummary(ids.dee!)).toEqual({ id: ids.dee, name: 'dee', status: 'deactivated' });
     expect(await h.runtime.store.get(conversation.id)).toBeTruthy();
-    expect((await json(await listConversations(req('GET', '/api/conversations', admin)))).body.data.items.map((c: { id: string }) => c.id)).toContain(conversation.id);
+    const listed = (await json(await listConversations(req('GET', '/api/conversations', admin)))).body.data.items as Array<{ id: string; owner?: unknown }>;
+    expect(listed.find((c) => c.id === conversation.id)?.owner).toEqual({ id: ids.dee, name: 'dee', status: 'deactivated' });
 
     // Reactivated, they sign in again; the tokens that ended stay ended.
     expect((await json(await patchUser(req('PATCH', `/api/users/${ids.dee}`, admin, { active: true }), params({ id: ids.dee! })))).body.data.status).toBe('active');
@@ -121,6 +123,8 @@ describe('deactivating and deleting people', () => {
     const summaries = await h.runtime.accounts!.personSummaries([ids.eli!, ids.root!, 'nobody']);
     expect([...summaries.values()].map((s) => `${s.name}:${s.status}`).sort()).toEqual(['Root:active', 'eli:removed']);
     expect(await h.runtime.store.get(conversation.id)).toBeTruthy();
+    const detail = (await json(await getConversation(req('GET', `/api/conversations/${conversation.id}`, admin), params({ id: conversation.id })))).body.data;
+    expect(detail.owner).toEqual({ id: ids.eli, name: 'eli', status: 'removed' });
     expect((await deleteUser(req('DELETE', `/api/users/${ids.eli}`, admin), params({ id: ids.eli! }))).status).toBe(404);
     expect((await createUser(req('POST', '/api/users', admin, { email: 'eli@example.com', name: 'eli two', password: 'eli-password-2' }))).status).toBe(201);
   });

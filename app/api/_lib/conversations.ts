@@ -82,40 +82,44 @@ export function canOpenConversation(caller: Caller): (id: string) => Promise<boo
 /** How a person gone since is named where no name of theirs was kept. */
 const GONE = 'a removed person';
 
+type Statuses = Map<string, NonNullable<PersonRef['status']>>;
+
 /**
- * People's current names by id (null without accounts: then nobody is named). Names are read
- * when a view is made, so a renamed person shows their new name; one deleted since is absent.
+ * People's current names and whether they are still here, by id, in one look-up (null without
+ * accounts: then nobody is named). Read when a view is made, so a renamed person shows their new
+ * name, a deactivated or deleted one is marked so.
  */
-async function namesOf(ids: readonly string[]): Promise<Map<string, string> | null> {
+async function namesOf(ids: readonly string[]): Promise<{ names: Map<string, string>; statuses: Statuses } | null> {
   const { accounts } = getRuntime();
   if (!accounts) return null;
   const names = new Map<string, string>();
-  await Promise.all(
-    ids.map(async (id) => {
-      const person = await accounts.personById(id).catch(() => null);
-      if (person) names.set(id, person.name || person.email);
-    }),
-  );
-  return names;
+  const statuses: Statuses = new Map();
+  const found = ids.length ? await accounts.personSummaries(ids) : new Map();
+  for (const [id, p] of found) {
+    if (p.name) names.set(id, p.name);
+    statuses.set(id, p.status);
+  }
+  return { names, statuses };
 }
 
 /** The owner as a view names them: current name, else the name a message of theirs kept. */
-function ownerRef(ownerId: string | undefined, names: ReadonlyMap<string, string>, history: StoredMessage[] = []): PersonRef | undefined {
+function ownerRef(ownerId: string | undefined, people: { names: ReadonlyMap<string, string>; statuses: Statuses }, history: StoredMessage[] = []): PersonRef | undefined {
   if (!ownerId) return undefined;
   const kept = history.find((m): m is Extract<StoredMessage, { role: 'user' }> => m.role === 'user' && m.author?.id === ownerId)?.author?.name;
-  return { id: ownerId, name: names.get(ownerId) ?? (kept || GONE) };
+  const status = people.statuses.get(ownerId);
+  return { id: ownerId, name: people.names.get(ownerId) ?? (kept || GONE), ...(status ? { status } : {}) };
 }
 
 /** A conversation as the caller sees it: messages with their authors, its owner, whether they may write in it. */
 export async function detailFor(conversation: Conversation, caller: Caller, history?: StoredMessage[]): Promise<ConversationDetail> {
   const rt = getRuntime();
   const messages = history ?? (await rt.store.messages(conversation.id));
-  const names = await namesOf(peopleIn(conversation, messages));
+  const people = await namesOf(peopleIn(conversation, messages));
   const canWrite = await rt.access.conversation(caller, conversation, 'write');
   // Without accounts nobody is named (a message kept from when they were on has no author to show).
-  if (!names) return toDetailView(conversation, messages, { canWrite });
-  const owner = ownerRef(conversation.ownerId, names, messages);
-  return toDetailView(conversation, messages, { names, canWrite, ...(owner ? { owner } : {}) });
+  if (!people) return toDetailView(conversation, messages, { canWrite });
+  const owner = ownerRef(conversation.ownerId, people, messages);
+  return toDetailView(conversation, messages, { ...people, canWrite, ...(owner ? { owner } : {}) });
 }
 
 /** List items as the caller sees them: with their owner's name and whether the caller may write in each. */
