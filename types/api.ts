@@ -224,7 +224,7 @@ export interface PersonRef {
   id: string;
   name: string;
   email?: string;
-  /** With accounts: whether they are still here; the UI marks "(deactivated)" and "(removed)". */
+  /** With accounts, for one no longer here only (absent: active); the UI marks "(deactivated)" and "(removed)". */
   status?: 'active' | 'deactivated' | 'removed';
 }
 

@@ -97,7 +97,8 @@ async function namesOf(ids: readonly string[]): Promise<{ names: Map<string, str
   const found = ids.length ? await accounts.personSummaries(ids) : new Map();
   for (const [id, p] of found) {
     if (p.name) names.set(id, p.name);
-    statuses.set(id, p.status);
+    // Only the marks: someone still here is shown by name alone.
+    if (p.status !== 'active') statuses.set(id, p.status);
   }
   return { names, statuses };
 }
