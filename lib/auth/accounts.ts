@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { defaultKeyHasher } from '@better-auth/api-key';
 import { AppError, isAppError } from '../errors';
 import type { Caller, ProjectRole, Role } from '../access';
-import { createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
+import { accountAttempt, createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
 import type { AuthSettings } from './settings';
 
 /** `deactivated`: cannot sign in, no sessions or tokens; an admin may reactivate them. */
@@ -398,10 +398,13 @@ export class Accounts {
    * one is checked; their other sessions end). Returns Better Auth's Set-Cookie headers (the
    * session it renews), for the response.
    */
-  async changeOwnPassword(headers: Headers, currentPassword: string, newPassword: string): Promise<Headers> {
+  async changeOwnPassword(headers: Headers, currentPassword: string, newPassword: string, email: string): Promise<Headers> {
     await this.ready();
     const ctx = await this.auth.$context;
     this.checkPassword(ctx.password.config, newPassword, 'newPassword');
+    // The current password is guessed here as at sign-in (a session left open): the same counter.
+    const attempt = await accountAttempt(this.db, email.trim().toLowerCase().slice(0, 254));
+    if (!attempt.allowed) throw new AppError('E_RATE_LIMITED', `Too many password attempts on this account; try again in ${attempt.retryAfter} s.`, { retryAfter: attempt.retryAfter });
     try {
       const res = await this.auth.api.changePassword({ body: { currentPassword, newPassword, revokeOtherSessions: true }, headers, returnHeaders: true });
       return res.headers;

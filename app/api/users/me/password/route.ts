@@ -22,7 +22,7 @@ export async function PUT(request: Request) {
     const accounts = accountsOr404();
     if (caller.kind !== 'session') throw new AppError('E_FORBIDDEN', 'Sign in to change your password; an API token cannot.');
     const body = await readJson(request, Put);
-    const headers = await accounts.changeOwnPassword(request.headers, body.currentPassword, body.newPassword);
+    const headers = await accounts.changeOwnPassword(request.headers, body.currentPassword, body.newPassword, caller.email ?? '');
     const out = new Headers();
     for (const c of headers.getSetCookie()) out.append('set-cookie', c);
     return ok({ passwordChanged: true }, { headers: out });
