@@ -472,6 +472,27 @@ export class Accounts {
     return row ? personOf(row as never) : null;
   }
 
+  /**
+   * A role and an active state at once, in one transaction under the admins' rule: both are
+   * written or, when the rule refuses, neither (never a role changed behind an error).
+   */
+  async update(actorId: string, userId: string, change: { role?: Role; active?: boolean }): Promise<Person | null> {
+    await this.ready();
+    if (change.active === false && actorId === userId) throw new AppError('E_CONFLICT', 'You cannot deactivate yourself; another admin can.');
+    const kind = change.active === false ? 'deactivate' : change.role === 'member' ? 'demote' : 'none';
+    const found = await this.guardAdmins(userId, async (tx) => {
+      const now = this.dateValue(new Date());
+      await tx
+        .updateTable('user')
+        .set({ ...(change.role !== undefined ? { role: change.role } : {}), ...(change.active !== undefined ? { deactivatedAt: change.active ? null : now } : {}), updatedAt: now })
+        .where('id', '=', userId)
+        .execute();
+    }, kind);
+    if (!found) return null;
+    if (change.active === false) await this.endAccess(userId, 'deactivated');
+    return this.personById(userId);
+  }
+
   async setRole(userId: string, role: Role): Promise<Person | null> {
     await this.ready();
     const found = await this.guardAdmins(userId, async (tx) => {

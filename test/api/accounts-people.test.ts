@@ -1,4 +1,5 @@
 import fsp from 'node:fs/promises';
+import { sql } from 'kysely';
 import os from 'node:os';
 import path from 'node:path';
 import { POST as authPost } from '@/app/api/auth/[...all]/route';
@@ -49,6 +50,11 @@ async function signIn(email: string, password: string): Promise<Who> {
   const r = await signInStatus(email, password);
   expect(r.status).toBe(200);
   return { cookie: r.cookie };
+}
+/** Forgets an account's sign-in attempts this minute (each sign-in and password change counts). */
+async function forgetAttempts(email: string) {
+  const db = (h.runtime.accounts as unknown as { db: import('kysely').Kysely<never> }).db;
+  await sql`DELETE FROM "rateLimit" WHERE "key" = ${`account:${email}|/sign-in/email`}`.execute(db);
 }
 const whoAmI = async (who: Who) => json(await me(req('GET', '/api/users/me', who)));
 
@@ -155,6 +161,20 @@ describe('deactivating and deleting people', () => {
   });
 });
 
+describe('a role and a state in one request', () => {
+  it('applies both together, or neither when the admins’ rule refuses', async () => {
+    const both = await json(await patchUser(req('PATCH', `/api/users/${ids.gus}`, admin, { role: 'admin', active: false }), params({ id: ids.gus! })));
+    expect(both).toMatchObject({ status: 200, body: { data: { role: 'admin', status: 'deactivated' } } });
+    expect((await json(await patchUser(req('PATCH', `/api/users/${ids.gus}`, admin, { role: 'member', active: true }), params({ id: ids.gus! })))).body.data).toMatchObject({ role: 'member', status: 'active' });
+    // The only other active admin cannot be demoted and deactivated: nothing of it is written.
+    const others = (await h.runtime.accounts!.listPeople()).filter((p) => p.role === 'admin' && p.status === 'active' && p.id !== ids.root);
+    for (const o of others) await h.runtime.accounts!.setActive(ids.root!, o.id, false);
+    await expect(h.runtime.accounts!.update(ids.hal!, ids.root!, { role: 'member', active: false })).rejects.toMatchObject({ code: 'E_CONFLICT' });
+    expect(await h.runtime.accounts!.personById(ids.root!)).toMatchObject({ role: 'admin', status: 'active' });
+    for (const o of others) await h.runtime.accounts!.setActive(ids.root!, o.id, true);
+  });
+});
+
 describe('passwords', () => {
   it('lets an admin set a person’s password: the old one stops working, their sessions end', async () => {
     const fay = await signIn('fay@example.com', 'fay-password-1');
@@ -179,6 +199,7 @@ describe('passwords', () => {
     const renewed = cookieOf(changed);
     expect((await whoAmI({ cookie: renewed || gus.cookie })).status).toBe(200);
     expect((await whoAmI(laptop)).status).toBe(401);
+    await forgetAttempts('gus@example.com');
     expect((await signInStatus('gus@example.com', 'gus-password-1')).status).toBe(401);
     expect((await signInStatus('gus@example.com', 'gus-password-2')).status).toBe(200);
   });
@@ -230,6 +251,7 @@ describe('tokens that no longer work say why', () => {
 
 describe('the members of a project', () => {
   it('lists admins beside members, marked, and tells each caller whether they may manage them', async () => {
+    await forgetAttempts('gus@example.com');
     const gus = await signIn('gus@example.com', 'gus-password-2');
     const fay = await signIn('fay@example.com', 'fay-new-password');
     expect((await createProject(req('POST', '/api/projects', gus, { name: 'orchard' }))).status).toBe(201);
@@ -245,6 +267,8 @@ describe('the members of a project', () => {
     const asEditor = await json(await listMembers(req('GET', '/api/projects/orchard/members', fay), params({ id: 'orchard' })));
     expect(asEditor.body.data.canManage).toBe(false);
     expect(asEditor.body.data.members).toHaveLength(4);
+    // Names only for those who do not manage the members: no one's address goes to every viewer.
+    expect(asEditor.body.data.members.map((m: { name: string; email?: string }) => [m.name, m.email])).toEqual([['gus', undefined], ['fay', undefined], ['Root', undefined], ['hal', undefined]]);
     expect((await putMember(req('PUT', '/api/projects/orchard/members', fay, { email: 'dee@example.com', role: 'viewer' }), params({ id: 'orchard' }))).status).toBe(403);
     expect((await json(await listMembers(req('GET', '/api/projects/orchard/members', admin), params({ id: 'orchard' })))).body.data.canManage).toBe(true);
   });

@@ -26,12 +26,10 @@ export async function PATCH(request: Request, { params }: Params) {
     const body = await readJson(request, Patch);
     if (id === caller.id) throw new AppError('E_CONFLICT', body.role !== undefined ? 'You cannot change your own role.' : 'You cannot deactivate yourself; another admin can.');
     const accounts = accountsOr404();
-    if (!(await accounts.personById(id))) throw notFound(id);
-    if (body.role !== undefined && !(await accounts.setRole(id, body.role))) throw notFound(id);
-    if (body.active !== undefined && !(await accounts.setActive(caller.id, id, body.active))) throw notFound(id);
-    if (body.active === false) await getRuntime().runs.cancelByOwner(id);
-    const person = await accounts.personById(id);
+    // Role and state together or not at all.
+    const person = await accounts.update(caller.id, id, { ...(body.role !== undefined ? { role: body.role } : {}), ...(body.active !== undefined ? { active: body.active } : {}) });
     if (!person) throw notFound(id);
+    if (body.active === false) await getRuntime().runs.cancelByOwner(id);
     return ok(person);
   });
 }

@@ -12,7 +12,12 @@ import { roleAllows, type Caller } from '@/lib/access';
  */
 async function view(projectId: string, caller: Caller) {
   const role = await getRuntime().access.projectRole(caller, projectId);
-  return { members: await accountsOr404().members(projectId), canManage: !!role && roleAllows(role, 'own') };
+  const canManage = !!role && roleAllows(role, 'own');
+  const members = await accountsOr404().members(projectId);
+  // Addresses are for those who manage the members (by email); everyone else, and a token
+  // limited to projects, sees names only.
+  if (canManage && !caller.projectIds) return { members, canManage };
+  return { members: members.map(({ email: _email, ...rest }) => rest), canManage };
 }
 
 export const dynamic = 'force-dynamic';
