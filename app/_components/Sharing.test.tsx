@@ -103,6 +103,16 @@ describe('a conversation one may read but not write in', () => {
     expect(within(screen.getByTestId('message-user')).getByTestId('message-author')).toHaveTextContent('Ada (removed) said:');
   });
 
+  it('shows no composer while the detail loads, and tells an owner demoted to viewer why they cannot write, with no copy', async () => {
+    me = { ...ada, role: 'member' };
+    details['c-1'] = conversation({ canWrite: false });
+    openChat();
+    expect(screen.queryByTestId('composer-input')).toBeNull();
+    expect(await screen.findByTestId('read-only-line')).toHaveTextContent(/Your conversation · read-only: your role in this project no longer lets you chat/);
+    expect(screen.queryByTestId('continue-in-copy')).toBeNull();
+    expect(screen.queryByTestId('composer-input')).toBeNull();
+  });
+
   it("names an admin's look at a private conversation, and says why a copy was refused", async () => {
     me = { id: 'u-root', name: 'Root', role: 'admin' };
     details['c-1'] = conversation({ canWrite: false });
