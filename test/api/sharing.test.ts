@@ -270,3 +270,16 @@ describe('the projects list', () => {
     expect(asAdmin.lastActivity).toBe(all.items[0]!.updatedAt);
   });
 });
+
+describe('continuing a bundle conversation in a copy', () => {
+  it('copies its own files with its messages', async () => {
+    const { outputRootOf } = await import('@/lib/outputs');
+    const source = await h.runtime.store.create({ agentId: 'pm', bundleName: 'sample', ownerId: people.bob!.id, title: 'Bundle chat' });
+    const from = outputRootOf(h.runtime.config, source.id);
+    await fs.mkdir(path.join(from, 'docs'), { recursive: true });
+    await fs.writeFile(path.join(from, 'docs', 'prd.md'), '# PRD\n');
+    const made = await json(await copyConversation(req('POST', `/api/conversations/${source.id}/copy`, people.bob!.session), params({ id: source.id })));
+    expect(made.status).toBe(201);
+    expect(await fs.readFile(path.join(outputRootOf(h.runtime.config, made.body.data.id), 'docs', 'prd.md'), 'utf8')).toBe('# PRD\n');
+  });
+});
