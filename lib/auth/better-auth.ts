@@ -3,7 +3,7 @@ import { APIError, createAuthMiddleware } from 'better-auth/api';
 import { genericOAuth } from 'better-auth/plugins';
 import { apiKey } from '@better-auth/api-key';
 import { sql, type Kysely } from 'kysely';
-import { forwardedClient, isAllowedHost, parseAllowedHosts, parseTrustProxy, type HostRule } from '../config/network';
+import { allowedHostRules, forwardedClient, isAllowedHost, parseTrustProxy, type HostRule } from '../config/network';
 import type { AuthSettings } from './settings';
 
 /** Better Auth's provider id of the single sign-on; accounts link on it and the subject. */
@@ -87,8 +87,6 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
    * promotion itself is written to the shared database.
    */
   const ssoAdmins = new Set<string>();
-  const parsedHosts = parseAllowedHosts(process.env.ALLOWED_HOSTS);
-  const allowedHosts = 'hosts' in parsedHosts ? parsedHosts.hosts : [];
   // With an address a trusted proxy gave, each client has its own attempts; without one, everyone
   // shares a single bucket: a ceiling on guessing, not a per-person limit (that is the account's).
   const signInRule = (request: Request) => ({ window: 60, max: request.headers.get(CLIENT_ADDRESS_HEADER) ? SIGN_IN_ATTEMPTS_PER_MINUTE : SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS });
@@ -100,7 +98,7 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     // No baseURL: Better Auth takes it from each request (the server works on whatever HOST:PORT
     // it is started on), whose Host proxy.ts has checked. Not its dynamic `allowedHosts: ['*']`,
     // which would also trust every origin.
-    trustedOrigins: (request?: Request) => requestOrigins(allowedHosts, request),
+    trustedOrigins: (request?: Request) => requestOrigins(allowedHostRules(), request),
     telemetry: { enabled: false },
     logger: {
       level: 'warn',
