@@ -1,5 +1,5 @@
 import { NextResponse, type NextRequest } from 'next/server';
-import { isAllowedHost, parseAllowedHosts, type HostRule } from '@/lib/config/network';
+import { allowedHostRules, isAllowedHost } from '@/lib/config/network';
 
 /**
  * Runs (on Node, in the server's process) before every request, pages, API and static files alike.
@@ -10,18 +10,10 @@ import { isAllowedHost, parseAllowedHosts, type HostRule } from '@/lib/config/ne
  * start checks (instrumentation, scripts/start.mjs) refuse a malformed list, so one here admits
  * only loopback.
  */
-let allowed: HostRule[] | undefined;
-function allowedHosts(): HostRule[] {
-  if (!allowed) {
-    const parsed = parseAllowedHosts(process.env.ALLOWED_HOSTS);
-    allowed = 'hosts' in parsed ? parsed.hosts : [];
-  }
-  return allowed;
-}
 
 export function proxy(request: NextRequest) {
   const host = request.headers.get('host');
-  if (!isAllowedHost(host, allowedHosts())) {
+  if (!isAllowedHost(host, allowedHostRules())) {
     return NextResponse.json(
       { success: false, error: 'This server does not answer to that host name. Its administrator lists the names it answers to in ALLOWED_HOSTS.', code: 'E_FORBIDDEN' },
       { status: 403 },

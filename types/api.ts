@@ -228,6 +228,8 @@ export interface PersonRef {
   id: string;
   name: string;
   email?: string;
+  /** With accounts, for one no longer here only (absent: active); the UI marks "(deactivated)" and "(removed)". */
+  status?: 'active' | 'deactivated' | 'removed';
 }
 
 export interface ConversationListData {

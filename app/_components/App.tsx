@@ -208,8 +208,11 @@ export function App() {
   const outputFolder = project?.outputFolder ?? null;
   const relativeOf = useCallback((virtualPath: string) => outputRelativePath(virtualPath, outputFolder), [outputFolder]);
   const openDocument = useCallback((path: string) => {
-    // An unsaved edit stays: the viewer asks before it is left.
-    if (docDirty.current) return;
+    // Nothing typed is lost without asking: an unsaved edit stays unless the person lets it go.
+    if (docDirty.current) {
+      if (!window.confirm('Discard your changes?')) return;
+      docDirty.current = false;
+    }
     setDoc((d) => ({ path, version: (d?.version ?? 0) + 1 }));
   }, []);
   const canOpenFile = useCallback((virtualPath: string) => relativeOf(virtualPath) !== null, [relativeOf]);

@@ -2,10 +2,12 @@
 
 import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { AgentSummary, CommandSummary } from '@/types/api';
+import { personLabel } from '../_lib/accounts';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
 import { commandOfMessage, commandText } from '../_lib/commands';
 import { formatCost } from '../_lib/format';
+import { useEscape } from '../_lib/escape';
 import { historyToMessages } from '../_lib/history';
 import { toolStatusText } from '../_lib/toolLabels';
 import type { ChatState, DetailView, ModelProfile } from '../_lib/types';
@@ -199,6 +201,9 @@ export function ChatView(props: ChatViewProps) {
 
   // Someone else's conversation (shared with the reader, or an admin's look): read, never written.
   const readOnly = detail?.canWrite === false && liveConversationId === detail.id;
+  // Until an opened conversation's detail says whether the reader may write, no composer (it
+  // would flash and vanish for a read-only one).
+  const awaitingDetail = !!conversationId && loadState !== 'idle' && detail?.id !== conversationId;
   const canAct = !busy && !!agent && loadState === 'idle' && !readOnly;
   const actions = useMemo<MessageActions>(
     () => ({
@@ -429,8 +434,8 @@ export function ChatView(props: ChatViewProps) {
         <p className="visually-hidden" role="status" aria-live="polite" data-testid="chat-status">
           {status}
         </p>
-        {readOnly && detail ? (
-          <ReadOnlyBar detail={detail} onOpenConversation={props.onOpenConversation} />
+        {awaitingDetail ? null : readOnly && detail ? (
+          <ReadOnlyBar detail={detail} {...(me ? { myId: me.id } : {})} onOpenConversation={props.onOpenConversation} />
         ) : (
           <>
             {!empty ? <CommandChips commands={commands} disabled={busy || !agent} onPick={(t) => doSend(t)} /> : null}
@@ -469,17 +474,13 @@ function ConversationHeader(props: {
   const buttonRef = useRef<HTMLButtonElement>(null);
   const listRef = useRef<HTMLUListElement>(null);
   useEffect(() => {
-    if (!open) return;
-    listRef.current?.querySelector('button')?.focus();
-    const onKey = (e: globalThis.KeyboardEvent) => {
-      if (e.key !== 'Escape') return;
-      e.preventDefault();
-      setOpen(false);
-      buttonRef.current?.focus();
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
+    if (open) listRef.current?.querySelector('button')?.focus();
   }, [open]);
+  // On the page's Escape stack: one Escape closes this menu, not the viewer docked beside it too.
+  useEscape(open, () => {
+    setOpen(false);
+    buttonRef.current?.focus();
+  });
   return (
     <div className="chat-header" data-testid="conversation-header">
       {props.helpCommand ? (
@@ -522,10 +523,21 @@ function ConversationHeader(props: {
  * In place of the composer when the reader may not write here: whose conversation it is, and
  * "Continue in a copy", which makes a conversation of their own with these messages and opens it.
  */
-export function ReadOnlyBar({ detail, onOpenConversation }: { detail: DetailView; onOpenConversation?: (id: string) => void }) {
+export function ReadOnlyBar({ detail, myId, onOpenConversation }: { detail: DetailView; myId?: string; onOpenConversation?: (id: string) => void }) {
   const [copying, setCopying] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
-  const owner = detail.owner?.name ?? 'someone else';
+  const owner = detail.owner ? personLabel(detail.owner) : 'someone else';
+  // One's own conversation read-only: the project role no longer allows chatting, and a copy
+  // (a conversation in the same project) would be refused for the same reason.
+  if (myId && detail.owner?.id === myId) {
+    return (
+      <div className="read-only-bar" data-testid="read-only-bar">
+        <p className="read-only-line" data-testid="read-only-line">
+          Your conversation · read-only: your role in this project no longer lets you chat. A project owner or an admin can change it.
+        </p>
+      </div>
+    );
+  }
   const copy = async () => {
     setCopying(true);
     setError(null);

@@ -1,36 +1,34 @@
 'use client';
 
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { exportUrl } from '../_lib/api';
+import { useEscape } from '../_lib/escape';
 import { ExportIcon } from './icons';
 
 /** Download the conversation as Markdown or JSON; closes on a pick, Escape or a click elsewhere. */
 export function ExportMenu({ conversationId }: { conversationId: string }) {
   const ref = useRef<HTMLDetailsElement>(null);
+  const [open, setOpen] = useState(false);
+  // On the page's Escape stack: one Escape closes this menu, not the viewer docked beside it too.
+  useEscape(open, () => {
+    const el = ref.current;
+    if (!el) return;
+    el.open = false;
+    el.querySelector('summary')?.focus();
+  });
   useEffect(() => {
     const close = (e: Event) => {
       const el = ref.current;
-      if (!el?.open) return;
-      if (e instanceof KeyboardEvent) {
-        if (e.key !== 'Escape') return;
-        el.open = false;
-        el.querySelector('summary')?.focus();
-        return;
-      }
-      if (!el.contains(e.target as Node)) el.open = false;
+      if (el?.open && !el.contains(e.target as Node)) el.open = false;
     };
     document.addEventListener('mousedown', close);
-    document.addEventListener('keydown', close);
-    return () => {
-      document.removeEventListener('mousedown', close);
-      document.removeEventListener('keydown', close);
-    };
+    return () => document.removeEventListener('mousedown', close);
   }, []);
   const picked = () => {
     if (ref.current) ref.current.open = false;
   };
   return (
-    <details ref={ref} className="menu export-menu" data-testid="export-menu">
+    <details ref={ref} className="menu export-menu" data-testid="export-menu" onToggle={(e) => setOpen(e.currentTarget.open)}>
       <summary className="icon-button" aria-label="Export conversation" title="Export conversation">
         <ExportIcon />
       </summary>

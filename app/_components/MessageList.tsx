@@ -2,6 +2,7 @@
 
 import { memo, useId, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { WRITING_TOOLS, messageText } from '../_lib/chatReducer';
+import { personLabel } from '../_lib/accounts';
 import { copyText } from '../_lib/clipboard';
 import { formatCost, formatTokens, plural } from '../_lib/format';
 import { toolLabel } from '../_lib/toolLabels';
@@ -112,9 +113,9 @@ function EditForm({ initial, truncates, onCancel, onSubmit }: { initial: string;
  */
 export function authorLabel(message: UIMessage, who: Authors | undefined): { name: string; mine: boolean } {
   const id = message.author?.id;
-  if (who?.myId && id && id !== who.myId) return { name: message.author!.name, mine: false };
+  if (who?.myId && id && id !== who.myId) return { name: personLabel(message.author!), mine: false };
   // A message stored without an author (before accounts) in someone else's conversation is theirs.
-  if (who?.myId && !id && who.owner && who.owner.id !== who.myId) return { name: who.owner.name, mine: false };
+  if (who?.myId && !id && who.owner && who.owner.id !== who.myId) return { name: personLabel(who.owner), mine: false };
   return { name: 'You', mine: true };
 }
 
@@ -122,7 +123,7 @@ export interface Authors {
   /** The reader's id, with accounts. */
   myId?: string;
   /** The conversation's owner (who wrote its messages stored without an author). */
-  owner?: { id: string; name: string };
+  owner?: { id: string; name: string; status?: 'active' | 'deactivated' | 'removed' };
   /** Label one's own messages "You" visibly too: the transcript holds other people's words. */
   showYou?: boolean;
 }

@@ -94,12 +94,12 @@ export function Members({ projects }: { projects: ProjectView[] }) {
                 <label className="visually-hidden" htmlFor={`${id}-r-${m.id}`}>
                   Role of {m.name}
                 </label>
-                <select id={`${id}-r-${m.id}`} value={m.projectRole} onChange={(e) => act(accountsApi.setMember(current, m.email, e.target.value as Member['projectRole']))}>
+                <select id={`${id}-r-${m.id}`} value={m.projectRole} onChange={(e) => act(accountsApi.setMember(current, m.email ?? '', e.target.value as Member['projectRole']))}>
                   <option value="owner">owner</option>
                   <option value="editor">editor</option>
                   <option value="viewer">viewer</option>
                 </select>
-                <button type="button" className="button" aria-label={`Remove ${m.name}`} onClick={() => act(accountsApi.removeMember(current, m.email))}>
+                <button type="button" className="button" aria-label={`Remove ${m.name}`} onClick={() => act(accountsApi.removeMember(current, m.email ?? ''))}>
                   Remove
                 </button>
               </span>

@@ -95,6 +95,24 @@ describe('a conversation one may read but not write in', () => {
     expect(calls).toContainEqual({ url: '/api/conversations/c-1/copy', method: 'POST' });
   });
 
+  it('marks an owner and an author who were deactivated or removed', async () => {
+    const gone = { ...ada, status: 'removed' as const };
+    details['c-1'] = conversation({ shared: true, canWrite: false, owner: gone, messages: [{ id: 'm1', role: 'user', content: 'Draft the PRD', timestamp: '2026-01-01T00:00:00Z', author: gone }] });
+    openChat();
+    expect(await screen.findByTestId('read-only-line')).toHaveTextContent('Shared by Ada (removed) · read-only');
+    expect(within(screen.getByTestId('message-user')).getByTestId('message-author')).toHaveTextContent('Ada (removed) said:');
+  });
+
+  it('shows no composer while the detail loads, and tells an owner demoted to viewer why they cannot write, with no copy', async () => {
+    me = { ...ada, role: 'member' };
+    details['c-1'] = conversation({ canWrite: false });
+    openChat();
+    expect(screen.queryByTestId('composer-input')).toBeNull();
+    expect(await screen.findByTestId('read-only-line')).toHaveTextContent(/Your conversation · read-only: your role in this project no longer lets you chat/);
+    expect(screen.queryByTestId('continue-in-copy')).toBeNull();
+    expect(screen.queryByTestId('composer-input')).toBeNull();
+  });
+
   it("names an admin's look at a private conversation, and says why a copy was refused", async () => {
     me = { id: 'u-root', name: 'Root', role: 'admin' };
     details['c-1'] = conversation({ canWrite: false });
@@ -169,5 +187,16 @@ describe('the conversation list', () => {
     expect(within(items[1]!).queryByTestId('conversation-owner')).toBeNull();
     expect(within(items[1]!).getByTestId('rename-conversation')).toBeTruthy();
     expect(within(items[1]!).getByTestId('delete-conversation')).toBeTruthy();
+  });
+
+  it('marks the owner of a conversation who was deactivated', async () => {
+    list = [summary('c-1', 'Ada’s PRD', { ...ada, status: 'deactivated' } as typeof ada, false)];
+    render(
+      <AuthGate>
+        <Sidebar currentId={null} projectId="shop" agents={[agent]} refreshKey={0} onSelect={jest.fn()} onNew={jest.fn()} onDeleted={jest.fn()} />
+      </AuthGate>,
+    );
+    const [item] = await screen.findAllByTestId('conversation-item');
+    expect(within(item!).getByTestId('conversation-owner')).toHaveTextContent('Ada (deactivated)’s');
   });
 });

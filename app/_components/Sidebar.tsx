@@ -3,6 +3,7 @@
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import type { AgentSummary } from '@/types/api';
 import type { SummaryView } from '../_lib/types';
+import { personLabel } from '../_lib/accounts';
 import { api } from '../_lib/api';
 import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
 import { Avatar } from './Avatar';
@@ -192,7 +193,7 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
     const title = c.title || 'Untitled conversation';
     const statusWord = STATUS_WORDS[c.status];
     // Someone else's (shared with the reader, or seen by an admin): named, and only theirs to change.
-    const ownerName = me && c.owner && c.owner.id !== me.id ? c.owner.name : null;
+    const ownerName = me && c.owner && c.owner.id !== me.id ? personLabel(c.owner) : null;
     const writable = c.canWrite !== false;
     return (
       <li key={c.id} className={current ? 'conv is-current' : 'conv'} data-testid="conversation-item" data-conversation-id={c.id} data-status={c.status}>

@@ -28,7 +28,9 @@ export interface Person {
 }
 
 /** Someone with access to a project; `access: 'admin'`: an admin who is not a member (acts as owner). */
-export interface Member extends Person {
+/** `email` only for those who may manage the members. */
+export interface Member extends Omit<Person, 'email'> {
+  email?: string;
   projectRole: 'owner' | 'editor' | 'viewer';
   access: 'member' | 'admin';
 }

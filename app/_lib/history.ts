@@ -84,7 +84,7 @@ export function historyToMessages(history: ChatMessageView[]): UIMessage[] {
       continue;
     }
     const msg: UIMessage = { id: m.id, role: m.role, parts, createdAt: m.timestamp };
-    if (m.role === 'user' && m.author) msg.author = { id: m.author.id, name: m.author.name };
+    if (m.role === 'user' && m.author) msg.author = { id: m.author.id, name: m.author.name, ...(m.author.status ? { status: m.author.status } : {}) };
     if (usage) msg.usage = usage;
     if (model) msg.model = model;
     if (cost !== undefined) msg.cost = cost;

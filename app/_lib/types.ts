@@ -58,7 +58,7 @@ export interface UIMessage {
   model?: AnsweredBy;
   cost?: number;
   /** A stored user message, with accounts: who wrote it (absent for one's own new messages until reloaded). */
-  author?: { id: string; name: string };
+  author?: { id: string; name: string; status?: 'active' | 'deactivated' | 'removed' };
 }
 
 export interface MessageUsage {

@@ -2,7 +2,7 @@ import { sql, type Kysely } from 'kysely';
 import { defaultKeyHasher } from '@better-auth/api-key';
 import { AppError, isAppError } from '../errors';
 import type { Caller, ProjectRole, Role } from '../access';
-import { createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
+import { accountAttempt, createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
 import type { AuthSettings } from './settings';
 
 /** `deactivated`: cannot sign in, no sessions or tokens; an admin may reactivate them. */
@@ -398,10 +398,13 @@ export class Accounts {
    * one is checked; their other sessions end). Returns Better Auth's Set-Cookie headers (the
    * session it renews), for the response.
    */
-  async changeOwnPassword(headers: Headers, currentPassword: string, newPassword: string): Promise<Headers> {
+  async changeOwnPassword(headers: Headers, currentPassword: string, newPassword: string, email: string): Promise<Headers> {
     await this.ready();
     const ctx = await this.auth.$context;
     this.checkPassword(ctx.password.config, newPassword, 'newPassword');
+    // The current password is guessed here as at sign-in (a session left open): the same counter.
+    const attempt = await accountAttempt(this.db, email.trim().toLowerCase().slice(0, 254));
+    if (!attempt.allowed) throw new AppError('E_RATE_LIMITED', `Too many password attempts on this account; try again in ${attempt.retryAfter} s.`, { retryAfter: attempt.retryAfter });
     try {
       const res = await this.auth.api.changePassword({ body: { currentPassword, newPassword, revokeOtherSessions: true }, headers, returnHeaders: true });
       return res.headers;
@@ -467,6 +470,27 @@ export class Accounts {
     await this.ready();
     const row = await this.db.selectFrom('user').select([...PERSON_COLUMNS]).where('email', '=', email.trim().toLowerCase()).executeTakeFirst();
     return row ? personOf(row as never) : null;
+  }
+
+  /**
+   * A role and an active state at once, in one transaction under the admins' rule: both are
+   * written or, when the rule refuses, neither (never a role changed behind an error).
+   */
+  async update(actorId: string, userId: string, change: { role?: Role; active?: boolean }): Promise<Person | null> {
+    await this.ready();
+    if (change.active === false && actorId === userId) throw new AppError('E_CONFLICT', 'You cannot deactivate yourself; another admin can.');
+    const kind = change.active === false ? 'deactivate' : change.role === 'member' ? 'demote' : 'none';
+    const found = await this.guardAdmins(userId, async (tx) => {
+      const now = this.dateValue(new Date());
+      await tx
+        .updateTable('user')
+        .set({ ...(change.role !== undefined ? { role: change.role } : {}), ...(change.active !== undefined ? { deactivatedAt: change.active ? null : now } : {}), updatedAt: now })
+        .where('id', '=', userId)
+        .execute();
+    }, kind);
+    if (!found) return null;
+    if (change.active === false) await this.endAccess(userId, 'deactivated');
+    return this.personById(userId);
   }
 
   async setRole(userId: string, role: Role): Promise<Person | null> {

@@ -3,7 +3,7 @@ import { APIError, createAuthMiddleware } from 'better-auth/api';
 import { genericOAuth } from 'better-auth/plugins';
 import { apiKey } from '@better-auth/api-key';
 import { sql, type Kysely } from 'kysely';
-import { forwardedClient, isAllowedHost, parseAllowedHosts, parseTrustProxy, type HostRule } from '../config/network';
+import { allowedHostRules, forwardedClient, isAllowedHost, parseTrustProxy, type HostRule } from '../config/network';
 import type { AuthSettings } from './settings';
 
 /** Better Auth's provider id of the single sign-on; accounts link on it and the subject. */
@@ -13,6 +13,13 @@ export const OIDC_PROVIDER_ID = 'oidc';
 export const SIGN_IN_ATTEMPTS_PER_MINUTE = 5;
 /** Sign-in attempts per account (the email signed in to) and minute, whoever sends them. */
 export const SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE = 5;
+/**
+ * Behind a trusted proxy each address has its own attempts; this is the account's ceiling over all
+ * of them, so many addresses (or a client that reaches the server beside the proxy and writes its
+ * own X-Forwarded-For) cannot guess without end. Higher than one address's: a few wrong guesses
+ * from elsewhere do not lock a colleague out at once.
+ */
+export const SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY = 20;
 /** All sign-in and sign-up attempts per minute whose client no trusted proxy names. */
 export const SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS = 30;
 
@@ -58,7 +65,7 @@ function requestOrigins(allowed: HostRule[], request?: Request): string[] {
  * when the account had its attempts this minute. Better Auth keys its limit by address and path
  * only, and an address is what a client without a proxy in front makes up at will.
  */
-async function accountAttempt(db: Kysely<any>, email: string): Promise<{ allowed: boolean; retryAfter: number }> { // eslint-disable-line @typescript-eslint/no-explicit-any
+export async function accountAttempt(db: Kysely<any>, email: string, max = SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE): Promise<{ allowed: boolean; retryAfter: number }> { // eslint-disable-line @typescript-eslint/no-explicit-any
   const now = Date.now();
   const windowStart = now - 60_000;
   const key = `account:${email}|/sign-in/email`;
@@ -69,7 +76,7 @@ async function accountAttempt(db: Kysely<any>, email: string): Promise<{ allowed
       "lastRequest" = CASE WHEN "rateLimit"."lastRequest" <= ${windowStart} THEN ${now} ELSE "rateLimit"."lastRequest" END
     RETURNING "count", "lastRequest"`.execute(db);
   const { count, lastRequest } = row.rows[0]!;
-  return { allowed: Number(count) <= SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, retryAfter: Math.max(1, Math.ceil((Number(lastRequest) + 60_000 - now) / 1000)) };
+  return { allowed: Number(count) <= max, retryAfter: Math.max(1, Math.ceil((Number(lastRequest) + 60_000 - now) / 1000)) };
 }
 
 function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: string) {
@@ -80,8 +87,6 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
    * promotion itself is written to the shared database.
    */
   const ssoAdmins = new Set<string>();
-  const parsedHosts = parseAllowedHosts(process.env.ALLOWED_HOSTS);
-  const allowedHosts = 'hosts' in parsedHosts ? parsedHosts.hosts : [];
   // With an address a trusted proxy gave, each client has its own attempts; without one, everyone
   // shares a single bucket: a ceiling on guessing, not a per-person limit (that is the account's).
   const signInRule = (request: Request) => ({ window: 60, max: request.headers.get(CLIENT_ADDRESS_HEADER) ? SIGN_IN_ATTEMPTS_PER_MINUTE : SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS });
@@ -93,7 +98,7 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     // No baseURL: Better Auth takes it from each request (the server works on whatever HOST:PORT
     // it is started on), whose Host proxy.ts has checked. Not its dynamic `allowedHosts: ['*']`,
     // which would also trust every origin.
-    trustedOrigins: (request?: Request) => requestOrigins(allowedHosts, request),
+    trustedOrigins: (request?: Request) => requestOrigins(allowedHostRules(), request),
     telemetry: { enabled: false },
     logger: {
       level: 'warn',
@@ -116,12 +121,13 @@ function optionsFor(database: AuthDatabase, settings: AuthSettings, secret: stri
     },
     hooks: {
       before: createAuthMiddleware(async (ctx) => {
-        // Only where no trusted proxy names the client: behind one, clients are counted apart by
-        // address and nobody can lock a colleague out of their account from elsewhere.
-        if (ctx.path !== '/sign-in/email' || ctx.headers?.get(CLIENT_ADDRESS_HEADER)) return;
+        // Every attempt counts on the account. Where a trusted proxy names the client, clients are
+        // also counted apart by address (Better Auth's rule), and the account's ceiling is higher.
+        if (ctx.path !== '/sign-in/email') return;
         const email = typeof ctx.body?.email === 'string' ? ctx.body.email.trim().toLowerCase() : '';
         if (!email) return;
-        const attempt = await accountAttempt(database.db, email.slice(0, 254));
+        const max = ctx.headers?.get(CLIENT_ADDRESS_HEADER) ? SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY : SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE;
+        const attempt = await accountAttempt(database.db, email.slice(0, 254), max);
         if (!attempt.allowed) throw new APIError('TOO_MANY_REQUESTS', { message: 'Too many sign-in attempts on this account.' }, { 'x-retry-after': String(attempt.retryAfter) });
       }),
     },

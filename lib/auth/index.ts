@@ -12,7 +12,7 @@ export { Accounts, type Person, type Member, type TokenView, type NewToken } fro
 export { accountsPolicy } from './policy';
 export { authSettings, authStartupProblem, isLoopbackHost, listenHost, networkStartupProblem, type AuthSettings, type OidcSettings } from './settings';
 export { resolveSecret, SECRET_FILE } from './secret';
-export { CLIENT_ADDRESS_HEADER, OIDC_PROVIDER_ID, SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS, clientAddressed, createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
+export { CLIENT_ADDRESS_HEADER, OIDC_PROVIDER_ID, SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY, SIGN_IN_ATTEMPTS_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS, clientAddressed, createBetterAuth, type AuthDatabase, type BetterAuth } from './better-auth';
 
 /**
  * Accounts on the conversations' database: with DATABASE_URL on Postgres (a pool of their own, the

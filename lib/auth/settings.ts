@@ -21,7 +21,7 @@ export interface AuthSettings {
   oidc?: OidcSettings;
 }
 
-import { parseAllowedHosts, parseTrustProxy } from '../config/network';
+import { isLoopbackAddress, parseAllowedHosts, parseTrustProxy } from '../config/network';
 
 type Env = Record<string, string | undefined>;
 
@@ -43,10 +43,7 @@ export function authSettings(env: Env = process.env): AuthSettings {
 }
 
 /** HOST unset, localhost, 127.x or ::1: only this machine reaches the server. */
-export function isLoopbackHost(host: string | undefined): boolean {
-  const h = (host ?? '').trim().replace(/^\[|\]$/g, '');
-  return h === '' || h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
-}
+export const isLoopbackHost = isLoopbackAddress;
 
 /**
  * The address the server was told to listen on: `-H`/`--hostname` on Next's command line wins

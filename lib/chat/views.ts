@@ -20,6 +20,8 @@ import type {
  */
 export interface PeopleView {
   names?: ReadonlyMap<string, string>;
+  /** Whether each named person is still here (absent: not known, shown unmarked). */
+  statuses?: ReadonlyMap<string, NonNullable<PersonRef['status']>>;
   owner?: PersonRef;
   canWrite?: boolean;
 }
@@ -41,7 +43,7 @@ function addUsage(view: AssistantView, m: Extract<StoredMessage, { role: 'assist
  * What a person sees of the history: user messages, and per turn one assistant message holding
  * the turn's text and its tool calls with their results. Server context stays hidden.
  */
-export function toMessageViews(history: StoredMessage[], people?: Pick<PeopleView, 'names'>): ChatMessageView[] {
+export function toMessageViews(history: StoredMessage[], people?: Pick<PeopleView, 'names' | 'statuses'>): ChatMessageView[] {
   const out: ChatMessageView[] = [];
   let current: AssistantView | null = null;
   const calls = new Map<string, FunctionCallView>();
@@ -49,7 +51,8 @@ export function toMessageViews(history: StoredMessage[], people?: Pick<PeopleVie
     if (m.role === 'system') continue;
     if (m.role === 'user') {
       current = null;
-      const author = people?.names && m.author ? { id: m.author.id, name: people.names.get(m.author.id) ?? m.author.name } : null;
+      const status = m.author ? people?.statuses?.get(m.author.id) : undefined;
+      const author = people?.names && m.author ? { id: m.author.id, name: people.names.get(m.author.id) ?? m.author.name, ...(status ? { status } : {}) } : null;
       out.push({ id: m.id, role: 'user', content: m.content, timestamp: m.timestamp, ...(m.compacted ? { compacted: true } : {}), ...(author ? { author } : {}) });
       continue;
     }

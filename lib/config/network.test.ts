@@ -1,4 +1,4 @@
-import { forwardedClient, hostName, isAllowedHost, parseAllowedHosts, parseTrustProxy, type HostRule } from './network';
+import { allowedHostRules, forwardedClient, hostName, isAllowedHost, isLoopbackAddress, parseAllowedHosts, parseTrustProxy, type HostRule } from './network';
 
 const rules = (value: string): HostRule[] => {
   const parsed = parseAllowedHosts(value);
@@ -38,4 +38,22 @@ it('takes the client address the trusted proxies appended, never what the client
   expect(forwardedClient('1.2.3.4, 10.0.0.9, 172.16.0.1', 2)).toBe('10.0.0.9');
   expect(forwardedClient('10.0.0.9', 2)).toBeNull();
   expect(forwardedClient('1.2.3.4, not-an-address', 1)).toBeNull();
+});
+
+describe('the one reading of ALLOWED_HOSTS', () => {
+  it('parses the list once per value and reads it anew when the value changes', () => {
+    const env: Record<string, string | undefined> = { ALLOWED_HOSTS: 'a.example.com' };
+    const first = allowedHostRules(env);
+    expect(first).toEqual([{ name: 'a.example.com', subdomains: false }]);
+    expect(allowedHostRules({ ...env })).toBe(first);
+    expect(allowedHostRules({ ALLOWED_HOSTS: '.b.example.com' })).toEqual([{ name: 'b.example.com', subdomains: true }]);
+    // A malformed list admits only loopback here (the start check refuses it).
+    expect(allowedHostRules({ ALLOWED_HOSTS: 'http://x' })).toEqual([]);
+    expect(allowedHostRules({})).toEqual([]);
+  });
+
+  it('tells a loopback listen address from others', () => {
+    for (const h of [undefined, '', 'localhost', '127.0.0.1', '127.1.2.3', '::1', '[::1]']) expect(isLoopbackAddress(h)).toBe(true);
+    for (const h of ['0.0.0.0', '192.168.1.5', 'example.com', '::']) expect(isLoopbackAddress(h)).toBe(false);
+  });
 });

@@ -30,6 +30,30 @@ function validName(name: string): boolean {
   return name.length <= 253 && name.split('.').every((l) => LABEL.test(l));
 }
 
+let cached: { value: string | undefined; rules: HostRule[] } | undefined;
+
+/**
+ * The server's ALLOWED_HOSTS as rules, parsed once per value (the proxy, the origin check and
+ * Better Auth's trusted origins all ask on every request). A malformed list admits only
+ * loopback here: the server's start check (lib/runtime/startup.ts) refuses it before anyone asks.
+ */
+export function allowedHostRules(env: Record<string, string | undefined> = process.env): HostRule[] {
+  const value = env.ALLOWED_HOSTS;
+  if (cached && cached.value === value) return cached.rules;
+  const parsed = parseAllowedHosts(value);
+  cached = { value, rules: 'hosts' in parsed ? parsed.hosts : [] };
+  return cached.rules;
+}
+
+/**
+ * A listen address only this machine reaches: unset, localhost, 127.x or ::1. (Not a Host rule:
+ * LOOPBACK_NAMES are the names a request may give; this is where the server listens.)
+ */
+export function isLoopbackAddress(host: string | undefined): boolean {
+  const h = (host ?? '').trim().replace(/^\[|\]$/g, '');
+  return h === '' || h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
 /** The entries of ALLOWED_HOSTS, or why one is not a name. */
 export function parseAllowedHosts(value: string | undefined): { hosts: HostRule[] } | { error: string } {
   const hosts: HostRule[] = [];

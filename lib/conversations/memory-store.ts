@@ -88,6 +88,7 @@ export class MemoryConversationStore implements ConversationStore {
       .filter((e) => options?.q === undefined || matches(e, terms))
       .filter((e) => options?.agentId === undefined || e.conversation.agentId === options.agentId)
       .filter((e) => options?.projectId === undefined || e.conversation.projectId === options.projectId)
+      .filter((e) => options?.ownedOrSharedFor === undefined || e.conversation.ownerId === options.ownedOrSharedFor || e.conversation.shared === true)
       .filter((e) => !after || compareKey(e.conversation, after) < 0)
       .sort((a, b) => compareKey(b.conversation, a.conversation));
     const page = rows.slice(0, limit);

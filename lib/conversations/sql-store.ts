@@ -234,6 +234,7 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     const where: RawBuilder<unknown>[] = [];
     if (options.projectId !== undefined) where.push(sql`c.project_id = ${text(options.projectId)}`);
     if (options.agentId !== undefined) where.push(sql`c.agent_id = ${text(options.agentId)}`);
+    if (options.ownedOrSharedFor !== undefined) where.push(sql`(c.owner_id = ${text(options.ownedOrSharedFor)} OR c.shared = ${this.dialect.bool(true)})`);
     if (after) where.push(sql`(c.updated_at, c.id) < (${text(after.updatedAt)}, ${text(after.id)})`);
     if (terms) where.push(this.dialect.searchFilter(terms));
     return sql<Row>`SELECT ${CONVERSATION_COLUMNS}, ${this.dialect.lockColumns} FROM ${this.dialect.from}

@@ -146,6 +146,8 @@ export interface ListOptions {
    * A q without letters or digits matches nothing. Order and paging are those of list().
    */
   q?: string;
+  /** Only the conversations this person owns or that are shared (what a project member may read). */
+  ownedOrSharedFor?: string;
 }
 
 export interface Page<T> {

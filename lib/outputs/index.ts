@@ -93,3 +93,30 @@ export async function sweepTempFiles(outputRoot: string): Promise<number> {
   }
   return removed;
 }
+
+/** What "Continue in a copy" copies of a conversation's own files at most. */
+export const COPY_LIMITS = { files: 500, bytes: 50 * 1024 * 1024 };
+
+/**
+ * Copies one conversation's output folder into another's (a copy that continues it keeps its
+ * files), by the walk's skip policy (no hidden entries, no symlinks). Refused, with nothing
+ * copied, over COPY_LIMITS; a folder that does not exist copies nothing. Returns the files copied.
+ */
+export async function copyOutputs(fromRoot: string, toRoot: string, limits = COPY_LIMITS): Promise<number> {
+  const files: string[] = [];
+  let bytes = 0;
+  for await (const e of walkFolder(fromRoot, { stat: true, maxDepth: 32, onUnreadable: 'skip' })) {
+    if (e.type !== 'file') continue;
+    files.push(e.path);
+    bytes += e.size ?? 0;
+    if (files.length > limits.files || bytes > limits.bytes) {
+      throw new AppError('E_TOO_LARGE', `This conversation's files are too many or too large to copy (at most ${limits.files} files, ${Math.round(limits.bytes / 1024 / 1024)} MB); download the ones you need instead.`);
+    }
+  }
+  for (const rel of files) {
+    const to = path.join(toRoot, ...rel.split('/'));
+    await fs.mkdir(path.dirname(to), { recursive: true });
+    await fs.copyFile(path.join(fromRoot, ...rel.split('/')), to);
+  }
+  return files.length;
+}

@@ -54,6 +54,10 @@ export class MemoryRunStore implements RunStore {
     return row ? structuredClone(row.run) : null;
   }
 
+  async unfinishedOf(ownerId: string): Promise<string[]> {
+    return [...this.rows.values()].filter((r) => r.run.ownerId === ownerId && (r.run.status === 'queued' || r.run.status === 'running')).map((r) => r.run.id);
+  }
+
   async list(options: { projectId: string; limit?: number }): Promise<Run[]> {
     const limit = Math.max(1, Math.min(100, Math.floor(options.limit ?? 50)));
     return [...this.rows.values()]

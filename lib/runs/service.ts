@@ -245,6 +245,16 @@ export class RunService {
     return run;
   }
 
+  /**
+   * Cancels every queued and running run of a person: one deactivated or removed no longer has
+   * work done on the server's keys in their name (nor webhooks of results sent for them).
+   */
+  async cancelByOwner(ownerId: string): Promise<number> {
+    const ids = await this.store.unfinishedOf(ownerId);
+    for (const id of ids) await this.cancel(id);
+    return ids.length;
+  }
+
   /** Listens to one run's progress; returns the unsubscribe. */
   subscribe(runId: string, listener: (event: RunEvent) => void): () => void {
     this.bus.on(runId, listener);

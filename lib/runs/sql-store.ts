@@ -159,6 +159,11 @@ export class SqlRunStore implements RunStore {
     return row ? toRun(row as RunRow) : null;
   }
 
+  async unfinishedOf(ownerId: string): Promise<string[]> {
+    const rows = await (await this.db()).selectFrom('runs').select('id').where('owner_id', '=', ownerId).where('status', 'in', ['queued', 'running']).execute();
+    return rows.map((r) => r.id as string);
+  }
+
   async list(options: { projectId: string; limit?: number }): Promise<Run[]> {
     const limit = Math.max(1, Math.min(MAX_LIST, Math.floor(options.limit ?? 50)));
     const rows = await (await this.db())

@@ -206,6 +206,8 @@ export interface RunStore {
    * stops it. Null for an unknown id.
    */
   cancel(id: string): Promise<Run | null>;
+  /** Ids of a person's queued and running runs (to end them when the person is deactivated or removed). */
+  unfinishedOf(ownerId: string): Promise<string[]>;
   /**
    * Takes the delivery of an ended run's webhook for `holder` until `until`: only when the run
    * has a webhook, no outcome, and no delivery under way (or one whose holder is gone or whose

@@ -72,9 +72,25 @@ export function accountsOf(): Accounts {
   return accounts;
 }
 
-/** The caller, who must be an admin (E_FORBIDDEN otherwise: admin pages are not secret). */
+/**
+ * The caller, who must be an admin (E_FORBIDDEN otherwise: admin pages are not secret). A token
+ * limited to projects is not an admin whatever its owner is: it was made to reach those projects only.
+ */
 export function requireAdmin(caller: Caller): Caller {
   if (caller.role !== 'admin') throw new AppError('E_FORBIDDEN', 'Only an admin may do this.');
+  if (caller.kind === 'token' && caller.projectIds) {
+    throw new AppError('E_FORBIDDEN', 'This token is limited to projects; people are managed by an admin who is signed in, or with an unrestricted token.');
+  }
+  return caller;
+}
+
+/**
+ * An admin who is signed in: what can take or end an account (passwords, roles, deactivating,
+ * deleting) is never done with an API token, so a token that leaks cannot take over anyone.
+ */
+export function requireSignedInAdmin(caller: Caller): Caller {
+  requireAdmin(caller);
+  if (caller.kind === 'token') throw new AppError('E_FORBIDDEN', 'Sign in as an admin to do this; an API token cannot set passwords, change roles, deactivate or delete people.');
   return caller;
 }
 

@@ -2,7 +2,7 @@ import { roleAllows, type Caller, type ProjectRole, type Role } from '../access'
 import { clientAddressed, OIDC_PROVIDER_ID } from '../auth';
 import { AppError } from '../errors';
 import { getRuntime } from '../runtime';
-import { accountsOf, projectOf, requireAdmin, type BodyOf } from './access';
+import { accountsOf, projectOf, requireAdmin, requireSignedInAdmin, type BodyOf } from './access';
 
 const personNotFound = (id: string) => new AppError('E_NOT_FOUND', `No person with id "${id.slice(0, 80)}".`);
 
@@ -62,36 +62,39 @@ export async function listPeople(caller: Caller) {
 /** An admin creates a person (self sign-up is closed unless ALLOW_SIGNUP=true). */
 export async function createPerson(caller: Caller, body: BodyOf<{ email: string; name: string; password: string; role: Role }>) {
   requireAdmin(caller);
-  return accountsOf().createPerson(await body());
+  const input = await body();
+  // A new admin with a password of the token holder's choosing is an admin account for them.
+  if (input.role === 'admin' && caller.kind === 'token') throw new AppError('E_FORBIDDEN', 'Sign in as an admin to make another admin; an API token cannot.');
+  return accountsOf().createPerson(input);
 }
 
 /**
- * An admin changes a person's role, or deactivates (`active: false`) or reactivates them. Never
- * their own (a server keeps the admin who acts), nor the last active admin's.
+ * A signed-in admin changes a person's role, or deactivates (`active: false`) or reactivates them,
+ * both in one transaction. Never their own (a server keeps the admin who acts), nor the last
+ * active admin's. Deactivating cancels the person's queued and running runs.
  */
 export async function updatePerson(caller: Caller, id: string, body: BodyOf<{ role?: Role; active?: boolean }>) {
-  requireAdmin(caller);
+  requireSignedInAdmin(caller);
   const patch = await body();
   if (id === caller.id) throw new AppError('E_CONFLICT', patch.role !== undefined ? 'You cannot change your own role.' : 'You cannot deactivate yourself; another admin can.');
-  const accounts = accountsOf();
-  if (!(await accounts.personById(id))) throw personNotFound(id);
-  if (patch.role !== undefined && !(await accounts.setRole(id, patch.role))) throw personNotFound(id);
-  if (patch.active !== undefined && !(await accounts.setActive(caller.id, id, patch.active))) throw personNotFound(id);
-  const person = await accounts.personById(id);
+  // Role and state together or not at all.
+  const person = await accountsOf().update(caller.id, id, { ...(patch.role !== undefined ? { role: patch.role } : {}), ...(patch.active !== undefined ? { active: patch.active } : {}) });
   if (!person) throw personNotFound(id);
+  if (patch.active === false) await getRuntime().runs.cancelByOwner(id);
   return person;
 }
 
-/** An admin deletes a person: account, sessions, tokens and memberships; their conversations stay. */
+/** A signed-in admin deletes a person: account, sessions, tokens and memberships, and cancels their runs; their conversations stay. */
 export async function removePerson(caller: Caller, id: string): Promise<{ id: string; removed: true }> {
-  requireAdmin(caller);
+  requireSignedInAdmin(caller);
   if (!(await accountsOf().removePerson(caller.id, id))) throw personNotFound(id);
+  await getRuntime().runs.cancelByOwner(id);
   return { id, removed: true };
 }
 
-/** An admin sets a person's new password; the person's open sessions end. Their own goes through changeOwnPassword. */
+/** A signed-in admin sets a person's new password; the person's open sessions end. Their own goes through changeOwnPassword. */
 export async function setPersonPassword(caller: Caller, id: string, body: BodyOf<{ password: string }>): Promise<{ id: string; passwordSet: true }> {
-  requireAdmin(caller);
+  requireSignedInAdmin(caller);
   const { password } = await body();
   if (id === caller.id) throw new AppError('E_CONFLICT', 'Change your own password with your current one (PUT /api/users/me/password).');
   if (!(await accountsOf().setPassword(id, password))) throw personNotFound(id);
@@ -106,7 +109,8 @@ export async function changeOwnPassword(caller: Caller, headers: Headers, body: 
   const accounts = accountsOf();
   if (caller.kind !== 'session') throw new AppError('E_FORBIDDEN', 'Sign in to change your password; an API token cannot.');
   const { currentPassword, newPassword } = await body();
-  return (await accounts.changeOwnPassword(headers, currentPassword, newPassword)).getSetCookie();
+  // The account's sign-in attempts count here too: a session left open is no way to guess the password.
+  return (await accounts.changeOwnPassword(headers, currentPassword, newPassword, caller.email ?? '')).getSetCookie();
 }
 
 /** The caller's API tokens, without their secrets. */
@@ -142,7 +146,12 @@ export async function revokeToken(caller: Caller, id: string): Promise<{ id: str
  */
 async function membersView(projectId: string, caller: Caller) {
   const role = await getRuntime().access.projectRole(caller, projectId);
-  return { members: await accountsOf().members(projectId), canManage: !!role && roleAllows(role, 'own') };
+  const canManage = !!role && roleAllows(role, 'own');
+  const members = await accountsOf().members(projectId);
+  // Addresses are for those who manage the members (by email); everyone else, and a token
+  // limited to projects, sees names only.
+  if (canManage && !caller.projectIds) return { members, canManage };
+  return { members: members.map(({ email: _email, ...rest }) => rest), canManage };
 }
 
 /** The project's people and their roles (anyone who sees the project). */

@@ -5,7 +5,7 @@ import { checkProfile } from '../chat/model-choice';
 import { peopleIn, toDetailView, toSummaryView } from '../chat/views';
 import { cursorAfter, newConversationId, type Conversation, type ConversationSummary, type ListOptions, type Page, type StoredMessage } from '../conversations';
 import { AppError } from '../errors';
-import { outputRootOf, removeOutputs } from '../outputs';
+import { copyOutputs, outputRootOf, removeOutputs } from '../outputs';
 import { getRuntime } from '../runtime';
 import type { ConversationCopyData, ConversationDetail, ConversationListData, ConversationSummaryView, PersonRef } from '../../types/api';
 import { conversationNotFound, conversationOf, projectOf } from './access';
@@ -41,40 +41,46 @@ export async function visiblePage(caller: Caller, options: ListOptions & { limit
 /** How a person gone since is named where no name of theirs was kept. */
 const GONE = 'a removed person';
 
+type Statuses = Map<string, NonNullable<PersonRef['status']>>;
+type People = { names: Map<string, string>; statuses: Statuses };
+
 /**
- * People's current names by id (null without accounts: then nobody is named). Names are read
- * when a view is made, so a renamed person shows their new name; one deleted since is absent.
+ * People's current names and whether they are still here, by id, in one look-up (null without
+ * accounts: then nobody is named). Read when a view is made, so a renamed person shows their new
+ * name, a deactivated or deleted one is marked so.
  */
-async function namesOf(ids: readonly string[]): Promise<Map<string, string> | null> {
+async function namesOf(ids: readonly string[]): Promise<People | null> {
   const { accounts } = getRuntime();
   if (!accounts) return null;
   const names = new Map<string, string>();
-  await Promise.all(
-    ids.map(async (id) => {
-      const person = await accounts.personById(id).catch(() => null);
-      if (person) names.set(id, person.name || person.email);
-    }),
-  );
-  return names;
+  const statuses: Statuses = new Map();
+  const found = ids.length ? await accounts.personSummaries(ids) : new Map();
+  for (const [id, p] of found) {
+    if (p.name) names.set(id, p.name);
+    // Only the marks: someone still here is shown by name alone.
+    if (p.status !== 'active') statuses.set(id, p.status);
+  }
+  return { names, statuses };
 }
 
 /** The owner as a view names them: current name, else the name a message of theirs kept. */
-function ownerRef(ownerId: string | undefined, names: ReadonlyMap<string, string>, history: StoredMessage[] = []): PersonRef | undefined {
+function ownerRef(ownerId: string | undefined, people: People, history: StoredMessage[] = []): PersonRef | undefined {
   if (!ownerId) return undefined;
   const kept = history.find((m): m is Extract<StoredMessage, { role: 'user' }> => m.role === 'user' && m.author?.id === ownerId)?.author?.name;
-  return { id: ownerId, name: names.get(ownerId) ?? (kept || GONE) };
+  const status = people.statuses.get(ownerId);
+  return { id: ownerId, name: people.names.get(ownerId) ?? (kept || GONE), ...(status ? { status } : {}) };
 }
 
 /** A conversation as the caller sees it: messages with their authors, its owner, whether they may write in it. */
 export async function detailFor(conversation: Conversation, caller: Caller, history?: StoredMessage[]): Promise<ConversationDetail> {
   const rt = getRuntime();
   const messages = history ?? (await rt.store.messages(conversation.id));
-  const names = await namesOf(peopleIn(conversation, messages));
+  const people = await namesOf(peopleIn(conversation, messages));
   const canWrite = await rt.access.conversation(caller, conversation, 'write');
   // Without accounts nobody is named (a message kept from when they were on has no author to show).
-  if (!names) return toDetailView(conversation, messages, { canWrite });
-  const owner = ownerRef(conversation.ownerId, names, messages);
-  return toDetailView(conversation, messages, { names, canWrite, ...(owner ? { owner } : {}) });
+  if (!people) return toDetailView(conversation, messages, { canWrite });
+  const owner = ownerRef(conversation.ownerId, people, messages);
+  return toDetailView(conversation, messages, { ...people, canWrite, ...(owner ? { owner } : {}) });
 }
 
 /** List items as the caller sees them: with their owner's name and whether the caller may write in each. */
@@ -166,7 +172,8 @@ async function chatOwner(caller: Caller, projectId: string | undefined): Promise
  * Continue in a copy: a new conversation of the caller's, with the agent, project, model profile,
  * loaded variables and every stored message of one they may read (the model's history stays as
  * it was, tool calls with their results, authors kept), which they can chat in. The caller must be
- * allowed to chat where the conversation lives; one they may not read is a 404.
+ * allowed to chat where the conversation lives; one they may not read is a 404. A bundle
+ * conversation's own files are copied too (refused, E_TOO_LARGE, over outputs' COPY_LIMITS).
  */
 export async function copyConversation(caller: Caller, id: string): Promise<ConversationCopyData> {
   const source = await conversationOf(caller, id);
@@ -188,8 +195,12 @@ export async function copyConversation(caller: Caller, id: string): Promise<Conv
   try {
     await rt.store.setVariables(copyId, source.variables);
     if (messages.length) await rt.store.commit(copyId, { messages });
+    // A bundle conversation's files are its own (a project's are the project's, shared): the
+    // copy gets them too, or the messages would point at files it does not have.
+    if (!source.projectId) await copyOutputs(outputRootOf(rt.config, id), outputRootOf(rt.config, copyId));
   } catch (e) {
     await rt.store.delete(copyId).catch(() => false);
+    await removeOutputs(outputRootOf(rt.config, copyId)).catch(() => undefined);
     throw e;
   }
   return { id: copyId };
@@ -198,10 +209,12 @@ export async function copyConversation(caller: Caller, id: string): Promise<Conv
 /**
  * Stops the conversation's running turn, on whichever instance runs it: the request is recorded
  * in the store and that instance ends the turn as a local Stop does (stored `stopped`, the
- * partial answer kept). `stopping` is false when no turn was running.
+ * partial answer kept). `stopping` is false when no turn was running. Its writer stops it, and so
+ * does an admin who can see it.
  */
 export async function stopConversation(caller: Caller, id: string): Promise<{ conversationId: string; stopping: boolean }> {
-  await conversationOf(caller, id, 'write');
+  // An admin writes only in their own conversations but must be able to stop a runaway turn in anyone's.
+  await conversationOf(caller, id, caller.role === 'admin' ? 'read' : 'write');
   return { conversationId: id, stopping: await getRuntime().store.requestStop(id) };
 }
 

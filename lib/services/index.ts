@@ -1,4 +1,4 @@
-export { projectOf, conversationOf, canOpenConversation, visibleProjects, accountsOf, requireAdmin, projectNotFound, conversationNotFound, committerOf, APP_IDENTITY, type BodyOf } from './access';
+export { projectOf, conversationOf, canOpenConversation, visibleProjects, accountsOf, requireAdmin, requireSignedInAdmin, projectNotFound, conversationNotFound, committerOf, APP_IDENTITY, type BodyOf } from './access';
 export { getBuildSettings, putBuildSettings } from './build';
 export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView, workspaceForRun } from './workspaces';
 export { setupOf } from './setup';

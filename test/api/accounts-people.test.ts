@@ -1,4 +1,5 @@
 import fsp from 'node:fs/promises';
+import { sql } from 'kysely';
 import os from 'node:os';
 import path from 'node:path';
 import { POST as authPost } from '@/app/api/auth/[...all]/route';
@@ -12,6 +13,7 @@ import { DELETE as revokeToken } from '@/app/api/tokens/[id]/route';
 import { POST as createProject } from '@/app/api/projects/route';
 import { GET as listMembers, PUT as putMember } from '@/app/api/projects/[id]/members/route';
 import { GET as listConversations } from '@/app/api/conversations/route';
+import { GET as getConversation } from '@/app/api/conversations/[id]/route';
 import { params, startHarness, type Harness } from './harness';
 
 /**
@@ -48,6 +50,11 @@ async function signIn(email: string, password: string): Promise<Who> {
   const r = await signInStatus(email, password);
   expect(r.status).toBe(200);
   return { cookie: r.cookie };
+}
+/** Forgets an account's sign-in attempts this minute (each sign-in and password change counts). */
+async function forgetAttempts(email: string) {
+  const db = (h.runtime.accounts as unknown as { db: import('kysely').Kysely<never> }).db;
+  await sql`DELETE FROM "rateLimit" WHERE "key" = ${`account:${email}|/sign-in/email`}`.execute(db);
 }
 const whoAmI = async (who: Who) => json(await me(req('GET', '/api/users/me', who)));
 
@@ -98,7 +105,8 @@ describe('deactivating and deleting people', () => {
     expect(people.find((p) => p.id === ids.dee)?.status).toBe('deactivated');
     expect(await h.runtime.accounts!.personSummary(ids.dee!)).toEqual({ id: ids.dee, name: 'dee', status: 'deactivated' });
     expect(await h.runtime.store.get(conversation.id)).toBeTruthy();
-    expect((await json(await listConversations(req('GET', '/api/conversations', admin)))).body.data.items.map((c: { id: string }) => c.id)).toContain(conversation.id);
+    const listed = (await json(await listConversations(req('GET', '/api/conversations', admin)))).body.data.items as Array<{ id: string; owner?: unknown }>;
+    expect(listed.find((c) => c.id === conversation.id)?.owner).toEqual({ id: ids.dee, name: 'dee', status: 'deactivated' });
 
     // Reactivated, they sign in again; the tokens that ended stay ended.
     expect((await json(await patchUser(req('PATCH', `/api/users/${ids.dee}`, admin, { active: true }), params({ id: ids.dee! })))).body.data.status).toBe('active');
@@ -121,6 +129,8 @@ describe('deactivating and deleting people', () => {
     const summaries = await h.runtime.accounts!.personSummaries([ids.eli!, ids.root!, 'nobody']);
     expect([...summaries.values()].map((s) => `${s.name}:${s.status}`).sort()).toEqual(['Root:active', 'eli:removed']);
     expect(await h.runtime.store.get(conversation.id)).toBeTruthy();
+    const detail = (await json(await getConversation(req('GET', `/api/conversations/${conversation.id}`, admin), params({ id: conversation.id })))).body.data;
+    expect(detail.owner).toEqual({ id: ids.eli, name: 'eli', status: 'removed' });
     expect((await deleteUser(req('DELETE', `/api/users/${ids.eli}`, admin), params({ id: ids.eli! }))).status).toBe(404);
     expect((await createUser(req('POST', '/api/users', admin, { email: 'eli@example.com', name: 'eli two', password: 'eli-password-2' }))).status).toBe(201);
   });
@@ -151,6 +161,20 @@ describe('deactivating and deleting people', () => {
   });
 });
 
+describe('a role and a state in one request', () => {
+  it('applies both together, or neither when the admins’ rule refuses', async () => {
+    const both = await json(await patchUser(req('PATCH', `/api/users/${ids.gus}`, admin, { role: 'admin', active: false }), params({ id: ids.gus! })));
+    expect(both).toMatchObject({ status: 200, body: { data: { role: 'admin', status: 'deactivated' } } });
+    expect((await json(await patchUser(req('PATCH', `/api/users/${ids.gus}`, admin, { role: 'member', active: true }), params({ id: ids.gus! })))).body.data).toMatchObject({ role: 'member', status: 'active' });
+    // The only other active admin cannot be demoted and deactivated: nothing of it is written.
+    const others = (await h.runtime.accounts!.listPeople()).filter((p) => p.role === 'admin' && p.status === 'active' && p.id !== ids.root);
+    for (const o of others) await h.runtime.accounts!.setActive(ids.root!, o.id, false);
+    await expect(h.runtime.accounts!.update(ids.hal!, ids.root!, { role: 'member', active: false })).rejects.toMatchObject({ code: 'E_CONFLICT' });
+    expect(await h.runtime.accounts!.personById(ids.root!)).toMatchObject({ role: 'admin', status: 'active' });
+    for (const o of others) await h.runtime.accounts!.setActive(ids.root!, o.id, true);
+  });
+});
+
 describe('passwords', () => {
   it('lets an admin set a person’s password: the old one stops working, their sessions end', async () => {
     const fay = await signIn('fay@example.com', 'fay-password-1');
@@ -175,8 +199,35 @@ describe('passwords', () => {
     const renewed = cookieOf(changed);
     expect((await whoAmI({ cookie: renewed || gus.cookie })).status).toBe(200);
     expect((await whoAmI(laptop)).status).toBe(401);
+    await forgetAttempts('gus@example.com');
     expect((await signInStatus('gus@example.com', 'gus-password-1')).status).toBe(401);
     expect((await signInStatus('gus@example.com', 'gus-password-2')).status).toBe(200);
+  });
+});
+
+describe('admin tokens cannot take accounts', () => {
+  it('refuses a project-limited admin token every admin route, and any token passwords, roles, deactivating, deleting and new admins', async () => {
+    const hal = await signIn('hal@example.com', 'hal-password-1');
+    expect((await createProject(req('POST', '/api/projects', hal, { name: 'limited' }))).status).toBe(201);
+    const limited = (await json(await createToken(req('POST', '/api/tokens', hal, { name: 'one project', projectIds: ['limited'] })))).body.data.token as string;
+    const full = (await json(await createToken(req('POST', '/api/tokens', hal, { name: 'everything' })))).body.data.token as string;
+    for (const token of [limited, full]) {
+      for (const res of [
+        await setPassword(req('PUT', `/api/users/${ids.root}/password`, { token }, { password: 'taken-over-1' }), params({ id: ids.root! })),
+        await patchUser(req('PATCH', `/api/users/${ids.gus}`, { token }, { active: false }), params({ id: ids.gus! })),
+        await patchUser(req('PATCH', `/api/users/${ids.gus}`, { token }, { role: 'admin' }), params({ id: ids.gus! })),
+        await deleteUser(req('DELETE', `/api/users/${ids.gus}`, { token }), params({ id: ids.gus! })),
+        await createUser(req('POST', '/api/users', { token }, { email: 'mallory@example.com', name: 'm', password: 'mallory-pass-1', role: 'admin' })),
+      ]) {
+        const out = await json(res);
+        expect(out).toMatchObject({ status: 403, body: { code: 'E_FORBIDDEN', error: expect.stringMatching(/token/) } });
+      }
+    }
+    // The limited token is no admin at all; the unrestricted one may still list and add members.
+    expect((await listUsers(req('GET', '/api/users', { token: limited }))).status).toBe(403);
+    expect((await listUsers(req('GET', '/api/users', { token: full }))).status).toBe(200);
+    expect((await signInStatus('root@example.com', 'root-password-1')).status).toBe(200);
+    expect(await h.runtime.accounts!.personById(ids.gus!)).toMatchObject({ role: 'member', status: 'active' });
   });
 });
 
@@ -200,6 +251,7 @@ describe('tokens that no longer work say why', () => {
 
 describe('the members of a project', () => {
   it('lists admins beside members, marked, and tells each caller whether they may manage them', async () => {
+    await forgetAttempts('gus@example.com');
     const gus = await signIn('gus@example.com', 'gus-password-2');
     const fay = await signIn('fay@example.com', 'fay-new-password');
     expect((await createProject(req('POST', '/api/projects', gus, { name: 'orchard' }))).status).toBe(201);
@@ -215,6 +267,8 @@ describe('the members of a project', () => {
     const asEditor = await json(await listMembers(req('GET', '/api/projects/orchard/members', fay), params({ id: 'orchard' })));
     expect(asEditor.body.data.canManage).toBe(false);
     expect(asEditor.body.data.members).toHaveLength(4);
+    // Names only for those who do not manage the members: no one's address goes to every viewer.
+    expect(asEditor.body.data.members.map((m: { name: string; email?: string }) => [m.name, m.email])).toEqual([['gus', undefined], ['fay', undefined], ['Root', undefined], ['hal', undefined]]);
     expect((await putMember(req('PUT', '/api/projects/orchard/members', fay, { email: 'dee@example.com', role: 'viewer' }), params({ id: 'orchard' }))).status).toBe(403);
     expect((await json(await listMembers(req('GET', '/api/projects/orchard/members', admin), params({ id: 'orchard' })))).body.data.canManage).toBe(true);
   });

@@ -125,7 +125,6 @@ describe('a conversation is written by its owner and read by others', () => {
       ['rename', patchConversation(req('PATCH', `/api/conversations/${adaConversation}`, admin!.session, { title: 'mine' }), params({ id: adaConversation }))],
       ['model', patchConversation(req('PATCH', `/api/conversations/${adaConversation}`, admin!.session, { model: null }), params({ id: adaConversation }))],
       ['share', patchConversation(req('PATCH', `/api/conversations/${adaConversation}`, admin!.session, { shared: true }), params({ id: adaConversation }))],
-      ['stop', stopConversation(req('POST', `/api/conversations/${adaConversation}/stop`, admin!.session), params({ id: adaConversation }))],
       ['delete', deleteConversation(req('DELETE', `/api/conversations/${adaConversation}`, admin!.session), params({ id: adaConversation }))],
     ];
     for (const [what, pending] of writes) {
@@ -133,6 +132,8 @@ describe('a conversation is written by its owner and read by others', () => {
       expect([what, res.status, res.body.code]).toEqual([what, 403, 'E_FORBIDDEN']);
       expect(res.body.error).toMatch(/read this conversation but not write in it/);
     }
+    // Stop is no write of words: an admin stops a runaway turn in anyone's conversation.
+    expect((await stopConversation(req('POST', `/api/conversations/${adaConversation}/stop`, admin!.session), params({ id: adaConversation }))).status).toBe(200);
     const mcpChat = MCP_SERVER_TOOLS.find((t) => t.name === 'chat')!;
     const asAdmin: Caller = { kind: 'token', id: admin!.id, name: 'Admin', role: 'admin', tokenId: 't' };
     await expect(mcpChat.run({ projectId: 'shop', agentId: 'pm', message: 'sneak', conversationId: adaConversation }, { caller: asAdmin, signal: new AbortController().signal })).rejects.toMatchObject({
@@ -248,5 +249,37 @@ describe('a conversation is written by its owner and read by others', () => {
     const orphan = await detail(adaConversation, bob!.session);
     expect(authorsOf(orphan)).toEqual(['Ada', 'Ada', 'Ada']);
     expect(orphan.owner).toEqual({ id: ada!.id, name: 'Ada' });
+  });
+});
+
+describe('the projects list', () => {
+  it("gives a member the last activity of what they may read, however many newer conversations of others' there are", async () => {
+    const { GET: listProjects } = await import('@/app/api/projects/route');
+    const store = h.runtime.store;
+    const mine = await store.create({ agentId: 'pm', bundleName: 'shop', projectId: 'shop', ownerId: people.carol!.id, title: 'Carol’s own' });
+    for (let i = 0; i < 21; i++) await store.create({ agentId: 'pm', bundleName: 'shop', projectId: 'shop', ownerId: people.bob!.id, title: `Bob’s ${i}` });
+    const all = await store.list({ projectId: 'shop', limit: 100 });
+    const carol: Caller = { kind: 'session', id: people.carol!.id, role: 'member' };
+    const readable = [];
+    for (const c of all.items) if (await h.runtime.access.conversation(carol, c, 'read')) readable.push(c);
+    expect(readable.map((c) => c.id)).toContain(mine.id);
+    const expected = readable[0]!.updatedAt;
+    const shop = (await json(await listProjects(req('GET', '/api/projects', people.carol!.session)))).body.data.find((p: { id: string }) => p.id === 'shop');
+    expect(shop).toMatchObject({ role: 'viewer', lastActivity: expected });
+    const asAdmin = (await json(await listProjects(req('GET', '/api/projects', people.admin!.session)))).body.data.find((p: { id: string }) => p.id === 'shop');
+    expect(asAdmin.lastActivity).toBe(all.items[0]!.updatedAt);
+  });
+});
+
+describe('continuing a bundle conversation in a copy', () => {
+  it('copies its own files with its messages', async () => {
+    const { outputRootOf } = await import('@/lib/outputs');
+    const source = await h.runtime.store.create({ agentId: 'pm', bundleName: 'sample', ownerId: people.bob!.id, title: 'Bundle chat' });
+    const from = outputRootOf(h.runtime.config, source.id);
+    await fs.mkdir(path.join(from, 'docs'), { recursive: true });
+    await fs.writeFile(path.join(from, 'docs', 'prd.md'), '# PRD\n');
+    const made = await json(await copyConversation(req('POST', `/api/conversations/${source.id}/copy`, people.bob!.session), params({ id: source.id })));
+    expect(made.status).toBe(201);
+    expect(await fs.readFile(path.join(outputRootOf(h.runtime.config, made.body.data.id), 'docs', 'prd.md'), 'utf8')).toBe('# PRD\n');
   });
 });

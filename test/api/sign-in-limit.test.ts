@@ -1,5 +1,6 @@
 import { POST as authPost } from '@/app/api/auth/[...all]/route';
-import { SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS } from '@/lib/auth';
+import { SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY, SIGN_IN_ATTEMPTS_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS } from '@/lib/auth';
+import { PUT as changeOwnPassword } from '@/app/api/users/me/password/route';
 import { startHarness, type Harness } from './harness';
 
 /**
@@ -80,4 +81,34 @@ it('a client cannot name itself in the header Better Auth reads', async () => {
     statuses.push(res.status);
   }
   expect(statuses).toEqual([...Array(SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE).fill(401), 429]);
+});
+
+it('with TRUST_PROXY=1, an account still has a ceiling over all addresses', async () => {
+  process.env.TRUST_PROXY = '1';
+  const statuses: number[] = [];
+  // A fresh address per attempt (many clients, or one that writes its own header beside the proxy).
+  for (let i = 0; i <= SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY; i++) statuses.push((await signIn('alice@example.com', `wrong-${i}`, `10.70.${i}.1`)).status);
+  expect(statuses).toEqual([...Array(SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY).fill(401), 429]);
+  expect((await signIn('alice@example.com', 'alice-password-1', '10.70.250.1')).status).toBe(429);
+  expect((await signIn('bob@example.com', 'bob-password-1', '10.70.251.1')).status).toBe(200);
+});
+
+it('changing one’s own password counts on the same per-account attempts as sign-in', async () => {
+  const signedIn = await signIn('bob@example.com', 'bob-password-1');
+  expect(signedIn.status).toBe(200);
+  const cookie = signedIn.headers
+    .getSetCookie()
+    .map((c) => c.split(';')[0]!)
+    .filter((c) => !c.endsWith('='))
+    .join('; ');
+  const statuses: number[] = [];
+  for (let i = 0; i < SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE; i++) {
+    const res = await changeOwnPassword(
+      new Request('http://localhost/api/users/me/password', { method: 'PUT', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ currentPassword: `guess-${i}-wrong`, newPassword: 'bob-password-2' }) }),
+    );
+    statuses.push(res.status);
+  }
+  // The sign-in was the account's first attempt this minute.
+  expect(statuses).toEqual([...Array(SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE - 1).fill(400), 429]);
+  expect((await signIn('bob@example.com', 'bob-password-1')).status).toBe(429);
 });

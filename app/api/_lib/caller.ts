@@ -1,5 +1,5 @@
 import { LOCAL_CALLER, type Caller } from '@/lib/access';
-import { isAllowedHost, parseAllowedHosts, type HostRule } from '@/lib/config/network';
+import { allowedHostRules, isAllowedHost, type HostRule } from '@/lib/config/network';
 import { AppError } from '@/lib/errors';
 import { getRuntime } from '@/lib/runtime';
 
@@ -39,15 +39,6 @@ const REFUSALS: Record<string, string> = {
   deactivated: 'This account is deactivated; ask an admin to reactivate it.',
   removed: 'This account was removed.',
 };
-
-let allowedRules: HostRule[] | undefined;
-function allowedHostRules(): HostRule[] {
-  if (!allowedRules) {
-    const parsed = parseAllowedHosts(process.env.ALLOWED_HOSTS);
-    allowedRules = 'hosts' in parsed ? parsed.hosts : [];
-  }
-  return allowedRules;
-}
 
 const hasBearer = (request: Request) => /^Bearer\s/i.test(request.headers.get('authorization') ?? '');
 
