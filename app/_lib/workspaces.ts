@@ -3,35 +3,14 @@
  * `bmad/<name>` branches), their diffs and the commands agents ran in them. Shapes follow the
  * documented REST contract; every field a server may leave out is optional here.
  */
-import type { ConversationDetail } from '@/types/api';
+import type { BuildSettingsView, ConversationDetail, RepositoryView, WorkspaceSetupView } from '@/types/api';
 import { ApiError, readApiError } from './api';
 
-/** `repository` in GET /api/projects/:id: the project folder's git state, never a path. */
-export interface RepositoryView {
-  /** null: a detached HEAD. */
-  branch: string | null;
-  /** null: a repository without a commit yet. */
-  head: string | null;
-  clean: boolean;
-}
-
-export interface BuildSettingsView {
-  enabled: boolean;
-  /** null: the branch the project folder has checked out. */
-  baseBranch: string | null;
-  setup: string | null;
-  env: Record<string, string>;
-}
+export type { RepositoryView, BuildSettingsView } from '@/types/api';
 
 export type WorkspaceStatus = 'open' | 'merged' | 'discarded';
 
-export interface SetupOutcomeView {
-  status: 'running' | 'ok' | 'failed' | 'skipped';
-  exitCode?: number | null;
-  output?: string;
-  durationMs?: number;
-  at?: string;
-}
+export type SetupOutcomeView = WorkspaceSetupView;
 
 /** The person a workspace row names: an id, or the person as others see them. */
 export type CreatedBy = string | { id?: string; name?: string; email?: string } | null | undefined;
