@@ -3,7 +3,7 @@
  * `bmad/<name>` branches), their diffs and the commands agents ran in them. Shapes follow the
  * documented REST contract; every field a server may leave out is optional here.
  */
-import type { BuildSettingsView, ConversationDetail, RepositoryView, WorkspaceSetupView } from '@/types/api';
+import type { BuildSettingsView, ConversationDetail, RepositoryView, WorkspaceCommitView, WorkspaceFileView, WorkspaceSetupView } from '@/types/api';
 import { ApiError, readApiError } from './api';
 
 export type { RepositoryView, BuildSettingsView } from '@/types/api';
@@ -29,21 +29,9 @@ export interface WorkspaceView {
   setup?: SetupOutcomeView | null;
 }
 
-export type ChangedFileStatus = 'added' | 'modified' | 'deleted' | 'renamed' | 'copied' | 'typechange' | 'unmerged' | 'unknown';
-
-export interface ChangedFileView {
-  path: string;
-  status: ChangedFileStatus;
-  additions: number | null;
-  deletions: number | null;
-}
-
-export interface CommitView {
-  sha: string;
-  subject: string;
-  author: string;
-  date: string;
-}
+export type ChangedFileView = WorkspaceFileView;
+export type ChangedFileStatus = WorkspaceFileView['status'];
+export type CommitView = WorkspaceCommitView;
 
 export interface WorkspaceDetailView extends WorkspaceView {
   head: string | null;
