@@ -440,3 +440,68 @@ export interface RunWorkspaceView {
   ahead: number;
   files: WorkspaceFileView[];
 }
+
+/** A story's spend: tokens and dollars of the runs that built it. */
+export interface SpendView {
+  tokens: number;
+  /** null when a run's model has no price. */
+  usd: number | null;
+}
+
+/** One story of the sprint, from the base branch's `sprint-status.yaml`. */
+export interface BoardStoryView {
+  /** `N-M-slug`. */
+  key: string;
+  title: string;
+  /** `backlog`, `ready-for-dev`, `in-progress`, `review`, `done` (or what the file says). */
+  status: string | null;
+  /** The story's file relative to the project, or null when none is found. */
+  file: string | null;
+  /** The story's latest workspace, when one was made for it. */
+  workspace?: { id: string; branch: string; status: WorkspaceStatusView };
+  /** The story's latest run. */
+  run?: { id: string; status: 'queued' | 'running' | 'complete' | 'partial' | 'blocked' | 'failed' | 'cancelled' | 'interrupted' };
+  spend?: SpendView;
+}
+
+export interface BoardEpicView {
+  /** `epic-N`. */
+  key: string;
+  status: string | null;
+  /** `epic-N-retrospective`'s status, when the file has one. */
+  retrospective?: string | null;
+  stories: BoardStoryView[];
+}
+
+/** A run that waits on a person: blocked, or asking a question it cannot answer. */
+export interface DecisionView {
+  runId: string;
+  storyKey: string | null;
+  kind: 'question' | 'blocked';
+  /** The question, or why the run is blocked. */
+  text: string;
+  since: string;
+}
+
+export interface BoardView {
+  /** The file read (relative to the project) with the branch and commit; null when the project has none. */
+  source: { path: string; branch: string; commit: string } | null;
+  epics: BoardEpicView[];
+  decisions: DecisionView[];
+  /** The project folder's sprint status differs from the committed one: changes wait until it is committed. */
+  uncommitted?: boolean;
+}
+
+/** 202 answer of starting a story. */
+export interface StoryStartView {
+  runId: string;
+  workspace: { id: string; branch: string };
+}
+
+export interface BudgetView {
+  monthlyTokens: number | null;
+  monthlyUsd: number | null;
+  /** This calendar month's spend of the project (UTC). */
+  spent: SpendView;
+  month: string;
+}

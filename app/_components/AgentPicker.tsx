@@ -181,6 +181,8 @@ export interface AgentPickerProps {
   workspace?: WorkspaceChoice;
   /** Shown between the workspace bar and the agents (a project's journey). */
   children?: ReactNode;
+  /** Shown below the agents: what grows as it loads goes here, so no card moves once shown. */
+  footer?: ReactNode;
   /** Offers "Start in a workspace" on each of a project's agents. */
   onPickInWorkspace?: (agent: AgentSummary, workspace: WorkspaceView) => void;
   /** The agents wait for what comes above them (the journey), so no card moves once shown. */
@@ -242,7 +244,7 @@ function AgentMenu({ agent, onStartInWorkspace }: { agent: AgentSummary; onStart
   );
 }
 
-export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onRetry, workspace, children, holdCards = false, asSection = false, onPickInWorkspace }: AgentPickerProps) {
+export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onRetry, workspace, children, footer, holdCards = false, asSection = false, onPickInWorkspace }: AgentPickerProps) {
   const projectId = workspace?.projectId ?? null;
   const [startIn, setStartIn] = useState<AgentSummary | null>(null);
   const project = workspace?.projects.find((p) => p.id === projectId);
@@ -312,6 +314,7 @@ export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onR
           </ul>
         </section>
       ))}
+      {footer}
       {startIn && startIn.projectId && onPickInWorkspace ? (
         <StartInWorkspaceDialog
           projectId={startIn.projectId}

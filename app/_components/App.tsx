@@ -424,7 +424,16 @@ export function App() {
                 loading={agentsLoading}
                 error={agentsError}
                 asSection={!projectId}
-                holdCards={!!projectId && (projectsLoading || (!!project && journeySettled !== projectId))}
+                holdCards={!!projectId && (projectsLoading || (!!project && (journeySettled !== projectId || !detail)))}
+                footer={
+                  projectId && project ? (
+                    <ProjectBuild
+                      projectId={projectId}
+                      repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
+                      onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                    />
+                  ) : null
+                }
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
                 onRetry={() => void loadAgents(projectId)}
                 onPickInWorkspace={projectId ? (a, w) => navigate({ kind: 'new', agentId: a.id, projectId, workspaceId: w.id }) : undefined}
@@ -458,13 +467,6 @@ export function App() {
                     }}
                   />
                 ) : null}
-                {projectId && project ? (
-                  <ProjectBuild
-                    projectId={projectId}
-                    repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
-                    onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
-                  />
-                ) : null}
               </AgentPicker>
             </div>
           ) : (
@@ -477,6 +479,7 @@ export function App() {
               agentId={route.kind === 'new' ? route.agentId : null}
               projectId={projectId}
               agents={agents}
+              agentsLoading={agentsLoading}
               onConversationCreated={onConversationCreated}
               onDetailLoaded={onDetailLoaded}
               onOutputsChanged={onOutputsChanged}

@@ -28,6 +28,8 @@ export interface ChatViewProps {
   /** The project the conversation works in; its agents are only found among that project's. */
   projectId?: string | null;
   agents: AgentSummary[];
+  /** The agents are still being read: a restored turn's notice waits for them, so its Retry does not appear late. */
+  agentsLoading?: boolean;
   /** The server's model profiles; the picker shows only when there is a choice. */
   models?: ModelProfile[];
   onConversationCreated: (id: string) => void;
@@ -236,7 +238,10 @@ export function ChatView(props: ChatViewProps) {
   const fresh = state.lastUserText === null && !busy && !state.error && state.stopReason === null;
   const restored = fresh && detail ? detail : null;
   const lastTurn = restored?.lastTurn;
-  const restoredStatus = lastTurn?.status ?? (restored?.status === 'running' ? 'running' : restored?.status === 'interrupted' ? 'interrupted' : restored?.status === 'stopped' || restored?.status === 'failed' ? restored.status : null);
+  const restoredStatus = props.agentsLoading
+    ? null
+    : (lastTurn?.status ??
+      (restored?.status === 'running' ? 'running' : restored?.status === 'interrupted' ? 'interrupted' : restored?.status === 'stopped' || restored?.status === 'failed' ? restored.status : null));
   const empty = state.messages.length === 0 && loadState === 'idle';
 
   if (loadState === 'error') {
