@@ -1,5 +1,5 @@
 import { AppError } from '../errors';
-import type { Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, StoredMessage, TurnOutcome, TurnSignal, Usage } from './types';
+import type { Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, SpendTotals, StoredMessage, TurnOutcome, TurnSignal, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf, workflowTitle } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
@@ -123,6 +123,11 @@ export function cleanUsage(u: Usage): Required<Usage> {
   const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v > 0 ? Math.round(v) : 0);
   const prompt = n(u?.promptTokens);
   return { promptTokens: prompt, completionTokens: n(u?.completionTokens), cachedTokens: Math.min(prompt, n(u?.cachedTokens)) };
+}
+
+/** The spend of no model call. */
+export function emptySpend(): SpendTotals {
+  return { promptTokens: 0, completionTokens: 0, cachedTokens: 0, cost: 0, calls: 0, unpriced: 0 };
 }
 
 /** A call's cost as added to the conversation's; undefined (no prices) leaves the total as it is. */

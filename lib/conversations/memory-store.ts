@@ -8,6 +8,8 @@ import type {
   CreateConversationInput,
   ListOptions,
   Page,
+  SpendFilter,
+  SpendTotals,
   StoreHealth,
   StoredMessage,
   TurnBatch,
@@ -26,6 +28,7 @@ import {
   cleanUsage,
   decodeCursor,
   duplicateId,
+  emptySpend,
   encodeCursor,
   lastPreview,
   messagePreview,
@@ -65,6 +68,8 @@ export class MemoryConversationStore implements ConversationStore {
   private readonly entries = new Map<string, Entry>();
   /** Watchers of running turns, by lease token. */
   private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
+  /** The usage ledger: one entry per model call of a project conversation. */
+  private readonly ledger: { conversationId: string; projectId: string; at: string; usage: Required<Usage>; cost?: number }[] = [];
 
   async create(input: CreateConversationInput): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
@@ -151,6 +156,23 @@ export class MemoryConversationStore implements ConversationStore {
     total.completionTokens += u.completionTokens;
     total.cachedTokens += u.cachedTokens;
     if (c !== undefined) conversation.cost = (conversation.cost ?? 0) + c;
+    if (conversation.projectId) this.ledger.push({ conversationId: id, projectId: conversation.projectId, at: new Date().toISOString(), usage: u, ...(c !== undefined ? { cost: c } : {}) });
+  }
+
+  async spend(filter: SpendFilter): Promise<SpendTotals> {
+    const only = filter.conversationIds ? new Set(filter.conversationIds) : null;
+    const out = emptySpend();
+    for (const e of this.ledger) {
+      if (e.projectId !== filter.projectId || e.at < filter.since || (filter.until !== undefined && e.at >= filter.until)) continue;
+      if (only && !only.has(e.conversationId)) continue;
+      out.promptTokens += e.usage.promptTokens;
+      out.completionTokens += e.usage.completionTokens;
+      out.cachedTokens += e.usage.cachedTokens;
+      out.calls++;
+      if (e.cost === undefined) out.unpriced++;
+      else out.cost += e.cost;
+    }
+    return out;
   }
 
   async setShared(id: string, shared: boolean): Promise<Conversation | null> {

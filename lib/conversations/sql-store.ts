@@ -10,6 +10,8 @@ import type {
   LastTurn,
   ListOptions,
   Page,
+  SpendFilter,
+  SpendTotals,
   StoreHealth,
   StoredMessage,
   TurnBatch,
@@ -28,6 +30,7 @@ import {
   cleanUsage,
   decodeCursor,
   duplicateId,
+  emptySpend,
   encodeCursor,
   freshConversation,
   lastPreview,
@@ -335,8 +338,37 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
 
   async addUsage(id: string, usage: Usage, cost?: number): Promise<void> {
     if (!isValidConversationId(id)) throw notFound(id);
-    const r = await this.usageQuery(id, usage, cost).execute(await this.q());
-    if (affected(r) !== 1) throw notFound(id);
+    await (await this.q()).transaction().execute(async (tx) => {
+      if (affected(await this.usageQuery(id, usage, cost).execute(tx)) !== 1) throw notFound(id);
+      await this.ledgerQuery(id, usage, cost).execute(tx);
+    });
+  }
+
+  /** One row of the usage ledger for a project conversation's model call (none for a bundle's). */
+  private ledgerQuery(id: string, usage: Usage, cost?: number): RawBuilder<unknown> {
+    const u = cleanUsage(usage);
+    const c = cleanCost(cost);
+    return sql`INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
+      SELECT id, project_id, owner_id, ${new Date().toISOString()}, ${u.promptTokens}, ${u.completionTokens}, ${u.cachedTokens}, CAST(${c ?? null} AS DOUBLE PRECISION)
+      FROM conversations WHERE id = ${id} AND project_id IS NOT NULL`;
+  }
+
+  async spend(filter: SpendFilter): Promise<SpendTotals> {
+    if (filter.conversationIds && filter.conversationIds.length === 0) return emptySpend();
+    const until = filter.until !== undefined ? sql` AND at < ${filter.until}` : sql``;
+    const only = filter.conversationIds ? sql` AND conversation_id IN (${sql.join(filter.conversationIds)})` : sql``;
+    const r = await sql<Record<string, unknown>>`SELECT COALESCE(SUM(prompt_tokens), 0) AS p, COALESCE(SUM(completion_tokens), 0) AS c, COALESCE(SUM(cached_tokens), 0) AS k,
+        COALESCE(SUM(cost), 0) AS usd, COUNT(*) AS calls, COUNT(*) - COUNT(cost) AS unpriced
+      FROM usage_ledger WHERE project_id = ${filter.projectId} AND at >= ${filter.since}${until}${only}`.execute(await this.q());
+    const row = r.rows[0] ?? {};
+    return {
+      promptTokens: Number(row.p ?? 0),
+      completionTokens: Number(row.c ?? 0),
+      cachedTokens: Number(row.k ?? 0),
+      cost: Number(row.usd ?? 0),
+      calls: Number(row.calls ?? 0),
+      unpriced: Number(row.unpriced ?? 0),
+    };
   }
 
   private usageQuery(id: string, usage: Usage, cost?: number): RawBuilder<unknown> {
@@ -428,7 +460,10 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     }
     await (await this.q()).transaction().execute(async (tx) => {
       for (const m of messages) await this.appendRow(tx, id, m);
-      if (batch.usage && affected(await this.usageQuery(id, batch.usage.usage, batch.usage.cost).execute(tx)) !== 1) throw notFound(id);
+      if (batch.usage) {
+        if (affected(await this.usageQuery(id, batch.usage.usage, batch.usage.cost).execute(tx)) !== 1) throw notFound(id);
+        await this.ledgerQuery(id, batch.usage.usage, batch.usage.cost).execute(tx);
+      }
       if (batch.end) {
         const { status, lastTurn } = endArgs(batch.end.outcome);
         await this.dialect.locks.release(tx, batch.end.lease, status, lastTurn);

@@ -194,6 +194,25 @@ export interface TurnBatch {
   end?: { lease: TurnLease; outcome: TurnOutcome };
 }
 
+/** Which model calls a spend sums: a project's, from `since` (inclusive), before `until` (exclusive), ISO times. */
+export interface SpendFilter {
+  projectId: string;
+  since: string;
+  until?: string;
+  /** Only the calls of these conversations (a run's, a story's runs'). */
+  conversationIds?: string[];
+}
+
+/** Summed usage of model calls: `calls` counted, `unpriced` of them without a cost. */
+export interface SpendTotals {
+  promptTokens: number;
+  completionTokens: number;
+  cachedTokens: number;
+  cost: number;
+  calls: number;
+  unpriced: number;
+}
+
 export interface ConversationStore {
   create(input: CreateConversationInput): Promise<Conversation>;
   get(id: string): Promise<Conversation | null>;
@@ -246,6 +265,12 @@ export interface ConversationStore {
    * when a store whose leases expire lost it. Returns the function that ends the watch.
    */
   watchTurn(lease: TurnLease, on: (signal: TurnSignal) => void): () => void;
+  /**
+   * What a project's model calls used in a span of time, from the usage ledger every addUsage
+   * and commit with usage writes (for conversations of a project); deleting or truncating a
+   * conversation does not take back what it spent.
+   */
+  spend(filter: SpendFilter): Promise<SpendTotals>;
   /** Whether the store answers and its schema is current. */
   health(): Promise<StoreHealth>;
   close(): Promise<void>;

@@ -40,6 +40,36 @@ function workspaceDdl(key: string): string[] {
 }
 
 /**
+ * Budgets: a ledger of every model call's usage in a project's conversations (what a month's
+ * spend is summed from, kept when a conversation is truncated or deleted), the projects' monthly
+ * limits, and a run's own budget and the answer a person gave it to go on with.
+ */
+function budgetDdl(key: string, big: string, real: string): string[] {
+  return [
+    `CREATE TABLE usage_ledger (
+       conversation_id   ${key} NOT NULL,
+       project_id        ${key} NOT NULL,
+       owner_id          text,
+       at                ${key} NOT NULL,
+       prompt_tokens     ${big} NOT NULL,
+       completion_tokens ${big} NOT NULL,
+       cached_tokens     ${big} NOT NULL,
+       cost              ${real}
+     )`,
+    'CREATE INDEX usage_ledger_by_project ON usage_ledger (project_id, at)',
+    `CREATE TABLE project_budgets (
+       project_id     ${key} PRIMARY KEY,
+       monthly_tokens ${big},
+       monthly_usd    ${real},
+       updated_by     text,
+       updated_at     ${key} NOT NULL
+     )`,
+    'ALTER TABLE runs ADD COLUMN budget text',
+    'ALTER TABLE runs ADD COLUMN resume text',
+  ];
+}
+
+/**
  * The Postgres schema history, oldest first, by name (Kysely orders them by name). Append only:
  * an edited migration would leave existing databases on a schema no code describes.
  *
@@ -149,6 +179,19 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
   // The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
   '0006_conversation_workspace': ddl('ALTER TABLE conversations ADD COLUMN workspace_id text', 'ALTER TABLE runs ADD COLUMN workspace_id text'),
+  // The usage kept before the ledger, one row per priced or counted model call, read from the
+  // messages' JSON once (json, not jsonb: a body may hold an escaped NUL, which jsonb refuses).
+  '0007_budgets': ddl(
+    ...budgetDdl('text COLLATE "C"', 'bigint', 'double precision'),
+    `INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
+       SELECT c.id, c.project_id, c.owner_id, m.body::json->>'timestamp',
+              COALESCE((m.body::json->'usage'->>'promptTokens')::bigint, 0),
+              COALESCE((m.body::json->'usage'->>'completionTokens')::bigint, 0),
+              COALESCE((m.body::json->'usage'->>'cachedTokens')::bigint, 0),
+              (m.body::json->>'cost')::double precision
+       FROM messages m JOIN conversations c ON c.id = m.conversation_id
+       WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body::json->'usage' IS NOT NULL`,
+  ),
 };
 
 /**
@@ -158,6 +201,13 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
  */
 export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001_workspaces': ddl(...workspaceDdl('text')),
+  '0002_budgets': ddl(
+    ...budgetDdl('text', 'integer', 'real'),
+    `INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
+       SELECT c.id, c.project_id, c.owner_id, m.timestamp, COALESCE(m.prompt_tokens, 0), COALESCE(m.completion_tokens, 0), COALESCE(m.cached_tokens, 0), m.cost
+       FROM messages m JOIN conversations c ON c.id = m.conversation_id
+       WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.prompt_tokens IS NOT NULL`,
+  ),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';

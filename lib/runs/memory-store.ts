@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { INTERRUPTED, isTerminal, type NewRun, type Run, type RunEnd, type RunLease, type RunStore, type WebhookClaim, type WebhookOutcome } from './types';
+import { INTERRUPTED, isTerminal, type NewRun, type Run, type RunEnd, type RunLease, type RunResume, type RunStore, type WebhookClaim, type WebhookOutcome } from './types';
 
 interface Held {
   run: Run;
@@ -39,6 +39,7 @@ export class MemoryRunStore implements RunStore {
       usage: { promptTokens: 0, completionTokens: 0, cachedTokens: 0 },
       answers: 0,
       ...(input.webhook ? { webhook: input.webhook } : {}),
+      ...(input.budget ? { budget: { ...input.budget } } : {}),
       cancelRequested: false,
       createdAt: now,
       updatedAt: now,
@@ -135,6 +136,18 @@ export class MemoryRunStore implements RunStore {
     if (row.run.status === 'queued') Object.assign(row.run, { status: 'cancelled', cancelRequested: true, endedAt: now, updatedAt: now });
     else if (row.run.status === 'running') Object.assign(row.run, { cancelRequested: true, updatedAt: now });
     return structuredClone(row.run);
+  }
+
+  async resume(id: string, answer: RunResume): Promise<Run | null> {
+    const row = this.rows.get(id);
+    if (!row || row.run.status !== 'blocked') return null;
+    const run = row.run;
+    delete run.error;
+    delete run.endedAt;
+    delete run.webhookOutcome;
+    Object.assign(run, { status: 'queued', resume: structuredClone(answer), result: null, cancelRequested: false, updatedAt: new Date().toISOString() });
+    row.sending = null;
+    return structuredClone(run);
   }
 
   async claimWebhook(id: string, holder: string, until: string, now: string, isGone: (holder: string) => boolean): Promise<{ run: Run; claim: WebhookClaim } | null> {

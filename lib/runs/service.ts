@@ -6,6 +6,7 @@ import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } f
 import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
+import { runBudgetProblem, runStop, type BudgetStop, type RunBudget } from '../budgets';
 import { readAnswer } from './result';
 import { firstMessage, resolveTarget, type RunInputs } from './target';
 import { INTERRUPTED, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
@@ -24,6 +25,8 @@ export interface RunSettings {
   /** How often the queue is looked at for runs other instances queued. */
   pollMs: number;
   webhook: WebhookSettings;
+  /** The token budget of a run that names none (RUNS_MAX_TOKENS); none when unset. */
+  maxTokens?: number;
 }
 
 function positive(value: string | undefined, fallback: number, name: string): number {
@@ -34,7 +37,9 @@ function positive(value: string | undefined, fallback: number, name: string): nu
 }
 
 export function runSettings(env: Record<string, string | undefined> = process.env): RunSettings {
+  const maxTokens = env.RUNS_MAX_TOKENS?.trim() ? positive(env.RUNS_MAX_TOKENS, 0, 'RUNS_MAX_TOKENS') : undefined;
   return {
+    ...(maxTokens !== undefined ? { maxTokens } : {}),
     concurrency: positive(env.RUNS_CONCURRENCY, 2, 'RUNS_CONCURRENCY'),
     maxAnswers: positive(env.RUNS_MAX_ANSWERS, 3, 'RUNS_MAX_ANSWERS'),
     leaseMs: 60_000,
@@ -77,9 +82,12 @@ export interface SubmitInput {
   webhook?: { url: string; secret?: string };
   /** Run in this workspace of the project (checked by the caller). */
   workspaceId?: string;
+  /** The run's own limit; RUNS_MAX_TOKENS's tokens when absent. */
+  budget?: RunBudget;
 }
 
 const CANCELLED = Symbol('run cancelled');
+const BUDGET_SPENT = Symbol('run budget spent');
 const LEASE_LOST = Symbol('run lease lost');
 /** How far back a start looks for ended runs whose webhook was never delivered: older ends are not news to send. */
 const WEBHOOK_RESUME_MS = 24 * 60 * 60 * 1000;
@@ -129,10 +137,16 @@ export class RunService {
     authorOf?: (ownerId: string) => Promise<string | undefined>;
     /** Where a run in a workspace runs (its checkout, commands, commits by its owner). */
     placeOf?: (run: Run) => Promise<TurnWorkspace>;
+    /**
+     * The project's budget, when spent: refuses a new run (thrown, E_BUDGET) and stops a running
+     * one between model calls (returned).
+     */
+    projectBudget?: (projectId: string) => Promise<BudgetStop | null>;
   }) {
     this.chat = deps.chat;
     this.authorOf = deps.authorOf;
     this.placeOf = deps.placeOf;
+    this.projectBudget = deps.projectBudget;
     const store = deps.store;
     this.openStore = typeof store === 'function' ? store : () => store;
     this.settings = deps.settings ?? runSettings();
@@ -142,6 +156,7 @@ export class RunService {
 
   private readonly authorOf?: (ownerId: string) => Promise<string | undefined>;
   private readonly placeOf?: (run: Run) => Promise<TurnWorkspace>;
+  private readonly projectBudget?: (projectId: string) => Promise<BudgetStop | null>;
 
   get store(): RunStore {
     this.opened ??= this.openStore();
@@ -197,6 +212,12 @@ export class RunService {
     if (input.model !== undefined && !this.chat.config.models.profiles.has(input.model)) {
       throw new AppError('E_VALIDATION', `Unknown model profile "${input.model}". GET /api/models lists them.`, { field: 'model' });
     }
+    const budgetProblem = runBudgetProblem(input.budget);
+    if (budgetProblem) throw new AppError('E_VALIDATION', budgetProblem.message, { field: budgetProblem.field });
+    const budget: RunBudget = { ...(this.settings.maxTokens !== undefined ? { tokens: this.settings.maxTokens } : {}), ...input.budget };
+    // Refused before anything is made: a project whose month is spent takes no new run.
+    const projectSpent = this.projectBudget ? await this.projectBudget(project.id) : null;
+    if (projectSpent) throw new AppError('E_BUDGET', projectSpent.message, { budget: projectSpent.budget });
     if (input.webhook) {
       const problem = await webhookProblem(input.webhook.url, this.settings.webhook.allowPrivate);
       if (problem) throw new AppError('E_VALIDATION', problem, { field: 'webhook.url' });
@@ -226,6 +247,7 @@ export class RunService {
       contract: target.contract,
       ...(input.webhook ? { webhook: { url: input.webhook.url, secret: input.webhook.secret ?? generated! } } : {}),
       ...(input.workspaceId ? { workspaceId: input.workspaceId } : {}),
+      ...(Object.keys(budget).length ? { budget } : {}),
     });
     log.info('run.queued', { runId: run.id, projectId: run.projectId, skill: run.skill, agent: run.agentId });
     this.start();
@@ -399,8 +421,11 @@ export class RunService {
 
   /** Turns until the skill's JSON result, a question nobody answers, or a failure. */
   private async drive(run: Run, lease: RunLease, signal: AbortSignal, onConversation: (id: string) => void): Promise<RunEnd> {
-    let conversationId: string | undefined;
-    let message = run.message;
+    // A run a person answered goes on in its conversation, the answer its next turn.
+    const resumed = run.resume && run.conversationId ? run.resume : undefined;
+    let conversationId: string | undefined = resumed ? run.conversationId : undefined;
+    if (conversationId) onConversation(conversationId);
+    let message = resumed ? resumed.text : run.message;
     let answers = run.answers;
     // The run's conversation is its owner's, as POST /api/chat makes a caller's.
     const author = this.authorOf && run.ownerId !== LOCAL_CALLER.id ? await this.authorOf(run.ownerId).catch(() => undefined) : undefined;
@@ -409,56 +434,107 @@ export class RunService {
     const writer = run.ownerId !== LOCAL_CALLER.id ? { messageAuthor: { id: run.ownerId, name: author ?? run.ownerId } } : {};
     if (run.workspaceId && !this.placeOf) throw new AppError('E_CONFLICT', 'Workspaces are not available to runs on this server.');
     const place = run.workspaceId && this.placeOf ? { workspace: await this.placeOf(run) } : {};
-    for (let turn = 1; ; turn++) {
-      this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
-      const handle = await startTurn(
-        this.chat,
-        { agentId: run.agentId, projectId: run.projectId, message, ...writer, ...place, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
-        signal,
-      );
-      if (!conversationId) {
-        conversationId = handle.conversationId;
-        onConversation(conversationId);
-        await this.store.setConversation(lease, conversationId);
-        const now = await this.store.get(run.id);
-        if (now) this.emit(now);
-      }
-      let answer = '';
-      let failure: { code: string; message: string } | null = null;
-      let stopReason: string | null = null;
-      for await (const event of handle.events as AsyncIterable<TurnEvent>) {
-        if (event.type === 'assistant-message' && !event.byServer && !event.toolCalls.length) answer = event.content;
-        else if (event.type === 'tool-call') this.bus.emit(run.id, { type: 'tool', name: event.call.name } satisfies RunEvent);
-        else if (event.type === 'tool-result') this.bus.emit(run.id, { type: 'tool', name: event.call.name, ok: event.result.ok } satisfies RunEvent);
-        else if (event.type === 'error') failure = { code: event.error.code, message: event.error.message };
-        else if (event.type === 'finish') stopReason = event.stopReason;
-      }
-      if (signal.aborted) return { status: 'cancelled', result: null, artifacts: [] };
-      if (failure) return { status: 'failed', result: null, error: failure, artifacts: [] };
-      const reading = readAnswer(answer, run.contract);
-      if (reading.kind === 'result') {
-        const status = reading.result.status as 'complete' | 'partial' | 'blocked';
-        return { status, result: reading.result, artifacts: [] };
-      }
-      if (reading.kind === 'question') {
-        if (answers >= this.settings.maxAnswers) {
-          return { status: 'blocked', result: { status: 'blocked', ...(run.intent ? { intent: run.intent } : {}), reason: reading.question }, artifacts: [] };
+    // The turn stops on the run's signal, or on its own when a budget is spent between model calls.
+    const turnControl = new AbortController();
+    const follow = () => turnControl.abort(signal.reason);
+    if (signal.aborted) follow();
+    else signal.addEventListener('abort', follow, { once: true });
+    let spent: BudgetStop | null = null;
+    const budgetBlocked = (stop: BudgetStop): RunEnd => ({
+      status: 'blocked',
+      result: { status: 'blocked', ...(run.intent ? { intent: run.intent } : {}), reason: 'E_BUDGET', budget: stop.budget, message: stop.message },
+      error: { code: 'E_BUDGET', message: stop.message },
+      artifacts: [],
+    });
+    try {
+      for (let turn = 1; ; turn++) {
+        spent = await this.budgetStop(run, conversationId);
+        if (spent) return budgetBlocked(spent);
+        this.bus.emit(run.id, { type: 'turn', turn } satisfies RunEvent);
+        const from = turn === 1 && resumed?.by ? { messageAuthor: resumed.by } : writer;
+        const handle = await startTurn(
+          this.chat,
+          { agentId: run.agentId, projectId: run.projectId, message, ...from, ...place, ...(conversationId ? { conversationId } : { ...owner }), ...(run.model && !conversationId ? { model: run.model } : {}) },
+          turnControl.signal,
+        );
+        if (!conversationId) {
+          conversationId = handle.conversationId;
+          onConversation(conversationId);
+          await this.store.setConversation(lease, conversationId);
+          const now = await this.store.get(run.id);
+          if (now) this.emit(now);
         }
-        answers++;
-        await this.store.addAnswer(lease);
-        this.bus.emit(run.id, { type: 'answered', question: reading.question, answers } satisfies RunEvent);
-        message = ANSWER_RULE;
-        continue;
+        let answer = '';
+        let failure: { code: string; message: string } | null = null;
+        let stopReason: string | null = null;
+        let calledTools = false;
+        for await (const event of handle.events as AsyncIterable<TurnEvent>) {
+          if (event.type === 'assistant-message' && !event.byServer) {
+            calledTools = event.toolCalls.length > 0;
+            if (!calledTools) answer = event.content;
+          } else if (event.type === 'step-finish' && calledTools && !spent) {
+            // The loop waits here for this read: stopping now keeps the next model call from being made.
+            spent = await this.budgetStop(run, conversationId);
+            if (spent) turnControl.abort(BUDGET_SPENT);
+          } else if (event.type === 'tool-call') this.bus.emit(run.id, { type: 'tool', name: event.call.name } satisfies RunEvent);
+          else if (event.type === 'tool-result') this.bus.emit(run.id, { type: 'tool', name: event.call.name, ok: event.result.ok } satisfies RunEvent);
+          else if (event.type === 'error') failure = { code: event.error.code, message: event.error.message };
+          else if (event.type === 'finish') stopReason = event.stopReason;
+        }
+        if (signal.aborted) return { status: 'cancelled', result: null, artifacts: [] };
+        if (spent) return budgetBlocked(spent);
+        if (failure) return { status: 'failed', result: null, error: failure, artifacts: [] };
+        const reading = readAnswer(answer, run.contract);
+        if (reading.kind === 'result') {
+          const status = reading.result.status as 'complete' | 'partial' | 'blocked';
+          return { status, result: reading.result, artifacts: [] };
+        }
+        if (reading.kind === 'question') {
+          if (answers >= this.settings.maxAnswers) {
+            return { status: 'blocked', result: { status: 'blocked', ...(run.intent ? { intent: run.intent } : {}), reason: reading.question, question: reading.question }, artifacts: [] };
+          }
+          answers++;
+          await this.store.addAnswer(lease);
+          this.bus.emit(run.id, { type: 'answered', question: reading.question, answers } satisfies RunEvent);
+          message = ANSWER_RULE;
+          continue;
+        }
+        const required = `status${run.contract.intentRequired ? ' and intent' : ''}`;
+        const why =
+          reading.kind === 'invalid'
+            ? `The final answer's JSON is not a valid result of ${run.skill}'s headless contract: ${reading.problems.join('; ')}.`
+            : answer.trim()
+              ? `The final answer holds no JSON result (${required} required by ${run.skill}'s headless contract).`
+              : `The model ended without a final answer${stopReason && stopReason !== 'stop' ? ` (${stopReason})` : ''}, so there is no JSON result.`;
+        return { status: 'failed', result: null, error: { code: reading.kind === 'invalid' ? 'E_INVALID_RESULT' : 'E_NO_RESULT', message: why }, artifacts: [] };
       }
-      const required = `status${run.contract.intentRequired ? ' and intent' : ''}`;
-      const why =
-        reading.kind === 'invalid'
-          ? `The final answer's JSON is not a valid result of ${run.skill}'s headless contract: ${reading.problems.join('; ')}.`
-          : answer.trim()
-            ? `The final answer holds no JSON result (${required} required by ${run.skill}'s headless contract).`
-            : `The model ended without a final answer${stopReason && stopReason !== 'stop' ? ` (${stopReason})` : ''}, so there is no JSON result.`;
-      return { status: 'failed', result: null, error: { code: reading.kind === 'invalid' ? 'E_INVALID_RESULT' : 'E_NO_RESULT', message: why }, artifacts: [] };
+    } finally {
+      signal.removeEventListener('abort', follow);
     }
+  }
+
+  /** The budget, the run's own or its project's, that is spent; null while both have room. */
+  private async budgetStop(run: Run, conversationId: string | undefined): Promise<BudgetStop | null> {
+    if (run.budget) {
+      const c = conversationId ? await this.chat.store.get(conversationId) : null;
+      const own = runStop(run.budget, { tokens: c ? c.usage.promptTokens + c.usage.completionTokens : 0, usd: c?.cost ?? 0 });
+      if (own) return own;
+    }
+    return this.projectBudget ? this.projectBudget(run.projectId) : null;
+  }
+
+  /**
+   * Queues a blocked run again with a person's answer: its next turn, in its conversation (and
+   * workspace), once a slot is free. Null when the run is not blocked (or unknown).
+   */
+  async answer(id: string, text: string, by?: { id: string; name: string }): Promise<Run | null> {
+    const run = await this.store.resume(id, { text, ...(by ? { by } : {}) });
+    if (!run) return null;
+    log.info('run.answered', { runId: run.id });
+    this.emit(run);
+    this.start();
+    this.pump();
+    return run;
   }
 
   /** The files the run's conversation wrote, each with the version it left in the project's version store. */

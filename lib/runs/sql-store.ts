@@ -11,6 +11,7 @@ import {
   type Run,
   type RunEnd,
   type RunLease,
+  type RunResume,
   type RunStatus,
   type RunStore,
   type WebhookClaim,
@@ -49,6 +50,8 @@ export interface RunRow {
   updated_at: string;
   started_at: string | null;
   ended_at: string | null;
+  budget?: string | null;
+  resume?: string | null;
 }
 
 const MAX_LIST = 100;
@@ -99,6 +102,8 @@ export function toRun(row: RunRow): Run {
     updatedAt: row.updated_at,
     ...(row.started_at !== null ? { startedAt: row.started_at } : {}),
     ...(row.ended_at !== null ? { endedAt: row.ended_at } : {}),
+    ...(row.budget ? { budget: JSON.parse(row.budget) as Run['budget'] } : {}),
+    ...(row.resume ? { resume: JSON.parse(row.resume) as Run['resume'] } : {}),
   };
 }
 
@@ -146,6 +151,7 @@ export class SqlRunStore implements RunStore {
         status: 'queued',
         webhook: run.webhook ? JSON.stringify(run.webhook) : null,
         workspace_id: run.workspaceId ?? null,
+        budget: run.budget ? JSON.stringify(run.budget) : null,
         created_at: now,
         updated_at: now,
       })
@@ -291,6 +297,19 @@ export class SqlRunStore implements RunStore {
         .executeTakeFirst()) ??
       (await db.updateTable('runs').set({ cancel_requested: 1, updated_at: now }).where('id', '=', id).where('status', '=', 'running').returningAll().executeTakeFirst()) ??
       (await db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst());
+    return row ? toRun(row as RunRow) : null;
+  }
+
+  async resume(id: string, answer: RunResume): Promise<Run | null> {
+    if (this.closed) return null;
+    const now = new Date().toISOString();
+    const row = await (await this.db())
+      .updateTable('runs')
+      .set({ status: 'queued', resume: JSON.stringify(answer), result: null, error: null, ended_at: null, webhook_outcome: null, cancel_requested: 0, updated_at: now })
+      .where('id', '=', id)
+      .where('status', '=', 'blocked')
+      .returningAll()
+      .executeTakeFirst();
     return row ? toRun(row as RunRow) : null;
   }
 

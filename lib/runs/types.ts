@@ -1,3 +1,5 @@
+import type { RunBudget } from '../budgets/types';
+
 /**
  * A headless run: one BMAD skill started with its headless contract, driven with no person to a
  * JSON result. The shapes here are the store's and the API's.
@@ -86,10 +88,20 @@ export interface Run {
   updatedAt: string;
   startedAt?: string;
   endedAt?: string;
+  /** The run's own limit (every turn of its conversation counts). */
+  budget?: RunBudget;
+  /** A person's answer to a blocked run, sent as the next turn of its conversation when the run is taken again. */
+  resume?: RunResume;
+}
+
+/** A person's answer to a blocked run and who gave it. */
+export interface RunResume {
+  text: string;
+  by?: { id: string; name: string };
 }
 
 /** What a store needs to queue a run; the rest of a Run starts empty. */
-export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId'>;
+export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId' | 'budget'>;
 
 /** A run this holder took: release it exactly once, with `finish`. */
 export interface RunLease {
@@ -138,6 +150,7 @@ export interface RunView {
   endedAt: string | null;
   /** Set for a run in a workspace: its branch, commits ahead of the base, changed files. */
   workspace?: RunWorkspace | null;
+  budget: RunBudget | null;
 }
 
 export function runView(run: Run): RunView {
@@ -160,6 +173,7 @@ export function runView(run: Run): RunView {
     createdAt: run.createdAt,
     startedAt: run.startedAt ?? null,
     endedAt: run.endedAt ?? null,
+    budget: run.budget ?? null,
   };
 }
 
@@ -206,6 +220,12 @@ export interface RunStore {
    * stops it. Null for an unknown id.
    */
   cancel(id: string): Promise<Run | null>;
+  /**
+   * Queues a blocked run again with a person's answer (`resume`), its result, error and end
+   * cleared (and its webhook's outcome: the new end is sent). One conditional UPDATE: of two
+   * answers at once one takes it. Null when the run is unknown or not blocked.
+   */
+  resume(id: string, answer: RunResume): Promise<Run | null>;
   /** Ids of a person's queued and running runs (to end them when the person is deactivated or removed). */
   unfinishedOf(ownerId: string): Promise<string[]>;
   /**

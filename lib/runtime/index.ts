@@ -18,6 +18,7 @@ import { externalToolCheck } from '../doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
 import { DATABASE_FILE } from '../conversations';
 import { openWorkspaceStore, WorkspaceService } from '../workspaces';
+import { monthOf, openBudgetStore, projectStop, type BudgetStop, type BudgetStore } from '../budgets';
 import { closeVersionStores } from '../versions';
 import { PendingWork } from './work';
 
@@ -41,6 +42,8 @@ export interface Runtime extends ChatDeps {
   workspaces: WorkspaceService;
   /** What outlives the requests that started it (ChatDeps.track); closeRuntime waits for it. */
   work: PendingWork;
+  /** Projects' monthly budgets (their spend is the conversation store's usage ledger). */
+  budgets: BudgetStore;
 }
 
 export interface RuntimeOptions {
@@ -61,6 +64,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     ? openAccounts({ dataDir: config.dataDir, store: config.store, file: DATABASE_FILE, settings, databaseUrl: config.databaseUrl })
     : null;
   const runtime: Omit<Runtime, 'runs'> = {
+    budgets: openBudgetStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     config,
     store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
@@ -101,8 +105,18 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
       return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId! }, who);
     },
+    projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
   });
   return { ...runtime, runs };
+}
+
+/** The project's monthly budget when this month's spend (UTC) has reached a limit of it. */
+export async function projectBudgetStop(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string): Promise<BudgetStop | null> {
+  const budget = await runtime.budgets.get(projectId);
+  if (budget.monthlyTokens === null && budget.monthlyUsd === null) return null;
+  const month = monthOf();
+  const spent = await runtime.store.spend({ projectId, since: month.since, until: month.until });
+  return projectStop(budget, { tokens: spent.promptTokens + spent.completionTokens, usd: spent.cost }, month.month);
 }
 
 // Kept on globalThis so dev-mode module reloads do not open a second database handle.
@@ -131,6 +145,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   if (runtime.store !== keep.store) await runtime.store.close();
   if (runtime.accounts && runtime.accounts !== keep.accounts) await runtime.accounts.close();
   await runtime.workspaces.store.close();
+  await runtime.budgets.close();
 }
 
 /** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */

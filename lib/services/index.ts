@@ -13,3 +13,6 @@ export { listConversations, getConversation, updateConversation, deleteConversat
 export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson, updatePerson, removePerson, setPersonPassword, changeOwnPassword, listTokens, createToken, revokeToken, listMembers, putMember, removeMember } from './accounts';
 export { projectMcpServers } from './mcp-hub';
 export { turnWorkspace, placeIn } from './turns';
+export { getBudget, putBudget, assertBudget, spendOf } from './budgets';
+export { listDecisions, decisionOf } from './decisions';
+export { answerRun } from './run-answers';

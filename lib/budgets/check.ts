@@ -1,0 +1,55 @@
+import type { ProjectBudget, RunBudget, Used } from './types';
+
+/** Which budget stopped (or refuses) a run, in words a person reads. */
+export interface BudgetStop {
+  budget: 'run' | 'project';
+  message: string;
+}
+
+/** The calendar month (UTC) `now` falls in: its name and its span as ISO times. */
+export function monthOf(now: Date = new Date()): { month: string; since: string; until: string } {
+  const start = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const next = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1));
+  return { month: start.toISOString().slice(0, 7), since: start.toISOString(), until: next.toISOString() };
+}
+
+const tokens = (n: number) => `${n.toLocaleString('en-US')} tokens`;
+const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
+
+/** The project's monthly budget, when this month's spend has reached one of its limits. */
+export function projectStop(budget: ProjectBudget, spent: Used, month: string): BudgetStop | null {
+  if (budget.monthlyTokens !== null && spent.tokens >= budget.monthlyTokens) {
+    return { budget: 'project', message: `The project's monthly token budget is spent: ${tokens(spent.tokens)} of ${tokens(budget.monthlyTokens)} in ${month} (UTC).` };
+  }
+  if (budget.monthlyUsd !== null && spent.usd >= budget.monthlyUsd) {
+    return { budget: 'project', message: `The project's monthly budget of ${usd(budget.monthlyUsd)} is spent: ${usd(spent.usd)} in ${month} (UTC).` };
+  }
+  return null;
+}
+
+/** The run's own budget, when what the run used has reached one of its limits. */
+export function runStop(budget: RunBudget | undefined, used: Used): BudgetStop | null {
+  if (budget?.tokens !== undefined && used.tokens >= budget.tokens) {
+    return { budget: 'run', message: `The run's token budget is spent: ${tokens(used.tokens)} used of ${tokens(budget.tokens)}.` };
+  }
+  if (budget?.usd !== undefined && used.usd >= budget.usd) {
+    return { budget: 'run', message: `The run's budget of ${usd(budget.usd)} is spent: ${usd(used.usd)} used.` };
+  }
+  return null;
+}
+
+/**
+ * A run's budget as given: whole tokens of at least 1, dollars above 0; the problem in words
+ * (naming the field) otherwise.
+ */
+export function runBudgetProblem(budget: unknown): { field: string; message: string } | null {
+  if (budget === undefined) return null;
+  if (budget === null || typeof budget !== 'object' || Array.isArray(budget)) return { field: 'budget', message: 'budget must be an object: { tokens?, usd? }.' };
+  const b = budget as Record<string, unknown>;
+  for (const key of Object.keys(b)) if (key !== 'tokens' && key !== 'usd') return { field: `budget.${key}`, message: `budget has no field "${key.slice(0, 40)}" (tokens, usd).` };
+  if (b.tokens !== undefined && (typeof b.tokens !== 'number' || !Number.isSafeInteger(b.tokens) || b.tokens < 1)) {
+    return { field: 'budget.tokens', message: 'budget.tokens must be a whole number of at least 1.' };
+  }
+  if (b.usd !== undefined && (typeof b.usd !== 'number' || !Number.isFinite(b.usd) || b.usd <= 0)) return { field: 'budget.usd', message: 'budget.usd must be a number above 0.' };
+  return null;
+}

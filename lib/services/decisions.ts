@@ -1,0 +1,43 @@
+import { roleAllows, type Caller, type Need } from '../access';
+import type { Run } from '../runs';
+import { getRuntime } from '../runtime';
+import type { DecisionView } from '../../types/api';
+import { projectOf } from './access';
+
+/** How many of a project's latest runs the decisions are looked for in. */
+const LOOKED_AT = 100;
+
+/** Whether the caller may see (or, with `need`, act on) a run: its project, and its conversation as the policy decides. */
+export async function runAllows(caller: Caller, run: Run, need: Need = 'read'): Promise<boolean> {
+  const rt = getRuntime();
+  const role = await rt.access.projectRole(caller, run.projectId);
+  if (!role || !roleAllows(role, need === 'own' ? 'write' : need)) return false;
+  return rt.access.conversation(caller, { id: run.conversationId ?? run.id, projectId: run.projectId, ownerId: run.ownerId }, 'read');
+}
+
+const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v : null);
+
+/** What a blocked run waits on: its question, or why it is blocked. */
+export function decisionOf(run: Run): DecisionView {
+  const result = run.result ?? {};
+  const question = text(result.question);
+  return {
+    runId: run.id,
+    storyKey: text((run as { storyKey?: unknown }).storyKey),
+    kind: question ? 'question' : 'blocked',
+    text: question ?? text(result.message) ?? text(result.reason) ?? text(result.blocking_condition) ?? run.error?.message ?? 'The run is blocked.',
+    since: run.endedAt ?? run.updatedAt,
+  };
+}
+
+/**
+ * The project's runs that wait on a person, newest first: blocked ones, whether by a question
+ * nobody answered, a budget or the skill's own blocking condition. Those the caller may see.
+ */
+export async function listDecisions(caller: Caller, projectId: string): Promise<DecisionView[]> {
+  const project = await projectOf(caller, projectId, 'read');
+  const runs = await getRuntime().runs.store.list({ projectId: project.id, limit: LOOKED_AT });
+  const out: DecisionView[] = [];
+  for (const run of runs) if (run.status === 'blocked' && (await runAllows(caller, run))) out.push(decisionOf(run));
+  return out.sort((a, b) => (a.since < b.since ? 1 : a.since > b.since ? -1 : 0));
+}
