@@ -7,12 +7,15 @@ import { projectOf } from './access';
 /** How many of a project's latest runs the decisions are looked for in. */
 const LOOKED_AT = 100;
 
-/** Whether the caller may see (or, with `need`, act on) a run: its project, and its conversation as the policy decides. */
+/**
+ * Whether the caller may see a waiting run (or, with `need`, answer it): by their role in its
+ * project, not by its conversation. A run that waits on a person waits on the team: every member
+ * sees what it asks, every editor may answer (the answer is stored under their name); the
+ * conversation itself stays its owner's to open.
+ */
 export async function runAllows(caller: Caller, run: Run, need: Need = 'read'): Promise<boolean> {
-  const rt = getRuntime();
-  const role = await rt.access.projectRole(caller, run.projectId);
-  if (!role || !roleAllows(role, need === 'own' ? 'write' : need)) return false;
-  return rt.access.conversation(caller, { id: run.conversationId ?? run.id, projectId: run.projectId, ownerId: run.ownerId }, 'read');
+  const role = await getRuntime().access.projectRole(caller, run.projectId);
+  return !!role && roleAllows(role, need);
 }
 
 const text = (v: unknown): string | null => (typeof v === 'string' && v.trim() ? v : null);

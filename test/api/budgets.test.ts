@@ -4,6 +4,9 @@ import path from 'node:path';
 import { POST as createRun, GET as listRuns } from '@/app/api/runs/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
 import { GET as getBudget, PUT as putBudget } from '@/app/api/projects/[id]/budget/route';
+import { POST as answerRun } from '@/app/api/runs/[id]/answer/route';
+import { listDecisions } from '@/lib/services';
+import type { Caller } from '@/lib/access';
 import { monthOf } from '@/lib/budgets';
 import type { ScriptFn } from '../scripted-model/types';
 import { bmadProject } from '../bmad-installs';
@@ -171,6 +174,15 @@ describe("a project's monthly budget", () => {
     expect((await body(await listRuns(req('GET', '/api/runs?projectId=shop', 'ed')))).data.items.length).toBe(runsBefore);
     expect((await h.runtime.store.list({ projectId: 'shop' })).items.length).toBe(conversationsBefore);
     expect(calls).toBe(0);
+
+    // The stopped run waits on a person; answering it is refused while the month is spent.
+    const vic = (await h.runtime.accounts!.listPeople()).find((p) => p.email === 'vic@example.com')!;
+    const decisions = await listDecisions({ kind: 'token', id: vic.id, role: 'member' } as Caller, 'shop');
+    expect(decisions[0]).toEqual({ runId: run.id, storyKey: null, kind: 'blocked', text: ended.result.message, since: ended.endedAt });
+    expect(decisions.map((d) => d.kind)).toEqual(['blocked', 'blocked', 'blocked']);
+    const answer = await answerRun(req('POST', `/api/runs/${run.id}/answer`, 'ed', { text: 'Go on.' }), params({ id: run.id }));
+    expect([answer.status, (await body(answer)).code]).toEqual([402, 'E_BUDGET']);
+    expect((await h.runtime.runs.store.get(run.id))!.status).toBe('blocked');
 
     // A limit removed: runs are taken again (this one ends at its own default budget).
     expect((await put('own', { monthlyTokens: null })).status).toBe(200);
