@@ -591,6 +591,30 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       expect(await store.beginTurn(c.id)).not.toBeNull();
     });
 
+    it("sums a project's model calls from the usage ledger: by time, by conversation, kept after a delete", async () => {
+      const project = `spend${Math.random().toString(36).slice(2, 8)}`;
+      const since = new Date(Date.now() - 1000).toISOString();
+      const c = await newConv('pm', { projectId: project });
+      const other = await newConv('pm', { projectId: project });
+      const elsewhere = await newConv('pm', { projectId: `${project}x` });
+      const bundle = await newConv();
+      const lease = (await store.beginTurn(c.id))!;
+      await store.commit(c.id, { usage: { usage: { promptTokens: 100, completionTokens: 10, cachedTokens: 40 }, cost: 0.25 } });
+      await store.commit(c.id, { usage: { usage: { promptTokens: 50, completionTokens: 5 } }, end: { lease, outcome: 'done' } });
+      await store.addUsage(other.id, { promptTokens: 7, completionTokens: 3 }, 0.5);
+      await store.addUsage(elsewhere.id, { promptTokens: 1000, completionTokens: 1000 }, 9);
+      await store.addUsage(bundle.id, { promptTokens: 1000, completionTokens: 1000 }, 9);
+      const all = { promptTokens: 157, completionTokens: 18, cachedTokens: 40, cost: 0.75, calls: 3, unpriced: 1 };
+      expect(await store.spend({ projectId: project, since })).toEqual(all);
+      expect(await store.spend({ projectId: project, since, conversationIds: [other.id] })).toEqual({ promptTokens: 7, completionTokens: 3, cachedTokens: 0, cost: 0.5, calls: 1, unpriced: 0 });
+      expect(await store.spend({ projectId: project, since, conversationIds: [] })).toMatchObject({ calls: 0, promptTokens: 0 });
+      expect(await store.spend({ projectId: project, since: new Date(Date.now() + 60_000).toISOString() })).toMatchObject({ calls: 0, cost: 0 });
+      expect(await store.spend({ projectId: project, since: '', until: since })).toMatchObject({ calls: 0 });
+      // What a conversation spent stays spent when it is deleted.
+      await store.delete(c.id);
+      expect(await store.spend({ projectId: project, since })).toEqual(all);
+    });
+
     it('commits nothing of a batch that fails', async () => {
       const c = await newConv();
       const lease = (await store.beginTurn(c.id))!;

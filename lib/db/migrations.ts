@@ -179,18 +179,20 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
   // The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
   '0006_conversation_workspace': ddl('ALTER TABLE conversations ADD COLUMN workspace_id text', 'ALTER TABLE runs ADD COLUMN workspace_id text'),
-  // The usage kept before the ledger, one row per priced or counted model call, read from the
-  // messages' JSON once (json, not jsonb: a body may hold an escaped NUL, which jsonb refuses).
+  // The usage kept before the ledger, one row per model call, read from the messages' JSON texts
+  // by pattern: JSON functions refuse a body holding an escaped NUL, and inside a JSON string a
+  // quote is always escaped, so these unescaped keys are the message's own.
   '0007_budgets': ddl(
     ...budgetDdl('text COLLATE "C"', 'bigint', 'double precision'),
     `INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
-       SELECT c.id, c.project_id, c.owner_id, m.body::json->>'timestamp',
-              COALESCE((m.body::json->'usage'->>'promptTokens')::bigint, 0),
-              COALESCE((m.body::json->'usage'->>'completionTokens')::bigint, 0),
-              COALESCE((m.body::json->'usage'->>'cachedTokens')::bigint, 0),
-              (m.body::json->>'cost')::double precision
+       SELECT c.id, c.project_id, c.owner_id,
+              COALESCE(substring(m.body from '"timestamp":"([^"]*)"'), c.updated_at),
+              COALESCE(substring(m.body from '"usage":[{]"promptTokens":([0-9]+)')::bigint, 0),
+              COALESCE(substring(m.body from '"usage":[{]"promptTokens":[0-9]+,"completionTokens":([0-9]+)')::bigint, 0),
+              COALESCE(substring(m.body from '"usage":[{]"promptTokens":[0-9]+,"completionTokens":[0-9]+,"cachedTokens":([0-9]+)')::bigint, 0),
+              substring(m.body from '"cost":([0-9][0-9.eE+-]*)')::double precision
        FROM messages m JOIN conversations c ON c.id = m.conversation_id
-       WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body::json->'usage' IS NOT NULL`,
+       WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body LIKE '%"usage":{"promptTokens":%'`,
   ),
 };
 

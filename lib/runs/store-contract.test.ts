@@ -246,6 +246,24 @@ describe.each(factories)('%s', (_name, open) => {
     expect(await b.cancel('run_nope')).toBeNull();
   });
 
+  it("keeps a run's budget, and queues a blocked run again with an answer once, from either handle", async () => {
+    await a.create(newRun(1, { budget: { tokens: 1000, usd: 2.5 }, webhook: { url: 'https://example.com/hook', secret: 's3' } }));
+    expect((await b.get('run_001'))?.budget).toEqual({ tokens: 1000, usd: 2.5 });
+    expect(await a.resume('run_001', { text: 'Go on.' })).toBeNull();
+    const taken = (await a.claim('h1', later(60_000)))!;
+    await a.setConversation(taken.lease, 'c1');
+    await a.finish(taken.lease, { status: 'blocked', result: { status: 'blocked', reason: 'Who?' }, error: { code: 'E_X', message: 'x' }, artifacts: [] });
+    const { claim } = (await a.claimWebhook('run_001', 'h1', later(60_000), new Date().toISOString(), () => false))!;
+    await a.setWebhookOutcome(claim, { delivered: true, attempts: 1, status: 200, at: new Date().toISOString() });
+    const answers = await Promise.all([a.resume('run_001', { text: 'Parents.', by: { id: 'u2', name: 'Eve' } }), b.resume('run_001', { text: 'Teachers.' })]);
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    const queued = (await b.get('run_001'))!;
+    expect(queued).toMatchObject({ status: 'queued', result: null, conversationId: 'c1', budget: { tokens: 1000, usd: 2.5 } });
+    expect(queued.resume).toEqual(answers[0] ? { text: 'Parents.', by: { id: 'u2', name: 'Eve' } } : { text: 'Teachers.' });
+    for (const gone of ['error', 'endedAt', 'webhookOutcome'] as const) expect(queued).not.toHaveProperty(gone);
+    expect((await b.claim('h2', later(60_000)))?.run.id).toBe('run_001');
+  });
+
   it('records a webhook outcome from the delivery that holds the claim, never from one taken over', async () => {
     await a.create(newRun(1, { webhook: { url: 'https://example.com/h', secret: 's' } }));
     const { lease } = (await a.claim('h', later(60_000)))!;

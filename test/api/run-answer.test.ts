@@ -8,8 +8,7 @@ import { GET as getConversation } from '@/app/api/conversations/[id]/route';
 import type { Caller } from '@/lib/access';
 import { ANSWER_RULE } from '@/lib/runs';
 import { listDecisions } from '@/lib/services';
-import { HEADLESS_QUESTION, PRD_CONTENT, PRD_PATH, currentTurn, reply } from '../scripted-model/scenarios';
-import type { ScriptFn } from '../scripted-model/types';
+import { HEADLESS_ANSWER as ANSWER, HEADLESS_QUESTION } from '../scripted-model/scenarios';
 import { bmadProject } from '../bmad-installs';
 import { params, startHarness, type Harness } from './harness';
 
@@ -23,7 +22,6 @@ let projectsRoot: string;
 const tokens: Record<string, string> = {};
 const callers: Record<string, Caller> = {};
 const savedEnv = { ...process.env };
-const ANSWER = 'Parents of primary-school children; teachers come later.';
 
 const req = (method: string, url: string, who: string, body?: unknown) =>
   new Request(`http://localhost${url}`, {
@@ -31,16 +29,6 @@ const req = (method: string, url: string, who: string, body?: unknown) =>
     headers: { authorization: `Bearer ${tokens[who]}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
-
-/** Asks who the user is until a person says; then saves the PRD and ends with the contract's JSON. */
-const asksFirst: ScriptFn = ({ body }) => {
-  const asked = (body.messages ?? []).some((m) => m.role === 'user' && typeof m.content === 'string' && m.content.includes(ANSWER));
-  if (!asked) return reply.text(`I need one answer before drafting.\n\n**${HEADLESS_QUESTION}**`);
-  const saved = currentTurn(body).some((m) => m.role === 'tool');
-  if (!saved) return reply.toolCalls([{ name: 'save_output', arguments: { file_path: PRD_PATH, content: PRD_CONTENT } }]);
-  const result = { status: 'complete', intent: 'create', prd: 'planning-artifacts/prd.md', assumptions: ['Primary user: parents.'], open_questions: [] };
-  return reply.text(`Done.\n\n\`\`\`json\n${JSON.stringify(result)}\n\`\`\``);
-};
 
 beforeAll(async () => {
   projectsRoot = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-run-answer-'));
@@ -82,7 +70,7 @@ async function answer(id: string, who: string, body: unknown = { text: ANSWER })
 }
 
 it('lists a run blocked on its question as a decision, and an editor’s answer completes it in the same conversation', async () => {
-  h.model.setScript(asksFirst);
+  h.model.setScript('headless-until-answered');
   const created = await createRun(req('POST', '/api/runs', 'ada', { projectId: 'shop', skill: 'bmad-prd', intent: 'create', inputs: 'Brief: a plant shop.' }));
   expect(created.status).toBe(202);
   const id = ((await created.json()) as any).data.runId as string;

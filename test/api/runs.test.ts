@@ -153,7 +153,7 @@ describe('headless runs', () => {
     const created = await submit({});
     const r = await waitFor(created.json.data.runId, ['complete', 'partial', 'blocked', 'failed']);
     expect(r.status).toBe('blocked');
-    expect(r.result).toEqual({ status: 'blocked', intent: 'create', reason: HEADLESS_QUESTION });
+    expect(r.result).toEqual({ status: 'blocked', intent: 'create', reason: HEADLESS_QUESTION, question: HEADLESS_QUESTION });
     expect(r.answers).toBe(3);
     const users = (await conversation(r.conversationId)).messages.filter((m: any) => m.role === 'user').map((m: any) => m.content);
     expect(users.slice(1)).toEqual([ANSWER_RULE, ANSWER_RULE, ANSWER_RULE]);

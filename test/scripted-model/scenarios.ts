@@ -115,6 +115,8 @@ export const NOTE_CONTENT = '# Scripted note\n\nWritten by the scripted model.\n
 export const PRD_PATH = '{output_folder}/planning-artifacts/prd.md';
 export const PRD_CONTENT = '---\ntitle: Scripted PRD\nstatus: draft\n---\n\n# PRD\n\n## Goals\n\n- Parents find every school form in one place.\n';
 export const HEADLESS_QUESTION = 'Who is the primary user of this product?';
+/** What a person answers HEADLESS_QUESTION with (POST /api/runs/:id/answer). */
+export const HEADLESS_ANSWER = 'Parents of primary-school children; teachers come later.';
 
 /** The parsed result of the current turn's save_output call, or null when there was none. */
 function savedPath(body: ChatRequestBody): string | null {
@@ -246,6 +248,12 @@ export const SCENARIOS: Record<string, ScriptFn> = {
   'headless-partial': headlessPrd('partial'),
   /** A model that asks a question every time, whatever it is told. */
   'headless-question': () => reply.text(`Before I draft anything I need one answer.\n\n**${HEADLESS_QUESTION}**`),
+  /** Asks HEADLESS_QUESTION until a user message holds HEADLESS_ANSWER; then works as headless-complete. */
+  'headless-until-answered': (req, ctx) => {
+    const answered = (req.body.messages ?? []).some((m) => m.role === 'user' && textOf(m.content).includes(HEADLESS_ANSWER));
+    if (!answered) return reply.text(`I need one answer before drafting.\n\n**${HEADLESS_QUESTION}**`);
+    return headlessPrd('complete')(req, ctx);
+  },
   /** A final answer without any JSON. */
   'headless-no-json': () => reply.text('I drafted the PRD and saved it in the planning artifacts.'),
 };
