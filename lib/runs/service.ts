@@ -517,7 +517,10 @@ export class RunService {
   private async budgetStop(run: Run, conversationId: string | undefined): Promise<BudgetStop | null> {
     if (run.budget) {
       const c = conversationId ? await this.chat.store.get(conversationId) : null;
-      const own = runStop(run.budget, { tokens: c ? c.usage.promptTokens + c.usage.completionTokens : 0, usd: c?.cost ?? 0 });
+      // An answered run's budget counts from the answer: a person chose to let it go on.
+      const from = run.resume?.from ?? { tokens: 0, usd: 0 };
+      const used = { tokens: (c ? c.usage.promptTokens + c.usage.completionTokens : 0) - from.tokens, usd: (c?.cost ?? 0) - from.usd };
+      const own = runStop(run.budget, used);
       if (own) return own;
     }
     return this.projectBudget ? this.projectBudget(run.projectId) : null;
@@ -528,7 +531,11 @@ export class RunService {
    * workspace), once a slot is free. Null when the run is not blocked (or unknown).
    */
   async answer(id: string, text: string, by?: { id: string; name: string }): Promise<Run | null> {
-    const run = await this.store.resume(id, { text, ...(by ? { by } : {}) });
+    // A blocked run's usage no longer moves: read before the resume, it is what the run had used.
+    const was = await this.store.get(id);
+    if (!was || was.status !== 'blocked') return null;
+    const from = { tokens: was.usage.promptTokens + was.usage.completionTokens, usd: was.cost ?? 0 };
+    const run = await this.store.resume(id, { text, ...(by ? { by } : {}), from });
     if (!run) return null;
     log.info('run.answered', { runId: run.id });
     this.emit(run);

@@ -98,6 +98,8 @@ export interface Run {
 export interface RunResume {
   text: string;
   by?: { id: string; name: string };
+  /** What the run had used when it was answered: its own budget counts again from there. */
+  from?: { tokens: number; usd: number };
 }
 
 /** What a store needs to queue a run; the rest of a Run starts empty. */

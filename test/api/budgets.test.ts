@@ -103,6 +103,16 @@ it('stops a run between model calls once its token budget (RUNS_MAX_TOKENS) is r
   expect(calls).toBe(2);
   expect(run.usage).toMatchObject({ promptTokens: 800, completionTokens: 200 });
   spentSoFar += 1000;
+
+  // Answered, it goes on with its budget counted again from the answer, and stops the same way.
+  calls = 0;
+  const answered = await answerRun(req('POST', `/api/runs/${run.id}/answer`, 'ed', { text: 'Go on reading.' }), params({ id: run.id }));
+  expect(answered.status).toBe(202);
+  const again = await waitEnded(run.id);
+  expect([again.status, again.result.reason, calls]).toEqual(['blocked', 'E_BUDGET', 2]);
+  expect(again.usage).toMatchObject({ promptTokens: 1600, completionTokens: 400 });
+  expect(again.conversationId).toBe(run.conversationId);
+  spentSoFar += 1000;
 }, 60_000);
 
 it("takes a run's own budget over the default, and refuses a bad one before making anything", async () => {
