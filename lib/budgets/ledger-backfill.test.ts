@@ -2,14 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration } from 'kysely';
 import pg from 'pg';
-import { migrate as migrateFirstHistory } from '../conversations/migrations';
+import { MIGRATIONS as FIRST_HISTORY } from '../conversations/migrations';
 import { PgConversationStore } from '../conversations/pg-store';
 import { SqliteConversationStore } from '../conversations/sqlite-store';
 import type { ConversationStore } from '../conversations/types';
 import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE } from '../db/migrate';
-import { POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS } from '../db/migrations';
+import { POSTGRES_MIGRATIONS } from '../db/migrations';
 import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 
 /**
@@ -46,9 +46,16 @@ it('SQLite: the ledger is filled from the messages kept before it', async () => 
   try {
     const file = path.join(dir, 'conversations.db');
     const raw = new Database(file);
-    migrateFirstHistory(raw);
-    const db = new Kysely<any>({ dialect: new SqliteDialect({ database: raw }) });
-    await migrateBefore(db, SQLITE_MIGRATIONS, '0002_budgets');
+    // The first history up to the step that brings the ledger.
+    const steps = FIRST_HISTORY.slice(0, -1);
+    raw.pragma('foreign_keys = OFF');
+    raw.transaction(() => {
+      for (const step of steps) {
+        if (typeof step === 'string') raw.exec(step);
+        else step(raw);
+      }
+      raw.pragma(`user_version = ${steps.length}`);
+    })();
     raw.exec(`INSERT INTO conversations (id, agent_id, bundle_name, project_id, title, created_at, updated_at) VALUES
       ('c1', 'pm', 'shop', 'shop', 't', '2026-10-30', '2026-11-03'), ('c2', 'pm', 'bmm', NULL, 't', '2026-11-01', '2026-11-01')`);
     const add = raw.prepare('INSERT INTO messages (conversation_id, seq, id, role, content, prompt_tokens, completion_tokens, cached_tokens, cost, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)');
@@ -58,7 +65,7 @@ it('SQLite: the ledger is filled from the messages kept before it', async () => 
     add.run('c1', 4, 'a2', 'assistant', 'planned by the server', null, null, null, null, '2026-11-02T00:00:02.000Z');
     add.run('c1', 5, 'a3', 'assistant', 'y', 5, 1, 0, null, '2026-11-03T00:00:01.000Z');
     add.run('c2', 1, 'a4', 'assistant', 'z', 50, 5, 0, 1, '2026-11-03T00:00:01.000Z');
-    await db.destroy();
+    raw.close();
     const store = new SqliteConversationStore(file);
     try {
       await expectBackfilled(store);

@@ -247,6 +247,28 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE conversations ADD COLUMN workspace_id TEXT;
   ALTER TABLE runs ADD COLUMN workspace_id TEXT;
   `,
+  `
+  -- Budgets: every model call of a project's conversations in a ledger (a month's spend is summed
+  -- from it, and stays when a conversation is cut or deleted), filled once with the usage the
+  -- messages kept; a run's own budget and a person's answer to go on with.
+  CREATE TABLE usage_ledger (
+    conversation_id   TEXT NOT NULL,
+    project_id        TEXT NOT NULL,
+    owner_id          TEXT,
+    at                TEXT NOT NULL,
+    prompt_tokens     INTEGER NOT NULL,
+    completion_tokens INTEGER NOT NULL,
+    cached_tokens     INTEGER NOT NULL,
+    cost              REAL
+  );
+  CREATE INDEX usage_ledger_by_project ON usage_ledger (project_id, at);
+  INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
+    SELECT c.id, c.project_id, c.owner_id, m.timestamp, COALESCE(m.prompt_tokens, 0), COALESCE(m.completion_tokens, 0), COALESCE(m.cached_tokens, 0), m.cost
+    FROM messages m JOIN conversations c ON c.id = m.conversation_id
+    WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.prompt_tokens IS NOT NULL;
+  ALTER TABLE runs ADD COLUMN budget TEXT;
+  ALTER TABLE runs ADD COLUMN resume TEXT;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

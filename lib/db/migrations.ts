@@ -39,24 +39,9 @@ function workspaceDdl(key: string): string[] {
   ];
 }
 
-/**
- * Budgets: a ledger of every model call's usage in a project's conversations (what a month's
- * spend is summed from, kept when a conversation is truncated or deleted), the projects' monthly
- * limits, and a run's own budget and the answer a person gave it to go on with.
- */
+/** The projects' monthly limits: same columns in both dialects. */
 function budgetDdl(key: string, big: string, real: string): string[] {
   return [
-    `CREATE TABLE usage_ledger (
-       conversation_id   ${key} NOT NULL,
-       project_id        ${key} NOT NULL,
-       owner_id          text,
-       at                ${key} NOT NULL,
-       prompt_tokens     ${big} NOT NULL,
-       completion_tokens ${big} NOT NULL,
-       cached_tokens     ${big} NOT NULL,
-       cost              ${real}
-     )`,
-    'CREATE INDEX usage_ledger_by_project ON usage_ledger (project_id, at)',
     `CREATE TABLE project_budgets (
        project_id     ${key} PRIMARY KEY,
        monthly_tokens ${big},
@@ -64,8 +49,6 @@ function budgetDdl(key: string, big: string, real: string): string[] {
        updated_by     text,
        updated_at     ${key} NOT NULL
      )`,
-    'ALTER TABLE runs ADD COLUMN budget text',
-    'ALTER TABLE runs ADD COLUMN resume text',
   ];
 }
 
@@ -184,6 +167,22 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // quote is always escaped, so these unescaped keys are the message's own.
   '0007_budgets': ddl(
     ...budgetDdl('text COLLATE "C"', 'bigint', 'double precision'),
+    // A ledger of every model call of a project's conversations: a month's spend is summed from
+    // it, and stays when a conversation is cut or deleted. (SQLite's is in its first history.)
+    `CREATE TABLE usage_ledger (
+       conversation_id   text COLLATE "C" NOT NULL,
+       project_id        text COLLATE "C" NOT NULL,
+       owner_id          text,
+       at                text COLLATE "C" NOT NULL,
+       prompt_tokens     bigint NOT NULL,
+       completion_tokens bigint NOT NULL,
+       cached_tokens     bigint NOT NULL,
+       cost              double precision
+     )`,
+    'CREATE INDEX usage_ledger_by_project ON usage_ledger (project_id, at)',
+    // A run's own budget, and a person's answer to go on with.
+    'ALTER TABLE runs ADD COLUMN budget text',
+    'ALTER TABLE runs ADD COLUMN resume text',
     `INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
        SELECT c.id, c.project_id, c.owner_id,
               COALESCE(substring(m.body from '"timestamp":"([^"]*)"'), c.updated_at),
@@ -203,13 +202,9 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
  */
 export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001_workspaces': ddl(...workspaceDdl('text')),
-  '0002_budgets': ddl(
-    ...budgetDdl('text', 'integer', 'real'),
-    `INSERT INTO usage_ledger (conversation_id, project_id, owner_id, at, prompt_tokens, completion_tokens, cached_tokens, cost)
-       SELECT c.id, c.project_id, c.owner_id, m.timestamp, COALESCE(m.prompt_tokens, 0), COALESCE(m.completion_tokens, 0), COALESCE(m.cached_tokens, 0), m.cost
-       FROM messages m JOIN conversations c ON c.id = m.conversation_id
-       WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.prompt_tokens IS NOT NULL`,
-  ),
+  // The ledger and the runs' budget columns are in the first history: they touch its tables,
+  // which an opener without it (the accounts store) migrates before they exist.
+  '0002_budgets': ddl(...budgetDdl('text', 'integer', 'real')),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';

@@ -90,5 +90,5 @@ it('answers a blocked run on Postgres: queued again with the answer, then comple
   expect(((await answered.json()) as any).data.status).toBe('queued');
   const done = await ended(id);
   expect([done.status, done.conversationId]).toEqual(['complete', blocked.conversationId]);
-  expect(await rows('SELECT resume FROM runs WHERE id = $1', [id])).toEqual([{ resume: JSON.stringify({ text: HEADLESS_ANSWER }) }]);
+  expect(JSON.parse((await rows('SELECT resume FROM runs WHERE id = $1', [id]))[0].resume)).toEqual({ text: HEADLESS_ANSWER, from: { tokens: blocked.usage.promptTokens + blocked.usage.completionTokens, usd: 0 } });
 }, 60_000);
