@@ -150,6 +150,16 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
+  // The wire contract is what the use cases answer in; the engine below them speaks its own types,
+  // so a change of the contract is made in lib/services and nowhere else.
+  it('only lib/services imports the wire types (types/api.ts)', () => {
+    const wire = path.join(LIB, '..', 'types', 'api.ts');
+    const offending = [...imports]
+      .filter(([f]) => roomOf(f) !== 'services')
+      .flatMap(([f, list]) => list.filter((i) => i.target === wire || /^@\/types\/api(\.ts)?$/.test(i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
   it('lib/ imports neither Next.js nor React', () => {
     const offending = [...imports].flatMap(([f, list]) => list.filter((i) => /^(next|react|react-dom)(\/|$)/.test(i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
