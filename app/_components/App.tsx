@@ -1,13 +1,12 @@
 'use client';
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { AgentSummary, HealthData, ProjectDetail, ProjectView } from '@/types/api';
+import type { AgentSummary, ConversationDetail, HealthData, ModelProfileView, ProjectDetail, ProjectView } from '@/types/api';
 import { ApiError, api, fileUrl, projectFileUrl } from '../_lib/api';
 import { outputRelativePath } from '../_lib/documents';
 import { formatCost, plural } from '../_lib/format';
 import { byProjectId, projectLabel, projectSubtitle, withCommandMarks } from '../_lib/projects';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
-import type { DetailView, ModelProfile } from '../_lib/types';
 import { AgentPicker } from './AgentPicker';
 import { Avatar } from './Avatar';
 import { ChatView } from './ChatView';
@@ -52,7 +51,7 @@ export function App() {
   const [listVersion, setListVersion] = useState(0);
   const [outputsVersion, setOutputsVersion] = useState(0);
   const [outputsCount, setOutputsCount] = useState(0);
-  const [models, setModels] = useState<ModelProfile[]>([]);
+  const [models, setModels] = useState<ModelProfileView[]>([]);
   const [wide, setWide] = useState(false);
   /** The document open beside (or over) the chat; it follows the agent's writes while open. */
   const [doc, setDoc] = useState<{ path: string; version: number } | null>(null);
@@ -191,7 +190,7 @@ export function App() {
     setListVersion((v) => v + 1);
   }, []);
 
-  const onDetailLoaded = useCallback((d: DetailView) => {
+  const onDetailLoaded = useCallback((d: ConversationDetail) => {
     setDetailAgentId(d.agentId);
     // A project's conversation opened without its project (an old link, the full list): restore it
     // in place, so the open view keeps its state and the URL reloads into the right project.

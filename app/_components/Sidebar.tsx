@@ -1,8 +1,7 @@
 'use client';
 
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
-import type { AgentSummary } from '@/types/api';
-import type { SummaryView } from '../_lib/types';
+import type { AgentSummary, ConversationSummaryView } from '@/types/api';
 import { personLabel } from '../_lib/accounts';
 import { api } from '../_lib/api';
 import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
@@ -18,7 +17,7 @@ const POLL_MS = 1500;
 const POLL_MAX = 80;
 const SEARCH_DELAY_MS = 250;
 
-type Summary = SummaryView;
+type Summary = ConversationSummaryView;
 
 const STATUS_WORDS: Partial<Record<Summary['status'], string>> = {
   running: 'running',
