@@ -287,6 +287,25 @@ export interface ProjectDocumentVersion {
   by?: string;
 }
 
+/** PUT /api/projects/:id/files/*: a person's save, with the document's new content hash and the version it made. */
+export interface SavedDocumentView {
+  /** Relative to the project root, posix. */
+  path: string;
+  /** The save made the document (it did not exist). */
+  created: boolean;
+  sha256: string;
+  version: ProjectDocumentVersion;
+}
+
+/** GET /api/installer: a pinned BMAD release a new project can be made of, its installer's tools and its modules. */
+export interface InstallableReleaseView {
+  version: string;
+  default: boolean;
+  /** The installer's tool ids; `preferred` marks the ones it suggests. */
+  tools: { id: string; name: string; preferred: boolean }[];
+  modules: string[];
+}
+
 /** GET /api/projects/:id/journey: where a project stands on its BMAD journey, from its own help catalog. */
 export interface ProjectJourney {
   phases: JourneyPhase[];

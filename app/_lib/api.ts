@@ -4,6 +4,7 @@ import type {
   ConversationDetail,
   ConversationListData,
   HealthData,
+  InstallableReleaseView,
   ModelProfileView,
   OutputFileEntry,
   ProjectDetail,
@@ -12,6 +13,7 @@ import type {
   ProjectJourney,
   ProjectMcpServer,
   ProjectView,
+  SavedDocumentView,
 } from '@/types/api';
 import type { NewProjectInput } from './types';
 
@@ -111,20 +113,6 @@ export interface LastChange {
   agentId: string | null;
 }
 
-export interface InstallableRelease {
-  version: string;
-  default: boolean;
-  tools: { id: string; name: string; preferred: boolean }[];
-  modules: string[];
-}
-
-export interface SavedDocumentView {
-  path: string;
-  created: boolean;
-  sha256: string;
-  version: ProjectDocumentVersion;
-}
-
 /** The sha256 of bytes, hex, as the server names content (the browser's own digest). */
 export async function sha256Hex(bytes: ArrayBuffer): Promise<string | null> {
   const subtle = (globalThis.crypto as Crypto | undefined)?.subtle;
@@ -188,7 +176,7 @@ export const api = {
     return data?.diff ?? '';
   },
   journey: (projectId: string, signal?: AbortSignal) => request<ProjectJourney>(`/api/projects/${enc(projectId)}/journey`, { signal }),
-  installer: (signal?: AbortSignal) => request<InstallableRelease[]>('/api/installer', { signal }),
+  installer: (signal?: AbortSignal) => request<InstallableReleaseView[]>('/api/installer', { signal }),
   /**
    * Creates a project, reporting the installer's steps as the server streams them. Whatever the
    * request got wrong comes back as a plain error before anything streams.

@@ -2,11 +2,11 @@ import path from 'node:path';
 import { authorOf, type Caller } from '../access';
 import { AppError } from '../errors';
 import { listOutputTree, outputRootOf, readOutputFile } from '../outputs';
-import { projectDocuments, saveDocument, type Project, type ProjectDocuments, type SavedDocument } from '../projects';
+import { projectDocuments, saveDocument, type Project, type ProjectDocuments } from '../projects';
 import { getRuntime } from '../runtime';
-import type { OutputFileEntry, ProjectDocument } from '../../types/api';
+import type { OutputFileEntry, ProjectDocument, SavedDocumentView } from '../../types/api';
 import { canOpenConversation, conversationOf, projectOf, visibleProjects, type BodyOf } from './access';
-import { documentViews, outputTreeView } from './presenters/documents';
+import { documentViews, outputTreeView, savedDocumentView } from './presenters/documents';
 
 /** A file as the routes send it. */
 export interface FileContent {
@@ -42,10 +42,10 @@ export async function saveProjectFile(
   rel: string,
   body: BodyOf<{ content: string; ifMatchSha256?: string }>,
   maxBytes: number,
-): Promise<SavedDocument> {
+): Promise<SavedDocumentView> {
   const project = await projectOf(caller, projectId, 'write');
   const edit = await body();
-  return saveDocument(getRuntime().config.dataDir, project, {
+  const saved = await saveDocument(getRuntime().config.dataDir, project, {
     path: rel,
     content: edit.content,
     ...(edit.ifMatchSha256 ? { ifMatchSha256: edit.ifMatchSha256 } : {}),
@@ -53,6 +53,7 @@ export async function saveProjectFile(
     author: authorOf(caller).replace(/\s+/g, ' ').trim().slice(0, 200) || 'user',
     maxBytes,
   });
+  return savedDocumentView(saved);
 }
 
 /**

@@ -1,12 +1,12 @@
 import type { Caller } from '../access';
 import { AppError } from '../errors';
-import { claimProject, installableReleases, installClaimed, type InstallableRelease, type NewProject, type Project } from '../projects';
+import { claimProject, installableReleases, installClaimed, type NewProject, type Project } from '../projects';
 import { getRuntime } from '../runtime';
-import type { ProjectDetail, ProjectView } from '../../types/api';
+import type { InstallableReleaseView, ProjectDetail, ProjectView } from '../../types/api';
 import { projectOf, visibleProjects, type BodyOf } from './access';
 import { diagnosisOf, doctorView } from './doctor';
 import { withResolvedGreetings } from './greetings';
-import { projectView } from './presenters/projects';
+import { installableView, projectView } from './presenters/projects';
 import { projectUsageView } from './usage';
 import { repositoryView } from './workspaces';
 
@@ -63,8 +63,8 @@ export async function getProject(caller: Caller, id: string): Promise<ProjectDet
 }
 
 /** What a new project can be made of: each pinned BMAD release (the default first), its installer's tools and its modules. */
-export async function listInstallable(_caller: Caller): Promise<InstallableRelease[]> {
-  return installableReleases();
+export async function listInstallable(_caller: Caller): Promise<InstallableReleaseView[]> {
+  return installableView(await installableReleases());
 }
 
 /**
