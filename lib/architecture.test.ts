@@ -122,7 +122,9 @@ describe('architecture', () => {
     // Git on the server's side is a leaf: whoever needs git goes through its runner, it knows no one.
     ['git', ['workspaces', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'scripts', 'db', 'stream', 'llm', 'agents']],
     // Workspaces are used by tools, chat and runs, never the other way round.
-    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows']],
+    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows', 'conversations']],
+    // The stores' database, its lease identity and helpers are lib/db's: the queue takes them there, not from the conversations.
+    ['runs', ['conversations']],
     // The sprint engine works on git and files; routes and runs call it, it calls none of them.
     ['sprint', ['chat', 'tools', 'loop', 'runtime', 'stream', 'llm', 'agents', 'runs', 'workflows', 'workspaces', 'conversations']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
