@@ -122,9 +122,7 @@ describe('architecture', () => {
     // Git on the server's side is a leaf: whoever needs git goes through its runner, it knows no one.
     ['git', ['workspaces', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'scripts', 'db', 'stream', 'llm', 'agents']],
     // Workspaces are used by tools, chat and runs, never the other way round.
-    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows', 'conversations']],
-    // The stores' database, its lease identity and helpers are lib/db's: the queue takes them there, not from the conversations.
-    ['runs', ['conversations']],
+    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows']],
     // The sprint engine works on git and files; routes and runs call it, it calls none of them.
     ['sprint', ['chat', 'tools', 'loop', 'runtime', 'stream', 'llm', 'agents', 'runs', 'workflows', 'workspaces', 'conversations']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
@@ -141,6 +139,15 @@ describe('architecture', () => {
     const offending = [...imports]
       .filter(([f]) => !isTest(f) && !['loop', 'chat'].includes(roomOf(f)))
       .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'loop' && !readsTypes(f, i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  // The stores' database, the lease identity and the shared helpers are lib/db's; the conversations
+  // add only their first SQLite history, which the runtime passes on (tests open files with it).
+  it('runs, workspaces and accounts reach the database through lib/db, not the conversations', () => {
+    const offending = [...imports]
+      .filter(([f]) => !isTest(f) && ['runs', 'workspaces', 'auth'].includes(roomOf(f)))
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'conversations').map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });
 
