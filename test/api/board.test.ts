@@ -319,3 +319,71 @@ describe('the sprint board', () => {
     expect(shown[0].spend.tokens).toBeGreaterThan(0);
   });
 });
+
+describe('a story whose build stops', () => {
+  /**
+   * Story 1-3 has no story file: the first run asks a question (answered by the server with the
+   * unattended rule), then halts as bmad-build-auto halts, blocked with its blocking condition in
+   * a result file. The second run completes and changes README.md's first line, which the base
+   * branch changes too meanwhile: its merge conflicts and the story stays in review.
+   */
+  const KEY = '1-3-help-text';
+  const README_LINE = (head: string) => head.split('\n')[0]!;
+
+  it('a question is answered by the server, then a halt with a blocking condition ends the run blocked with that reason', async () => {
+    h.model.reset();
+    h.model.setScript(async ({ body }) => {
+      const made = calls(body);
+      const users = (body.messages ?? []).filter((m) => m.role === 'user').length;
+      if (users === 1) return reply.text('The story has no file. Should I write the help text from the README?');
+      if (!made.some((c) => c.name === 'save_output')) {
+        const content = '---\nstatus: blocked\n---\n\n# BMad Build Auto Result\n\nStatus: blocked\nBlocking condition: no epic spec found\n';
+        return reply.toolCalls([{ name: 'save_output', arguments: { file_path: `{project-root}/${ARTIFACTS}/bmad-build-auto-result-1-3-help-text.md`, content } }]);
+      }
+      return reply.text('HALT: blocked, no epic spec found.');
+    });
+    const s = await start('ed', KEY);
+    expect(s.status).toBe(202);
+    expect(s.body.data.workspace.branch).toBe(`bmad/${KEY}`);
+    expect(statusIn(baseFile(), KEY)).toBe('in-progress');
+    const r = await until(() => runOf('ed', s.body.data.runId), (x) => !['queued', 'running'].includes(x.body.data.status));
+    expect(r.body.data).toMatchObject({ status: 'blocked', answers: 1, result: { status: 'blocked', reason: 'no epic spec found', story: KEY } });
+    // The answer the run was given is the unattended rule, not the JSON contract of headless skills.
+    const second = (h.model.chatRequests().at(-1)!.body as ChatRequestBody).messages!.filter((m) => m.role === 'user')[1];
+    expect(textOf(second?.content)).toContain('Unattended run');
+    // Blocked is not review: the story stays where the start put it.
+    expect(statusIn(baseFile(), KEY)).toBe('in-progress');
+  });
+
+  it('a second start makes a workspace with a suffixed name; a merge that conflicts leaves the story in review with the paths', async () => {
+    h.model.reset();
+    h.model.setScript(async ({ body }) => {
+      const made = calls(body);
+      if (!made.some((c) => c.name === 'save_output')) {
+        return reply.toolCalls([
+          { name: 'save_output', arguments: { file_path: `{project-root}/${ARTIFACTS}/spec-1-3-help-text.md`, content: '---\nstatus: review\n---\n\n# Help text\n' } },
+          { name: 'save_output', arguments: { file_path: '{project-root}/README.md', content: `# minimist, with help text\n${sh(repo.root, ['show', 'main:README.md']).split('\n').slice(1).join('\n')}` } },
+        ]);
+      }
+      return reply.text('Done: the spec is in review.');
+    });
+    const s = await start('ed', KEY, { skill: 'bmad-build-auto' });
+    expect(s.status).toBe(202);
+    expect(s.body.data.workspace.branch).toBe(`bmad/${KEY}-2`);
+    const r = await until(() => runOf('ed', s.body.data.runId), (x) => !['queued', 'running'].includes(x.body.data.status));
+    expect(r.body.data).toMatchObject({ status: 'complete', result: { storyStatus: 'review' } });
+    expect(statusIn(baseFile(), KEY)).toBe('review');
+    // The base changes the same line meanwhile.
+    const readme = await fs.readFile(path.join(repo.root, 'README.md'), 'utf8');
+    await fs.writeFile(path.join(repo.root, 'README.md'), `# minimist (upstream)\n${readme.split('\n').slice(1).join('\n')}`);
+    sh(repo.root, ['commit', '-q', '-am', 'Retitle the README']);
+    const head = baseHead();
+    const m = await merge('ed', s.body.data.workspace.id);
+    expect([m.status, m.body.code, m.body.paths]).toEqual([409, 'E_MERGE_CONFLICT', ['README.md']]);
+    expect(statusIn(baseFile(), KEY)).toBe('review');
+    expect(baseHead()).toBe(head);
+    expect(README_LINE(sh(repo.root, ['show', 'main:README.md']))).toBe('# minimist (upstream)');
+    const story = (await board('vic')).body.data.epics[0].stories[2];
+    expect(story).toMatchObject({ key: KEY, status: 'review', run: { id: s.body.data.runId, status: 'complete' }, workspace: { branch: `bmad/${KEY}-2`, status: 'open' } });
+  });
+});
