@@ -63,6 +63,18 @@ export async function readBuildTurn(run: Run, answer: string, judge: BuildJudge)
   };
 }
 
+const STORY_KEY = /(?:^|[\s`'"(])(\d+-\d+[a-z]?-[a-z][a-z0-9-]*[a-z0-9])(?=$|[\s`'".,;:)])/;
+
+/**
+ * The story a build run started through POST /api/runs is for: `inputs.story`, or the first story
+ * key (`N-M-slug`) its text names. Null when it names none.
+ */
+export function storyNamedIn(inputs: string | Record<string, unknown>): string | null {
+  if (typeof inputs === 'string') return STORY_KEY.exec(inputs)?.[1] ?? null;
+  const named = inputs.story;
+  return typeof named === 'string' && STORY_KEY.test(` ${named.trim()} `) ? named.trim() : null;
+}
+
 /** A build run's stand-in contract: no flag, no JSON schema (its result is read from files). */
 export function buildContract(skill: string): HeadlessContract {
   return { skill, flag: '', intentRequired: false, files: [] };

@@ -6,7 +6,8 @@ import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } f
 import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
-import { BUILD_ANSWER_RULE, buildMessage, buildTarget, isBuildRun, readBuildTurn, type BuildJudge, type BuildReading } from './build';
+import { sprintProjectOf } from '../sprint';
+import { BUILD_ANSWER_RULE, BUILD_SKILLS, buildMessage, buildTarget, isBuildRun, readBuildTurn, storyNamedIn, type BuildJudge, type BuildReading } from './build';
 import { readAnswer } from './result';
 import { firstMessage, resolveTarget, type RunInputs, type RunTarget } from './target';
 import { INTERRUPTED, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
@@ -211,11 +212,18 @@ export class RunService {
       const problem = await webhookProblem(input.webhook.url, this.settings.webhook.allowPrivate);
       if (problem) throw new AppError('E_VALIDATION', problem, { field: 'webhook.url' });
     }
-    const target: RunTarget = input.story ? await buildTarget(this.chat.projects, project, input.skill || undefined) : await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
+    // A build skill named through POST /api/runs builds the story its inputs name.
+    let story = input.story;
+    if (!story && BUILD_SKILLS.has(input.skill)) {
+      const key = storyNamedIn(input.inputs);
+      if (!key) throw new AppError('E_VALIDATION', `${input.skill} builds a sprint story: name its key (N-M-slug) in inputs, or start it from the board.`, { field: 'inputs' });
+      story = { key, file: null, artifacts: sprintProjectOf(project, null).artifacts };
+    }
+    const target: RunTarget = story ? await buildTarget(this.chat.projects, project, input.skill || undefined) : await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
     const agent = await this.chat.projects.getAgent(project.id, target.agentId);
     if (!agent) throw new AppError('E_NOT_FOUND', `Project "${project.id}" has no agent "${target.agentId}".`);
     const ws = agent.workspace;
-    const message = input.story ? buildMessage(target, input.story, typeof input.inputs === 'string' ? input.inputs : JSON.stringify(input.inputs)) : await firstMessage(target, input.inputs, input.intent, {
+    const message = story ? buildMessage(target, story, typeof input.inputs === 'string' ? input.inputs : JSON.stringify(input.inputs)) : await firstMessage(target, input.inputs, input.intent, {
       bundleRoot: ws.bundleRoot,
       coreRoot: ws.coreRoot,
       projectRoot: ws.projectRoot,
@@ -236,7 +244,7 @@ export class RunService {
       contract: target.contract,
       ...(input.webhook ? { webhook: { url: input.webhook.url, secret: input.webhook.secret ?? generated! } } : {}),
       ...(input.workspaceId ? { workspaceId: input.workspaceId } : {}),
-      ...(input.story ? { storyKey: input.story.key } : {}),
+      ...(story ? { storyKey: story.key } : {}),
     });
     log.info('run.queued', { runId: run.id, projectId: run.projectId, skill: run.skill, agent: run.agentId });
     this.start();

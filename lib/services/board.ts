@@ -54,14 +54,15 @@ async function storyView(story: BoardStory, work: StoryWork | undefined, workspa
   return view;
 }
 
-/** The runs waiting on a person: blocked, or ended on a question nobody answered. */
-async function decisionsOf(caller: Caller, projectId: string): Promise<DecisionView[]> {
-  void caller;
-  void projectId;
+/**
+ * The runs waiting on a person. The queue of decisions is a use case of its own, which the board
+ * lists once it exists; until then the board names none.
+ */
+async function decisionsOf(): Promise<DecisionView[]> {
   return [];
 }
 
-async function viewOf(caller: Caller, project: Project, board: Board): Promise<BoardView> {
+async function viewOf(project: Project, board: Board): Promise<BoardView> {
   const work = workByStory(await getRuntime().runs.store.storyRuns(project.id));
   const workspaces = new Map<string, Workspace | null>();
   const epics = [];
@@ -70,7 +71,7 @@ async function viewOf(caller: Caller, project: Project, board: Board): Promise<B
     for (const s of e.stories) stories.push(await storyView(s, work.get(s.key), workspaces));
     epics.push({ key: e.key, status: e.status, retrospective: e.retrospective, stories });
   }
-  return { source: board.source, epics, decisions: await decisionsOf(caller, project.id), ...(board.uncommitted ? { uncommitted: true } : {}) };
+  return { source: board.source, epics, decisions: await decisionsOf(), ...(board.uncommitted ? { uncommitted: true } : {}) };
 }
 
 /**
@@ -87,7 +88,7 @@ export async function getBoard(caller: Caller, projectId: string): Promise<Board
     if (isAppError(e) && e.code === 'E_NOT_A_REPOSITORY') return { source: null, epics: [], decisions: [] };
     throw e;
   }
-  return viewOf(caller, project, board);
+  return viewOf(project, board);
 }
 
 function findStory(board: Board, key: string): BoardStory | null {

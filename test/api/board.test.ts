@@ -7,6 +7,7 @@ import { PUT as putBuild } from '@/app/api/projects/[id]/build/route';
 import { GET as listWorkspaces } from '@/app/api/projects/[id]/workspaces/route';
 import { POST as mergeWorkspace } from '@/app/api/projects/[id]/workspaces/[wid]/merge/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
+import { POST as createRun } from '@/app/api/runs/route';
 import { reply, type ChatMessage, type ChatRequestBody, type Reply } from '../scripted-model';
 import { openSourceRepo, type OpenSourceRepo } from '../open-source-repo';
 import { sh } from '../git-repo';
@@ -385,5 +386,29 @@ describe('a story whose build stops', () => {
     expect(README_LINE(sh(repo.root, ['show', 'main:README.md']))).toBe('# minimist (upstream)');
     const story = (await board('vic')).body.data.epics[0].stories[2];
     expect(story).toMatchObject({ key: KEY, status: 'review', run: { id: s.body.data.runId, status: 'complete' }, workspace: { branch: `bmad/${KEY}-2`, status: 'open' } });
+  });
+});
+
+describe('a build skill through POST /api/runs', () => {
+  it('needs a story named in its inputs (400 otherwise, nothing queued); with one, it is judged by the story files like a board run', async () => {
+    const before = (await h.runtime.runs.store.list({ projectId: id })).length;
+    const none = await answer(await createRun(req('POST', '/api/runs', 'ed', { projectId: id, skill: 'bmad-build-auto', inputs: 'Build something nice.' })));
+    expect([none.status, none.body.code, none.body.field]).toEqual([400, 'E_VALIDATION', 'inputs']);
+    expect((await h.runtime.runs.store.list({ projectId: id })).length).toBe(before);
+    h.model.reset();
+    h.model.setScript(async ({ body }) => {
+      if (!calls(body).some((c) => c.name === 'save_output')) {
+        const content = '---\nstatus: done\n---\n\n# Aliases of boolean flags, again\n';
+        return reply.toolCalls([{ name: 'save_output', arguments: { file_path: `{project-root}/${ARTIFACTS}/spec-1-2-boolean-aliases.md`, content } }]);
+      }
+      return reply.text('Done.');
+    });
+    const made = await answer(await createRun(req('POST', '/api/runs', 'ed', { projectId: id, skill: 'bmad-build-auto', inputs: 'Rebuild story 1-2-boolean-aliases.', workspace: { name: 'api-build' } })));
+    expect(made.status).toBe(202);
+    const r = await until(() => runOf('ed', made.body.data.runId), (x) => !['queued', 'running'].includes(x.body.data.status));
+    expect(r.body.data).toMatchObject({ status: 'complete', result: { story: '1-2-boolean-aliases', storyStatus: 'done' } });
+    expect(statusIn(baseFile(), '1-2-boolean-aliases')).toBe('review');
+    const story = (await board('vic')).body.data.epics[0].stories[1];
+    expect(story).toMatchObject({ status: 'review', run: { id: made.body.data.runId, status: 'complete' }, workspace: { branch: 'bmad/api-build' } });
   });
 });
