@@ -142,6 +142,15 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
+  // The stores' database, the lease identity and the shared helpers are lib/db's; the conversations
+  // add only their first SQLite history, which the runtime passes on (tests open files with it).
+  it('runs, workspaces and accounts reach the database through lib/db, not the conversations', () => {
+    const offending = [...imports]
+      .filter(([f]) => !isTest(f) && ['runs', 'workspaces', 'auth'].includes(roomOf(f)))
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'conversations').map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
   // The use cases sit on top: nothing in lib builds on them.
   it('nothing in lib imports lib/services', () => {
     const offending = [...imports]

@@ -23,6 +23,11 @@ export interface CommandSummary {
    * gone), in words a user can act on; absent when nothing is known to be wrong with it.
    */
   problem?: string;
+  /**
+   * `warning`: the doctor only suspects it (a file it reads is malformed), so it is offered with the
+   * problem shown; absent or `error`: it cannot run and is refused before it is sent.
+   */
+  problemSeverity?: 'error' | 'warning';
 }
 
 export interface AgentSummary {

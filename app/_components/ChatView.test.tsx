@@ -586,6 +586,30 @@ describe('ChatView: commands known to be broken, and costs', () => {
     expect(screen.queryByTestId('broken-command')).toBeNull();
   });
 
+  it('offers a command the doctor only suspects, with its problem shown, and sends it', async () => {
+    const user = userEvent.setup();
+    const suspect: AgentSummary = {
+      ...agent,
+      commands: [
+        {
+          cmd: '*CP',
+          description: 'Create PRD',
+          problem: 'May not work: the frontmatter is not valid YAML (step-07.md). Fix the file, or run BMAD’s installer on the project again.',
+          problemSeverity: 'warning',
+        },
+      ],
+    };
+    renderChat({ agents: [suspect] });
+    const [cp] = screen.getAllByTestId('command-card');
+    expect(cp).not.toHaveAttribute('data-broken');
+    expect(cp).toHaveAttribute('data-warning', 'true');
+    expect(cp).toHaveTextContent('may not work');
+    expect(cp).not.toHaveTextContent('cannot run');
+    await user.click(cp);
+    expect(screen.queryByTestId('broken-command')).toBeNull();
+    expect(chatBodies).toEqual([{ agentId: 'analyst', message: '*CP', stream: true }]);
+  });
+
   it("shows each stored answer's cost and the conversation's total after a reload", async () => {
     details['conv-costs'] = {
       ...detail,

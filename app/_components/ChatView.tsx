@@ -5,7 +5,7 @@ import type { AgentSummary, CommandSummary } from '@/types/api';
 import { personLabel } from '../_lib/accounts';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
-import { commandOfMessage, commandText } from '../_lib/commands';
+import { cannotRun, commandOfMessage, commandText, problemMark } from '../_lib/commands';
 import { formatCost } from '../_lib/format';
 import { useEscape } from '../_lib/escape';
 import { historyToMessages } from '../_lib/history';
@@ -175,7 +175,7 @@ export function ChatView(props: ChatViewProps) {
     if (busy || !agentId) return false;
     // Known broken before it runs: say why and what to do, rather than fail on a missing file.
     const command = commandOfMessage(agent?.commands ?? [], text);
-    if (command?.problem) {
+    if (command && cannotRun(command)) {
       setBroken(command);
       return false;
     }
@@ -319,7 +319,8 @@ export function ChatView(props: ChatViewProps) {
                       type="button"
                       className={c.problem ? 'command-card is-broken' : 'command-card'}
                       data-testid="command-card"
-                      data-broken={c.problem ? 'true' : undefined}
+                      data-broken={cannotRun(c) ? 'true' : undefined}
+                      data-warning={c.problem && !cannotRun(c) ? 'true' : undefined}
                       disabled={busy || !agent}
                       onClick={() => doSend(commandText(c.cmd))}
                     >
@@ -327,7 +328,7 @@ export function ChatView(props: ChatViewProps) {
                         {commandText(c.cmd)}
                         {c.problem ? (
                           <span className="command-broken-mark" data-testid="command-broken-mark">
-                            <AlertIcon /> cannot run
+                            <AlertIcon /> {problemMark(c)}
                           </span>
                         ) : null}
                       </span>

@@ -115,7 +115,9 @@ export function markCommands(agents: AgentSummary[], problems: Problem[]): Agent
     commands: a.commands.map((c) => {
       if (c.problem) return c;
       const p = byCommand.get(`${a.id}\0${commandKey(c.cmd)}`);
-      return p ? { ...c, problem: `${p.severity === 'error' ? 'Broken' : 'May not work'}: ${p.reason} (${p.file}). Fix the file, or run BMAD's installer on the project again.` } : c;
+      if (!p) return c;
+      const severity = p.severity === 'error' ? 'error' : 'warning';
+      return { ...c, problem: `${severity === 'error' ? 'Broken' : 'May not work'}: ${p.reason} (${p.file}). Fix the file, or run BMAD's installer on the project again.`, problemSeverity: severity };
     }),
   }));
 }

@@ -2,7 +2,7 @@ import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle, type TurnWorkspace } from '../chat';
-import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../conversations/lease';
+import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../db/lease';
 import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';

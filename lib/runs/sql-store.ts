@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AppDatabase } from '../db/database';
-import { openStoreDatabase } from '../conversations/database';
-import { text } from '../conversations/sql-store';
+import type { SqlStoreDatabase } from '../db/store-database';
+import { text } from '../db/text';
 import {
   INTERRUPTED,
   TERMINAL,
@@ -120,9 +120,9 @@ export class SqlRunStore implements RunStore {
     this.spansHosts = database.dialect === 'postgres';
   }
 
-  /** A store on its own handle of an SQLite file (brought through its whole history) or a Postgres database. */
-  static open(target: { file: string } | { url: string; poolSize?: number }): SqlRunStore {
-    return new SqlRunStore(openStoreDatabase(target));
+  /** A store on its own handle of the stores' database (a pool of `poolSize` on Postgres). */
+  static open(database: SqlStoreDatabase, poolSize?: number): SqlRunStore {
+    return new SqlRunStore(database.kind === 'postgres' ? database.open({ poolSize }) : database.open());
   }
 
   private async db() {

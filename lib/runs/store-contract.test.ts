@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { openStoreDatabase } from '../conversations/database';
+import { conversationDatabase } from '../conversations/database';
 import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 import { MemoryRunStore } from './memory-store';
 import { SqlRunStore } from './sql-store';
@@ -29,9 +29,9 @@ afterAll(async () => {
  * writes would hold the write lock that handle waits for, blocking (see the report on lib/db).
  */
 async function sqlPair(target: { file: string } | { url: string }): Promise<Pair> {
-  const first = openStoreDatabase(target);
+  const first = conversationDatabase(target).open();
   await first.ready();
-  const second = openStoreDatabase(target);
+  const second = conversationDatabase(target).open();
   await second.ready();
   await sql`DELETE FROM runs`.execute(first.db);
   return { a: new SqlRunStore(first), b: new SqlRunStore(second) };

@@ -1,4 +1,4 @@
-export { projectOf, conversationOf, canOpenConversation, visibleProjects, accountsOf, requireAdmin, requireSignedInAdmin, projectNotFound, conversationNotFound, committerOf, APP_IDENTITY, type BodyOf } from './access';
+export { projectOf, conversationOf, canOpenConversation, turnAccess, visibleProjects, accountsOf, requireAdmin, requireSignedInAdmin, projectNotFound, conversationNotFound, committerOf, APP_IDENTITY, type BodyOf } from './access';
 export { getBuildSettings, putBuildSettings } from './build';
 export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView, workspaceForRun } from './workspaces';
 export { setupOf } from './setup';
@@ -13,4 +13,5 @@ export { listModels } from './models';
 export { listConversations, getConversation, updateConversation, deleteConversation, copyConversation, stopConversation, exportConversation, conversationAudit, visiblePage, detailFor, summariesFor, type ConversationQuery, type ConversationPatch } from './conversations';
 export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson, updatePerson, removePerson, setPersonPassword, changeOwnPassword, listTokens, createToken, revokeToken, listMembers, putMember, removeMember } from './accounts';
 export { projectMcpServers } from './mcp-hub';
-export { turnWorkspace, placeIn } from './turns';
+export { turnWorkspace, placeIn, chatTurn, turnBrief, type TurnInput, type StreamedTurn, type AnsweredTurn } from './turns';
+export { runOf, startRun, listRuns, getRun, cancelRun, runEvents, type RunInput, type StartedRun } from './runs';
