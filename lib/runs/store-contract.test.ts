@@ -116,6 +116,20 @@ describe.each(factories)('%s', (_name, open) => {
     expect(await a.get('run_nope')).toBeNull();
   });
 
+  it("lists a project's story runs newest first, with their story and workspace, and no other run", async () => {
+    await a.create(newRun(1, { storyKey: '1-1-login', workspaceId: 'ws_a' }));
+    await a.create(newRun(2));
+    await a.create(newRun(3, { storyKey: '1-2-logout' }));
+    await a.create(newRun(4, { storyKey: '1-1-login', projectId: 'p2' }));
+    const runs = await b.storyRuns('p1');
+    expect(runs.map((r) => [r.id, r.storyKey, r.workspaceId ?? null])).toEqual([
+      ['run_003', '1-2-logout', null],
+      ['run_001', '1-1-login', 'ws_a'],
+    ]);
+    expect((await b.get('run_002'))!).not.toHaveProperty('storyKey');
+    expect(await b.storyRuns('p3')).toEqual([]);
+  });
+
   it('takes a message and intent holding NUL (a pasted binary), kept readable', async () => {
     const run = await a.create(newRun(1, { message: 'before\u0000after', intent: 'cre\u0000ate' }));
     expect(run.message).toMatch(/^before.after$/);
