@@ -32,8 +32,8 @@ export function StartStoryDialog({ story, busy, error, onStart, onCancel }: { st
   const submit = (e: FormEvent) => {
     e.preventDefault();
     const t = tokens.trim();
-    if (t && !/^\d+$/.test(t)) {
-      setProblem('The token budget is a whole number of tokens (or empty for the default).');
+    if (t && (!/^\d+$/.test(t) || Number(t) === 0)) {
+      setProblem('The token budget is a whole number of tokens above 0 (or empty for the default).');
       return;
     }
     setProblem(null);
