@@ -247,6 +247,11 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE conversations ADD COLUMN workspace_id TEXT;
   ALTER TABLE runs ADD COLUMN workspace_id TEXT;
   `,
+  `
+  -- The sprint story a run builds (NULL: a run not started for a story).
+  ALTER TABLE runs ADD COLUMN story_key TEXT;
+  CREATE INDEX runs_by_story ON runs (project_id, story_key) WHERE story_key IS NOT NULL;
+  `,
 ];
 
 function replaceOnce(text: string, from: string, to: string): string {

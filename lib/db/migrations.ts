@@ -149,6 +149,8 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
   // The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
   '0006_conversation_workspace': ddl('ALTER TABLE conversations ADD COLUMN workspace_id text', 'ALTER TABLE runs ADD COLUMN workspace_id text'),
+  // The sprint story a run builds (NULL: a run not started for a story); the board reads a story's runs by it.
+  '0007_run_story': ddl('ALTER TABLE runs ADD COLUMN story_key text', 'CREATE INDEX runs_by_story ON runs (project_id, story_key) WHERE story_key IS NOT NULL'),
 };
 
 /**

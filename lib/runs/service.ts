@@ -6,8 +6,9 @@ import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } f
 import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
+import { BUILD_ANSWER_RULE, buildMessage, buildTarget, isBuildRun, readBuildTurn, type BuildJudge, type BuildReading } from './build';
 import { readAnswer } from './result';
-import { firstMessage, resolveTarget, type RunInputs } from './target';
+import { firstMessage, resolveTarget, type RunInputs, type RunTarget } from './target';
 import { INTERRUPTED, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
 import { deliverWebhook, newWebhookSecret, webhookProblem, type WebhookSettings } from './webhook';
 
@@ -77,6 +78,11 @@ export interface SubmitInput {
   webhook?: { url: string; secret?: string };
   /** Run in this workspace of the project (checked by the caller). */
   workspaceId?: string;
+  /**
+   * A build run for a sprint story: the project's build skill (or `skill` when given) with the
+   * story, its result read from the story's files. `inputs` (text) is appended to its first message.
+   */
+  story?: { key: string; file: string | null; artifacts: string };
 }
 
 const CANCELLED = Symbol('run cancelled');
@@ -129,7 +135,10 @@ export class RunService {
     authorOf?: (ownerId: string) => Promise<string | undefined>;
     /** Where a run in a workspace runs (its checkout, commands, commits by its owner). */
     placeOf?: (run: Run) => Promise<TurnWorkspace>;
+    /** How a build run's end is read from its files (and its story moved); without it a build run fails. */
+    judgeBuild?: BuildJudge;
   }) {
+    this.judgeBuild = deps.judgeBuild;
     this.chat = deps.chat;
     this.authorOf = deps.authorOf;
     this.placeOf = deps.placeOf;
@@ -142,6 +151,7 @@ export class RunService {
 
   private readonly authorOf?: (ownerId: string) => Promise<string | undefined>;
   private readonly placeOf?: (run: Run) => Promise<TurnWorkspace>;
+  private readonly judgeBuild?: BuildJudge;
 
   get store(): RunStore {
     this.opened ??= this.openStore();
@@ -201,11 +211,11 @@ export class RunService {
       const problem = await webhookProblem(input.webhook.url, this.settings.webhook.allowPrivate);
       if (problem) throw new AppError('E_VALIDATION', problem, { field: 'webhook.url' });
     }
-    const target = await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
+    const target: RunTarget = input.story ? await buildTarget(this.chat.projects, project, input.skill || undefined) : await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
     const agent = await this.chat.projects.getAgent(project.id, target.agentId);
     if (!agent) throw new AppError('E_NOT_FOUND', `Project "${project.id}" has no agent "${target.agentId}".`);
     const ws = agent.workspace;
-    const message = await firstMessage(target, input.inputs, input.intent, {
+    const message = input.story ? buildMessage(target, input.story, typeof input.inputs === 'string' ? input.inputs : JSON.stringify(input.inputs)) : await firstMessage(target, input.inputs, input.intent, {
       bundleRoot: ws.bundleRoot,
       coreRoot: ws.coreRoot,
       projectRoot: ws.projectRoot,
@@ -226,6 +236,7 @@ export class RunService {
       contract: target.contract,
       ...(input.webhook ? { webhook: { url: input.webhook.url, secret: input.webhook.secret ?? generated! } } : {}),
       ...(input.workspaceId ? { workspaceId: input.workspaceId } : {}),
+      ...(input.story ? { storyKey: input.story.key } : {}),
     });
     log.info('run.queued', { runId: run.id, projectId: run.projectId, skill: run.skill, agent: run.agentId });
     this.start();
@@ -435,7 +446,8 @@ export class RunService {
       }
       if (signal.aborted) return { status: 'cancelled', result: null, artifacts: [] };
       if (failure) return { status: 'failed', result: null, error: failure, artifacts: [] };
-      const reading = readAnswer(answer, run.contract);
+      const reading: BuildReading = isBuildRun(run) ? await this.readBuild(run, answer) : readAnswer(answer, run.contract);
+      if (reading.kind === 'end') return reading.end;
       if (reading.kind === 'result') {
         const status = reading.result.status as 'complete' | 'partial' | 'blocked';
         return { status, result: reading.result, artifacts: [] };
@@ -447,7 +459,7 @@ export class RunService {
         answers++;
         await this.store.addAnswer(lease);
         this.bus.emit(run.id, { type: 'answered', question: reading.question, answers } satisfies RunEvent);
-        message = ANSWER_RULE;
+        message = isBuildRun(run) ? BUILD_ANSWER_RULE : ANSWER_RULE;
         continue;
       }
       const required = `status${run.contract.intentRequired ? ' and intent' : ''}`;
@@ -459,6 +471,11 @@ export class RunService {
             : `The model ended without a final answer${stopReason && stopReason !== 'stop' ? ` (${stopReason})` : ''}, so there is no JSON result.`;
       return { status: 'failed', result: null, error: { code: reading.kind === 'invalid' ? 'E_INVALID_RESULT' : 'E_NO_RESULT', message: why }, artifacts: [] };
     }
+  }
+
+  private async readBuild(run: Run, answer: string): Promise<BuildReading> {
+    if (!this.judgeBuild) return { kind: 'end', end: { status: 'failed', result: null, error: { code: 'E_NO_RESULT', message: 'This server cannot read build results.' }, artifacts: [] } };
+    return readBuildTurn(run, answer, this.judgeBuild);
   }
 
   /** The files the run's conversation wrote, each with the version it left in the project's version store. */

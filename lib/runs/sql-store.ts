@@ -34,6 +34,7 @@ export interface RunRow {
   artifacts: string;
   conversation_id: string | null;
   workspace_id: string | null;
+  story_key?: string | null;
   prompt_tokens: number | string;
   completion_tokens: number | string;
   cached_tokens: number | string;
@@ -89,6 +90,7 @@ export function toRun(row: RunRow): Run {
     artifacts: JSON.parse(row.artifacts) as Run['artifacts'],
     ...(row.conversation_id !== null ? { conversationId: row.conversation_id } : {}),
     ...(row.workspace_id ? { workspaceId: row.workspace_id } : {}),
+    ...(row.story_key ? { storyKey: row.story_key } : {}),
     usage: { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens), cachedTokens: Number(row.cached_tokens) },
     ...(row.cost !== null ? { cost: Number(row.cost) } : {}),
     answers: Number(row.answers),
@@ -146,6 +148,7 @@ export class SqlRunStore implements RunStore {
         status: 'queued',
         webhook: run.webhook ? JSON.stringify(run.webhook) : null,
         workspace_id: run.workspaceId ?? null,
+        story_key: run.storyKey ?? null,
         created_at: now,
         updated_at: now,
       })
@@ -162,6 +165,19 @@ export class SqlRunStore implements RunStore {
   async unfinishedOf(ownerId: string): Promise<string[]> {
     const rows = await (await this.db()).selectFrom('runs').select('id').where('owner_id', '=', ownerId).where('status', 'in', ['queued', 'running']).execute();
     return rows.map((r) => r.id as string);
+  }
+
+  async storyRuns(projectId: string, limit = 1000): Promise<Run[]> {
+    const rows = await (await this.db())
+      .selectFrom('runs')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('story_key', 'is not', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(Math.max(1, Math.min(10_000, Math.floor(limit))))
+      .execute();
+    return rows.map((r) => toRun(r as RunRow));
   }
 
   async list(options: { projectId: string; limit?: number }): Promise<Run[]> {

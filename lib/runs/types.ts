@@ -75,6 +75,8 @@ export interface Run {
   conversationId?: string;
   /** The workspace of its project it runs in (its checkout is `{project-root}`). */
   workspaceId?: string;
+  /** The sprint story it builds (`N-M-slug`): its result is read from the story's files, and the board shows it. */
+  storyKey?: string;
   usage: RunUsage;
   cost?: number;
   /** How many questions the server answered with the contract's rule. */
@@ -89,7 +91,7 @@ export interface Run {
 }
 
 /** What a store needs to queue a run; the rest of a Run starts empty. */
-export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId'>;
+export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId' | 'storyKey'>;
 
 /** A run this holder took: release it exactly once, with `finish`. */
 export interface RunLease {
@@ -206,6 +208,8 @@ export interface RunStore {
    * stops it. Null for an unknown id.
    */
   cancel(id: string): Promise<Run | null>;
+  /** The project's runs made for sprint stories, newest first (at most `limit`, default 1000). */
+  storyRuns(projectId: string, limit?: number): Promise<Run[]>;
   /** Ids of a person's queued and running runs (to end them when the person is deactivated or removed). */
   unfinishedOf(ownerId: string): Promise<string[]>;
   /**

@@ -20,6 +20,7 @@ import { DATABASE_FILE } from '../conversations';
 import { openWorkspaceStore, WorkspaceService } from '../workspaces';
 import { closeVersionStores } from '../versions';
 import { PendingWork } from './work';
+import { judgeBuildRun } from './build-judge';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -100,6 +101,12 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       const person = accounts ? await accounts.personById(run.ownerId) : null;
       const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
       return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId! }, who);
+    },
+    // A build run's story moves to review in the sprint status, committed for its owner and naming the run.
+    judgeBuild: async (run) => {
+      const person = accounts ? await accounts.personById(run.ownerId) : null;
+      const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
+      return judgeBuildRun(runtime, run, { ...who, run: run.id });
     },
   });
   return { ...runtime, runs };

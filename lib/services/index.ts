@@ -2,6 +2,7 @@ export { projectOf, conversationOf, canOpenConversation, visibleProjects, accoun
 export { getBuildSettings, putBuildSettings } from './build';
 export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView, workspaceForRun } from './workspaces';
 export { setupOf } from './setup';
+export { getBoard, moveStory, startStory, type StartInput } from './board';
 export { listProjects, listProjectsBrief, getProject, listInstallable, createProject } from './projects';
 export { listAgents, listAgentsBrief, listBundles } from './agents';
 export { listDocuments, readProjectFile, saveProjectFile, conversationFiles, conversationFile, filesRootOf, readDocumentText, listDocumentsForModel, documentResources, documentPath, MAX_DOCUMENT_CHARS, type FileContent, type DocumentText } from './documents';
