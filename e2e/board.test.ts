@@ -163,6 +163,7 @@ it('shows the sprint, starts a story from its card, moves it to review when the 
   await expectNoViolations(page, 'story in review with its diff');
   await page.setViewportSize({ width: 375, height: 800 });
   expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1)).toBe(true);
+  await detail.scrollIntoViewIfNeeded();
   await screenshot(page, 'board-story-375.png');
   await page.setViewportSize({ width: 1280, height: 860 });
 
