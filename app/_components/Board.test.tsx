@@ -311,3 +311,14 @@ it('points a project without a sprint status to sprint planning', async () => {
   expect(await screen.findByTestId('board-empty')).toHaveTextContent('Run sprint planning');
   expect(screen.queryByTestId('board-plan-sprint')).toBeNull();
 });
+
+it('leaves the budget line out on a server without budgets', async () => {
+  const base = (globalThis as unknown as { fetch: jest.Mock }).fetch.getMockImplementation()!;
+  (globalThis as { fetch?: unknown }).fetch = jest.fn(async (url: string, init?: RequestInit) =>
+    url.endsWith('/budget') ? (calls.push({ url, method: 'GET' }), json(404, { success: false, error: 'No API route GET /api/projects/shop/budget.', code: 'E_NOT_FOUND' })) : base(url, init),
+  );
+  render(<Board projectId="shop" role="owner" agents={[]} />);
+  await screen.findAllByTestId('board-card');
+  await waitFor(() => expect(calls.some((c) => c.url.endsWith('/budget'))).toBe(true));
+  expect(screen.queryByTestId('budget-line')).toBeNull();
+});
