@@ -8,6 +8,7 @@ import { formatCost, plural } from '../_lib/format';
 import { byProjectId, projectLabel, projectSubtitle, withCommandMarks } from '../_lib/projects';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
 import { AgentPicker } from './AgentPicker';
+import { Board } from './Board';
 import { Avatar } from './Avatar';
 import { ChatView } from './ChatView';
 import { DocumentPanel } from './DocumentPanel';
@@ -286,6 +287,25 @@ export function App() {
     docDirty.current = d;
   }, []);
   const outputsWord = projectId ? 'documents' : 'outputs';
+  // The viewer reads documents inside the output folder; runs and the board name files from the project root.
+  const openRootDocument = (rootPath: string) => {
+    const rel = beyondOutput.some((f) => rootPath.startsWith(`${f}/`))
+      ? rootPath
+      : outputBase && rootPath.startsWith(`${outputBase}/`)
+        ? rootPath.slice(outputBase.length + 1)
+        : null;
+    return rel
+      ? () => {
+          setSidebarOpen(false);
+          openDocument(rel);
+        }
+      : null;
+  };
+  const startStep = (agentId: string, command: string) => {
+    if (!projectId) return;
+    navigate({ kind: 'new', agentId, projectId });
+    setPendingCommand(command);
+  };
 
   return (
     <div className="app" data-sidebar-open={sidebarOpen} data-outputs-open={outputsOpen} data-doc-open={docked ? 'true' : undefined}>
@@ -305,20 +325,7 @@ export function App() {
             if (id === conversationId) workIn(projectId);
           }}
           onClose={() => setSidebarOpen(false)}
-          openDocument={(rootPath) => {
-            // The viewer reads documents inside the output folder; a run's files are named from the project root.
-            const rel = beyondOutput.some((f) => rootPath.startsWith(`${f}/`))
-              ? rootPath
-              : outputBase && rootPath.startsWith(`${outputBase}/`)
-                ? rootPath.slice(outputBase.length + 1)
-                : null;
-            return rel
-              ? () => {
-                  setSidebarOpen(false);
-                  openDocument(rel);
-                }
-              : null;
-          }}
+          openDocument={openRootDocument}
         />
       </aside>
       {sidebarOpen ? <div className="scrim" onClick={() => setSidebarOpen(false)} aria-hidden="true" /> : null}
@@ -426,11 +433,21 @@ export function App() {
                 holdCards={!!projectId && (projectsLoading || (!!project && (journeySettled !== projectId || !detail)))}
                 footer={
                   projectId && project ? (
-                    <ProjectBuild
-                      projectId={projectId}
-                      repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
-                      onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
-                    />
+                    <>
+                      <Board
+                        projectId={projectId}
+                        role={role}
+                        agents={agents}
+                        openDocument={openRootDocument}
+                        onStartAgent={startStep}
+                        onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                      />
+                      <ProjectBuild
+                        projectId={projectId}
+                        repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
+                        onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                      />
+                    </>
                   ) : null
                 }
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
@@ -460,10 +477,7 @@ export function App() {
                     refreshKey={journeyVersion + outputsVersion}
                     onSettled={() => setJourneySettled(projectId)}
                     onOpenDocument={openDocument}
-                    onStart={(agentId, command) => {
-                      navigate({ kind: 'new', agentId, projectId });
-                      setPendingCommand(command);
-                    }}
+                    onStart={startStep}
                   />
                 ) : null}
               </AgentPicker>

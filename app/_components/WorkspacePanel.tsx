@@ -82,7 +82,7 @@ export function CommandEntry({ entry }: { entry: CommandLogEntry }) {
   );
 }
 
-function DiffSection({ projectId, workspaceId, path, version }: { projectId: string; workspaceId: string; path: string | null; version: number }) {
+export function DiffSection({ projectId, workspaceId, path, version }: { projectId: string; workspaceId: string; path: string | null; version: number }) {
   const [diff, setDiff] = useState<WorkspaceDiffView | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
