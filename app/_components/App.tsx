@@ -445,6 +445,7 @@ export function App() {
                       <ProjectBuild
                         projectId={projectId}
                         repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
+                        canEdit={role === 'owner'}
                         onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
                       />
                     </>
