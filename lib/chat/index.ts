@@ -1,5 +1,4 @@
 export type { ChatDeps } from './deps';
-export { findAgent, type AgentRef } from './agent-lookup';
 export { startTurn, type ChatRequest, type TurnHandle } from './turn';
 export { SERVER_SHUTDOWN } from './shutdown-reason';
 export { collectTurn, type TurnSummary } from './collect';
