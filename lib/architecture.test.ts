@@ -142,11 +142,30 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
+  // The stores' database, the lease identity and the shared helpers are lib/db's; the conversations
+  // add only their first SQLite history, which the runtime passes on (tests open files with it).
+  it('runs, workspaces and accounts reach the database through lib/db, not the conversations', () => {
+    const offending = [...imports]
+      .filter(([f]) => !isTest(f) && ['runs', 'workspaces', 'auth'].includes(roomOf(f)))
+      .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'conversations').map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
   // The use cases sit on top: nothing in lib builds on them.
   it('nothing in lib imports lib/services', () => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) !== 'services')
       .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'services').map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+
+  // The wire contract is what the use cases answer in; the engine below them speaks its own types,
+  // so a change of the contract is made in lib/services and nowhere else.
+  it('only lib/services imports the wire types (types/api.ts)', () => {
+    const wire = path.join(LIB, '..', 'types', 'api.ts');
+    const offending = [...imports]
+      .filter(([f]) => roomOf(f) !== 'services')
+      .flatMap(([f, list]) => list.filter((i) => i.target === wire || /^@\/types\/api(\.ts)?$/.test(i.spec)).map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });
 

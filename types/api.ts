@@ -23,6 +23,11 @@ export interface CommandSummary {
    * gone), in words a user can act on; absent when nothing is known to be wrong with it.
    */
   problem?: string;
+  /**
+   * `warning`: the doctor only suspects it (a file it reads is malformed), so it is offered with the
+   * problem shown; absent or `error`: it cannot run and is refused before it is sent.
+   */
+  problemSeverity?: 'error' | 'warning';
 }
 
 export interface AgentSummary {
@@ -285,6 +290,25 @@ export interface ProjectDocumentVersion {
   restoredFrom?: string;
   /** With accounts: the person (or token) whose turn or restore made it. */
   by?: string;
+}
+
+/** PUT /api/projects/:id/files/*: a person's save, with the document's new content hash and the version it made. */
+export interface SavedDocumentView {
+  /** Relative to the project root, posix. */
+  path: string;
+  /** The save made the document (it did not exist). */
+  created: boolean;
+  sha256: string;
+  version: ProjectDocumentVersion;
+}
+
+/** GET /api/installer: a pinned BMAD release a new project can be made of, its installer's tools and its modules. */
+export interface InstallableReleaseView {
+  version: string;
+  default: boolean;
+  /** The installer's tool ids; `preferred` marks the ones it suggests. */
+  tools: { id: string; name: string; preferred: boolean }[];
+  modules: string[];
 }
 
 /** GET /api/projects/:id/journey: where a project stands on its BMAD journey, from its own help catalog. */

@@ -1,14 +1,14 @@
 'use client';
 
 import { useCallback, useEffect, useRef, useState } from 'react';
-import type { AgentSummary, HealthData, ProjectDetail, ProjectView } from '@/types/api';
+import type { AgentSummary, ConversationDetail, HealthData, ModelProfileView, ProjectDetail, ProjectView } from '@/types/api';
 import { ApiError, api, fileUrl, projectFileUrl } from '../_lib/api';
 import { outputRelativePath } from '../_lib/documents';
 import { formatCost, plural } from '../_lib/format';
 import { byProjectId, projectLabel, projectSubtitle, withCommandMarks } from '../_lib/projects';
 import { parseRoute, routeHref, type Route } from '../_lib/route';
-import type { DetailView, ModelProfile } from '../_lib/types';
 import { AgentPicker } from './AgentPicker';
+import { Board } from './Board';
 import { Avatar } from './Avatar';
 import { ChatView } from './ChatView';
 import { DocumentPanel } from './DocumentPanel';
@@ -52,7 +52,7 @@ export function App() {
   const [listVersion, setListVersion] = useState(0);
   const [outputsVersion, setOutputsVersion] = useState(0);
   const [outputsCount, setOutputsCount] = useState(0);
-  const [models, setModels] = useState<ModelProfile[]>([]);
+  const [models, setModels] = useState<ModelProfileView[]>([]);
   const [wide, setWide] = useState(false);
   /** The document open beside (or over) the chat; it follows the agent's writes while open. */
   const [doc, setDoc] = useState<{ path: string; version: number } | null>(null);
@@ -191,7 +191,7 @@ export function App() {
     setListVersion((v) => v + 1);
   }, []);
 
-  const onDetailLoaded = useCallback((d: DetailView) => {
+  const onDetailLoaded = useCallback((d: ConversationDetail) => {
     setDetailAgentId(d.agentId);
     // A project's conversation opened without its project (an old link, the full list): restore it
     // in place, so the open view keeps its state and the URL reloads into the right project.
@@ -287,6 +287,25 @@ export function App() {
     docDirty.current = d;
   }, []);
   const outputsWord = projectId ? 'documents' : 'outputs';
+  // The viewer reads documents inside the output folder; runs and the board name files from the project root.
+  const openRootDocument = (rootPath: string) => {
+    const rel = beyondOutput.some((f) => rootPath.startsWith(`${f}/`))
+      ? rootPath
+      : outputBase && rootPath.startsWith(`${outputBase}/`)
+        ? rootPath.slice(outputBase.length + 1)
+        : null;
+    return rel
+      ? () => {
+          setSidebarOpen(false);
+          openDocument(rel);
+        }
+      : null;
+  };
+  const startStep = (agentId: string, command: string) => {
+    if (!projectId) return;
+    navigate({ kind: 'new', agentId, projectId });
+    setPendingCommand(command);
+  };
 
   return (
     <div className="app" data-sidebar-open={sidebarOpen} data-outputs-open={outputsOpen} data-doc-open={docked ? 'true' : undefined}>
@@ -306,20 +325,7 @@ export function App() {
             if (id === conversationId) workIn(projectId);
           }}
           onClose={() => setSidebarOpen(false)}
-          openDocument={(rootPath) => {
-            // The viewer reads documents inside the output folder; a run's files are named from the project root.
-            const rel = beyondOutput.some((f) => rootPath.startsWith(`${f}/`))
-              ? rootPath
-              : outputBase && rootPath.startsWith(`${outputBase}/`)
-                ? rootPath.slice(outputBase.length + 1)
-                : null;
-            return rel
-              ? () => {
-                  setSidebarOpen(false);
-                  openDocument(rel);
-                }
-              : null;
-          }}
+          openDocument={openRootDocument}
         />
       </aside>
       {sidebarOpen ? <div className="scrim" onClick={() => setSidebarOpen(false)} aria-hidden="true" /> : null}
@@ -427,11 +433,22 @@ export function App() {
                 holdCards={!!projectId && (projectsLoading || (!!project && (journeySettled !== projectId || !detail)))}
                 footer={
                   projectId && project ? (
-                    <ProjectBuild
-                      projectId={projectId}
-                      repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
-                      onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
-                    />
+                    <>
+                      <Board
+                        projectId={projectId}
+                        role={role}
+                        agents={agents}
+                        openDocument={openRootDocument}
+                        onStartAgent={startStep}
+                        onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                      />
+                      <ProjectBuild
+                        projectId={projectId}
+                        repository={detail?.detail ? (detail.detail.repository ?? null) : undefined}
+                        canEdit={role === 'owner'}
+                        onOpenConversation={(id) => navigate({ kind: 'conversation', id, projectId })}
+                      />
+                    </>
                   ) : null
                 }
                 onPick={(a) => navigate({ kind: 'new', agentId: a.id, ...inProject(projectId) })}
@@ -461,10 +478,7 @@ export function App() {
                     refreshKey={journeyVersion + outputsVersion}
                     onSettled={() => setJourneySettled(projectId)}
                     onOpenDocument={openDocument}
-                    onStart={(agentId, command) => {
-                      navigate({ kind: 'new', agentId, projectId });
-                      setPendingCommand(command);
-                    }}
+                    onStart={startStep}
                   />
                 ) : null}
               </AgentPicker>

@@ -1,7 +1,7 @@
 import { TextDecoder as NodeTextDecoder, TextEncoder as NodeTextEncoder } from 'util';
 import { act, render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import type { AgentSummary, ConversationDetail } from '@/types/api';
+import type { AgentSummary, ConversationDetail, ModelProfileView } from '@/types/api';
 import { recordedTurnChunks } from '../_lib/__fixtures__/turn';
 import { ChatView, type ChatViewProps } from './ChatView';
 
@@ -466,6 +466,9 @@ describe('ChatView: what a reload shows', () => {
   });
 });
 
+/** A model profile as GET /api/models lists one. */
+const profile = (name: string, model: string, configured = true): ModelProfileView => ({ name, model, contextWindow: 128000, maxOutputTokens: 4096, configured, default: false });
+
 describe('ChatView: usage, models, status', () => {
   it('shows the answer\'s token usage and the model that answered, discreetly', async () => {
     const user = userEvent.setup();
@@ -496,15 +499,15 @@ describe('ChatView: usage, models, status', () => {
 
   it('hides the model picker with one profile; with more, the choice goes with each message and the conversation remembers it', async () => {
     const user = userEvent.setup();
-    const { unmount } = render(<ChatView conversationId={null} agentId="analyst" agents={[agent]} models={[{ name: 'default', model: 'm1' }]} onConversationCreated={jest.fn()} onDetailLoaded={jest.fn()} onOutputsChanged={jest.fn()} onTurnEnd={jest.fn()} onNewConversation={jest.fn()} />);
+    const { unmount } = render(<ChatView conversationId={null} agentId="analyst" agents={[agent]} models={[profile('default', 'm1')]} onConversationCreated={jest.fn()} onDetailLoaded={jest.fn()} onOutputsChanged={jest.fn()} onTurnEnd={jest.fn()} onNewConversation={jest.fn()} />);
     expect(screen.queryByTestId('model-picker')).toBeNull();
     unmount();
 
     details['c-9'] = storedDetail('c-9', { model: 'deep' });
     const models = [
-      { name: 'fast', model: 'gpt-4o-mini', configured: true },
-      { name: 'deep', model: 'o3', configured: true },
-      { name: 'local', model: 'qwen', configured: false },
+      profile('fast', 'gpt-4o-mini'),
+      profile('deep', 'o3'),
+      profile('local', 'qwen', false),
     ];
     renderChat({ conversationId: 'c-9', agentId: null, models });
     await screen.findByText('Second answer');
@@ -584,6 +587,30 @@ describe('ChatView: commands known to be broken, and costs', () => {
     await user.click(help);
     expect(chatBodies).toEqual([{ agentId: 'analyst', message: '*help', stream: true }]);
     expect(screen.queryByTestId('broken-command')).toBeNull();
+  });
+
+  it('offers a command the doctor only suspects, with its problem shown, and sends it', async () => {
+    const user = userEvent.setup();
+    const suspect: AgentSummary = {
+      ...agent,
+      commands: [
+        {
+          cmd: '*CP',
+          description: 'Create PRD',
+          problem: 'May not work: the frontmatter is not valid YAML (step-07.md). Fix the file, or run BMAD’s installer on the project again.',
+          problemSeverity: 'warning',
+        },
+      ],
+    };
+    renderChat({ agents: [suspect] });
+    const [cp] = screen.getAllByTestId('command-card');
+    expect(cp).not.toHaveAttribute('data-broken');
+    expect(cp).toHaveAttribute('data-warning', 'true');
+    expect(cp).toHaveTextContent('may not work');
+    expect(cp).not.toHaveTextContent('cannot run');
+    await user.click(cp);
+    expect(screen.queryByTestId('broken-command')).toBeNull();
+    expect(chatBodies).toEqual([{ agentId: 'analyst', message: '*CP', stream: true }]);
   });
 
   it("shows each stored answer's cost and the conversation's total after a reload", async () => {

@@ -1,16 +1,16 @@
 'use client';
 
 import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState } from 'react';
-import type { AgentSummary, CommandSummary } from '@/types/api';
+import type { AgentSummary, CommandSummary, ConversationDetail, ModelProfileView } from '@/types/api';
 import { personLabel } from '../_lib/accounts';
 import { ApiError, api } from '../_lib/api';
 import { runningTool } from '../_lib/chatReducer';
-import { commandOfMessage, commandText } from '../_lib/commands';
+import { cannotRun, commandOfMessage, commandText, problemMark } from '../_lib/commands';
 import { formatCost } from '../_lib/format';
 import { useEscape } from '../_lib/escape';
 import { historyToMessages } from '../_lib/history';
 import { toolStatusText } from '../_lib/toolLabels';
-import type { ChatState, DetailView, ModelProfile } from '../_lib/types';
+import type { ChatState } from '../_lib/types';
 import { WorkspaceBadge } from './WorkspaceBadge';
 import { useChatSession } from '../_lib/useChatSession';
 import { CommandChips } from './CommandChips';
@@ -31,9 +31,9 @@ export interface ChatViewProps {
   /** The agents are still being read: a restored turn's notice waits for them, so its Retry does not appear late. */
   agentsLoading?: boolean;
   /** The server's model profiles; the picker shows only when there is a choice. */
-  models?: ModelProfile[];
+  models?: ModelProfileView[];
   onConversationCreated: (id: string) => void;
-  onDetailLoaded: (detail: DetailView) => void;
+  onDetailLoaded: (detail: ConversationDetail) => void;
   /** A tool wrote a file (its virtual path, when known). */
   onOutputsChanged: (path?: string) => void;
   onTurnEnd: () => void;
@@ -67,7 +67,7 @@ function statusText(state: ChatState, agentName: string): string {
 
 export function ChatView(props: ChatViewProps) {
   const { conversationId, agents, models = [] } = props;
-  const [detail, setDetail] = useState<DetailView | null>(null);
+  const [detail, setDetail] = useState<ConversationDetail | null>(null);
   const { me } = useMe();
   // The conversation knows its project best; the page may learn it a render later.
   const projectId = detail?.projectId ?? props.projectId ?? null;
@@ -175,7 +175,7 @@ export function ChatView(props: ChatViewProps) {
     if (busy || !agentId) return false;
     // Known broken before it runs: say why and what to do, rather than fail on a missing file.
     const command = commandOfMessage(agent?.commands ?? [], text);
-    if (command?.problem) {
+    if (command && cannotRun(command)) {
       setBroken(command);
       return false;
     }
@@ -319,7 +319,8 @@ export function ChatView(props: ChatViewProps) {
                       type="button"
                       className={c.problem ? 'command-card is-broken' : 'command-card'}
                       data-testid="command-card"
-                      data-broken={c.problem ? 'true' : undefined}
+                      data-broken={cannotRun(c) ? 'true' : undefined}
+                      data-warning={c.problem && !cannotRun(c) ? 'true' : undefined}
                       disabled={busy || !agent}
                       onClick={() => doSend(commandText(c.cmd))}
                     >
@@ -327,7 +328,7 @@ export function ChatView(props: ChatViewProps) {
                         {commandText(c.cmd)}
                         {c.problem ? (
                           <span className="command-broken-mark" data-testid="command-broken-mark">
-                            <AlertIcon /> cannot run
+                            <AlertIcon /> {problemMark(c)}
                           </span>
                         ) : null}
                       </span>
@@ -528,7 +529,7 @@ function ConversationHeader(props: {
  * In place of the composer when the reader may not write here: whose conversation it is, and
  * "Continue in a copy", which makes a conversation of their own with these messages and opens it.
  */
-export function ReadOnlyBar({ detail, myId, onOpenConversation }: { detail: DetailView; myId?: string; onOpenConversation?: (id: string) => void }) {
+export function ReadOnlyBar({ detail, myId, onOpenConversation }: { detail: ConversationDetail; myId?: string; onOpenConversation?: (id: string) => void }) {
   const [copying, setCopying] = useState(false);
   const [error, setError] = useState<ApiError | null>(null);
   const owner = detail.owner ? personLabel(detail.owner) : 'someone else';

@@ -1,7 +1,7 @@
 'use client';
 
 import type { CommandSummary } from '@/types/api';
-import { commandText } from '../_lib/commands';
+import { cannotRun, commandText, problemMark } from '../_lib/commands';
 import { AlertIcon } from './icons';
 
 export function CommandChips({ commands, disabled, onPick }: { commands: CommandSummary[]; disabled?: boolean; onPick: (text: string) => void }) {
@@ -14,9 +14,9 @@ export function CommandChips({ commands, disabled, onPick }: { commands: Command
             type="button"
             className={c.problem ? 'chip is-broken' : 'chip'}
             data-testid="command-chip"
-            data-broken={c.problem ? 'true' : undefined}
-            title={c.problem ? `Cannot run: ${c.problem}` : c.description}
-            aria-label={`${commandText(c.cmd)}: ${c.problem ? `cannot run. ${c.problem}` : c.description}`}
+            data-broken={cannotRun(c) ? 'true' : undefined}
+            title={c.problem ? `${cannotRun(c) ? 'Cannot run' : 'May not work'}: ${c.problem}` : c.description}
+            aria-label={`${commandText(c.cmd)}: ${c.problem ? `${problemMark(c)}. ${c.problem}` : c.description}`}
             disabled={disabled}
             onClick={() => onPick(commandText(c.cmd))}
           >

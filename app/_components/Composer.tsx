@@ -2,7 +2,7 @@
 
 import { forwardRef, useId, useImperativeHandle, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
 import type { CommandSummary } from '@/types/api';
-import { commandQuery, commandText, filterCommands } from '../_lib/commands';
+import { commandQuery, commandText, filterCommands, problemMark } from '../_lib/commands';
 import { SendIcon, StopIcon } from './icons';
 
 export interface ComposerProps {
@@ -136,7 +136,7 @@ export const Composer = forwardRef<ComposerHandle, ComposerProps>(function Compo
             >
               <span className="command-name">
                 {commandText(c.cmd)}
-                {c.problem ? <span className="command-broken-mark"> ⚠ cannot run</span> : null}
+                {c.problem ? <span className="command-broken-mark"> ⚠ {problemMark(c)}</span> : null}
               </span>
               <span className="command-desc">{c.problem ?? c.description}</span>
             </li>

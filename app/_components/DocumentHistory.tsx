@@ -1,11 +1,10 @@
 'use client';
 
 import { useEffect, useId, useRef, useState, type MouseEvent } from 'react';
-import type { AgentSummary } from '@/types/api';
+import type { AgentSummary, ProjectDocumentVersion } from '@/types/api';
 import { api, projectFileUrl } from '../_lib/api';
 import { dateTime, formatSize } from '../_lib/format';
 import { routeHref } from '../_lib/route';
-import type { FileVersion } from '../_lib/types';
 import { ConfirmDialog } from './ConfirmDialog';
 import { FileContentView, useFileContent } from './FileContent';
 import { Spinner } from './icons';
@@ -40,7 +39,7 @@ function ConversationRef({ id, ctx }: { id: string; ctx: Authorship }) {
   );
 }
 
-type HistoryView = { kind: 'list' } | { kind: 'version' | 'diff'; version: FileVersion; number: number };
+type HistoryView = { kind: 'list' } | { kind: 'version' | 'diff'; version: ProjectDocumentVersion; number: number };
 
 /** A diff with no change line (only its file headers, or nothing) shows no differences. */
 export function hasChanges(diff: string): boolean {
@@ -102,7 +101,7 @@ function VersionDiff({ projectId, path, version, number }: { projectId: string; 
   return <DiffView diff={state.diff} />;
 }
 
-function versionAuthor(v: FileVersion, ctx: Authorship) {
+function versionAuthor(v: ProjectDocumentVersion, ctx: Authorship) {
   // A person's restore: credited to them, with no conversation to link.
   if (v.person) return <>{v.kind === 'restore' ? 'restored by ' : 'by '}<span data-testid="version-person">{v.person}</span></>;
   if (v.kind === 'untracked' || !v.agentId) return <>changed outside the agents</>;
@@ -123,10 +122,10 @@ function versionAuthor(v: FileVersion, ctx: Authorship) {
 
 export function DocumentHistory({ path, ctx, reloadKey, canRestore, onRestored }: { path: string; ctx: Authorship; reloadKey: number | string; canRestore: boolean; onRestored: (number: number) => void }) {
   const id = useId();
-  const [versions, setVersions] = useState<FileVersion[] | null>(null);
+  const [versions, setVersions] = useState<ProjectDocumentVersion[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [view, setView] = useState<HistoryView>({ kind: 'list' });
-  const [confirm, setConfirm] = useState<{ version: FileVersion; number: number } | null>(null);
+  const [confirm, setConfirm] = useState<{ version: ProjectDocumentVersion; number: number } | null>(null);
   const [restoring, setRestoring] = useState(false);
   const [restoreError, setRestoreError] = useState<string | null>(null);
   const backRef = useRef<HTMLButtonElement>(null);
@@ -154,7 +153,7 @@ export function DocumentHistory({ path, ctx, reloadKey, canRestore, onRestored }
     }
   }, [view]);
 
-  const open = (kind: 'version' | 'diff', version: FileVersion, number: number) => {
+  const open = (kind: 'version' | 'diff', version: ProjectDocumentVersion, number: number) => {
     returnTo.current = `${kind}-${version.version}`;
     setView({ kind, version, number });
   };
@@ -177,7 +176,7 @@ export function DocumentHistory({ path, ctx, reloadKey, canRestore, onRestored }
     }
   };
 
-  const restoreButton = (v: FileVersion, number: number) => (
+  const restoreButton = (v: ProjectDocumentVersion, number: number) => (
     <button type="button" className="button" data-focus-key={`restore-${v.version}`} aria-label={`Restore version ${number}`} onClick={() => setConfirm({ version: v, number })}>
       Restore
     </button>

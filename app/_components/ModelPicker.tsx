@@ -1,13 +1,13 @@
 'use client';
 
 import { useId } from 'react';
-import type { ModelProfile } from '../_lib/types';
+import type { ModelProfileView } from '@/types/api';
 
 /**
  * Which model profile answers. Hidden while the server offers only one: there is nothing to choose.
  * `value` null is Automatic: the server's routes (command, agent, default) choose per turn.
  */
-export function ModelPicker({ models, value, disabled, onChange }: { models: ModelProfile[]; value: string | null; disabled?: boolean; onChange: (name: string | null) => void }) {
+export function ModelPicker({ models, value, disabled, onChange }: { models: ModelProfileView[]; value: string | null; disabled?: boolean; onChange: (name: string | null) => void }) {
   const id = useId();
   if (models.length < 2) return null;
   const known = value && models.some((m) => m.name === value);

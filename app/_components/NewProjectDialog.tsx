@@ -1,8 +1,8 @@
 'use client';
 
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
-import type { ProjectView } from '@/types/api';
-import { ApiError, api, type InstallableRelease } from '../_lib/api';
+import type { InstallableReleaseView, ProjectView } from '@/types/api';
+import { ApiError, api } from '../_lib/api';
 import { modalKeys } from '../_lib/focus';
 import { useEscape } from '../_lib/escape';
 import type { NewProjectInput } from '../_lib/types';
@@ -23,7 +23,7 @@ export interface NewProjectDialogProps {
 }
 
 /** Before the server lists its releases: the default it installs. */
-const FALLBACK_RELEASE: InstallableRelease = { version: '6.12.0', default: true, tools: [{ id: 'claude-code', name: 'Claude Code', preferred: true }], modules: ['bmm'] };
+const FALLBACK_RELEASE: InstallableReleaseView = { version: '6.12.0', default: true, tools: [{ id: 'claude-code', name: 'Claude Code', preferred: true }], modules: ['bmm'] };
 const DEFAULT_TOOLS = ['claude-code'];
 
 /**
@@ -39,7 +39,7 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
   const [fieldErrors, setFieldErrors] = useState<Partial<Record<Field, string>>>({});
   const [formError, setFormError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-  const [releases, setReleases] = useState<InstallableRelease[]>([FALLBACK_RELEASE]);
+  const [releases, setReleases] = useState<InstallableReleaseView[]>([FALLBACK_RELEASE]);
   const [version, setVersion] = useState(FALLBACK_RELEASE.version);
   const [tools, setTools] = useState<string[]>(DEFAULT_TOOLS);
   const [steps, setSteps] = useState<string[]>([]);

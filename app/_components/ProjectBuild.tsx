@@ -13,6 +13,7 @@ import {
   workspacesApi,
   type BuildSettingsView,
   type RepositoryView,
+  type WorkspaceDetailView,
   type WorkspaceView,
 } from '../_lib/workspaces';
 import { WorkspacePanel } from './WorkspacePanel';
@@ -53,7 +54,8 @@ export function RepositoryLine({ repository }: { repository: RepositoryView | nu
 
 const STATUS_WORDS: Record<WorkspaceView['status'], string> = { open: 'open', merged: 'merged', discarded: 'discarded' };
 
-export function aheadBehindText(w: Pick<WorkspaceView, 'ahead' | 'behind' | 'base'>): string {
+// A list's workspaces come without their counts: only the detail has them.
+export function aheadBehindText(w: Pick<WorkspaceView, 'base'> & Partial<Pick<WorkspaceDetailView, 'ahead' | 'behind'>>): string {
   if (typeof w.ahead !== 'number' || typeof w.behind !== 'number') return '';
   return `${w.ahead} ahead, ${w.behind} behind ${w.base}`;
 }

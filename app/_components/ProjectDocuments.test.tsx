@@ -1,7 +1,6 @@
 import { render, screen, waitFor, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
-import type { AgentSummary } from '@/types/api';
-import type { FileVersion, ProjectFileEntry } from '../_lib/types';
+import type { AgentSummary, ProjectDocument, ProjectDocumentVersion } from '@/types/api';
 import { OutputsPanel } from './OutputsPanel';
 import { hasChanges, toTree } from './ProjectDocuments';
 
@@ -11,13 +10,13 @@ const agents: AgentSummary[] = [
 ];
 
 const now = new Date().toISOString();
-const files: ProjectFileEntry[] = [
+const files: ProjectDocument[] = [
   { path: 'prd.md', name: 'prd.md', size: 2048, modifiedAt: now, lastWriter: { agentId: 'pm', conversationId: 'c-2', at: now } },
   { path: 'planning/brief.md', name: 'brief.md', size: 40, modifiedAt: now, lastWriter: { agentId: 'analyst', conversationId: 'c-1', at: now } },
 ];
 
-let versions: FileVersion[];
-const v = (version: string, agentId: string | null, conversationId: string | null, size: number, kind: FileVersion['kind'] = 'write'): FileVersion => ({
+let versions: ProjectDocumentVersion[];
+const v = (version: string, agentId: string | null, conversationId: string | null, size: number, kind: ProjectDocumentVersion['kind'] = 'write'): ProjectDocumentVersion => ({
   version,
   at: '2025-03-01T10:00:00Z',
   agentId,

@@ -1,11 +1,10 @@
 'use client';
 
 import { useCallback, useEffect, useState } from 'react';
-import type { AgentSummary } from '@/types/api';
+import type { AgentSummary, ProjectDocument } from '@/types/api';
 import { api, projectFileUrl } from '../_lib/api';
 import { formatSize, relativeTime } from '../_lib/format';
 import { useFileList } from '../_lib/useFileList';
-import type { ProjectFileEntry } from '../_lib/types';
 import { DocumentPanel } from './DocumentPanel';
 import { agentName, type Authorship } from './DocumentHistory';
 import { CloseIcon, DownloadIcon, FilesIcon, FolderIcon, RefreshIcon, Spinner } from './icons';
@@ -16,11 +15,11 @@ interface DirNode {
   name: string;
   path: string;
   dirs: DirNode[];
-  files: ProjectFileEntry[];
+  files: ProjectDocument[];
 }
 
 /** The flat list the API gives, as folders and files, folders first, each alphabetical. */
-export function toTree(files: ProjectFileEntry[]): DirNode {
+export function toTree(files: ProjectDocument[]): DirNode {
   const root: DirNode = { name: '', path: '', dirs: [], files: [] };
   for (const f of files) {
     const parts = f.path.split('/').filter(Boolean);

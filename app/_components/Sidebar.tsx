@@ -1,10 +1,9 @@
 'use client';
 
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
-import type { AgentSummary } from '@/types/api';
-import type { SummaryView } from '../_lib/types';
+import type { AgentSummary, ConversationSummaryView } from '@/types/api';
 import { personLabel } from '../_lib/accounts';
-import { api } from '../_lib/api';
+import { api, ApiError } from '../_lib/api';
 import { DATE_GROUPS, dateGroup, relativeTime } from '../_lib/format';
 import { Avatar } from './Avatar';
 import { ConfirmDialog } from './ConfirmDialog';
@@ -18,7 +17,7 @@ const POLL_MS = 1500;
 const POLL_MAX = 80;
 const SEARCH_DELAY_MS = 250;
 
-type Summary = SummaryView;
+type Summary = ConversationSummaryView;
 
 const STATUS_WORDS: Partial<Record<Summary['status'], string>> = {
   running: 'running',
@@ -72,6 +71,12 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
       setError(null);
     } catch (e) {
       if ((e as Error)?.name === 'AbortError') return;
+      // A project one may not see is said in words by the page itself, never as the API's message.
+      if (e instanceof ApiError && e.code === 'E_PROJECT_NOT_FOUND') {
+        setItems([]);
+        setError(null);
+        return;
+      }
       setError((e as Error).message);
     } finally {
       if (!signal?.aborted) setLoading(false);
@@ -82,6 +87,7 @@ export function Sidebar({ currentId, projectId = null, projectName, agents, refr
   useEffect(() => {
     setItems([]);
     setCursor(undefined);
+    setError(null);
     setLoading(true);
   }, [projectId]);
 

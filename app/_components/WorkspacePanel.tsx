@@ -1,11 +1,10 @@
 'use client';
 
 import { useCallback, useEffect, useId, useMemo, useState } from 'react';
-import type { ConversationDetail } from '@/types/api';
+import type { ConversationDetail, ConversationSummaryView } from '@/types/api';
 import { ApiError, api } from '../_lib/api';
 import { relativeTime } from '../_lib/format';
 import { runsApi, type RunItem } from '../_lib/runs';
-import type { SummaryView } from '../_lib/types';
 import {
   commandLog,
   commandOutcome,
@@ -83,7 +82,7 @@ export function CommandEntry({ entry }: { entry: CommandLogEntry }) {
   );
 }
 
-function DiffSection({ projectId, workspaceId, path, version }: { projectId: string; workspaceId: string; path: string | null; version: number }) {
+export function DiffSection({ projectId, workspaceId, path, version }: { projectId: string; workspaceId: string; path: string | null; version: number }) {
   const [diff, setDiff] = useState<WorkspaceDiffView | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -145,7 +144,7 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
   const [busy, setBusy] = useState(false);
   const [actionError, setActionError] = useState<{ message: string; paths?: string[] } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
-  const [conversations, setConversations] = useState<SummaryView[] | null>(null);
+  const [conversations, setConversations] = useState<ConversationSummaryView[] | null>(null);
   const [runs, setRuns] = useState<RunItem[]>([]);
   const [log, setLog] = useState<CommandLogEntry[] | null>(null);
 

@@ -1,16 +1,21 @@
 import type {
   AgentSummary,
   ChatResponseData,
+  ConversationDetail,
   ConversationListData,
   HealthData,
+  InstallableReleaseView,
+  ModelProfileView,
   OutputFileEntry,
   ProjectDetail,
+  ProjectDocument,
   ProjectDocumentVersion,
   ProjectJourney,
   ProjectMcpServer,
   ProjectView,
+  SavedDocumentView,
 } from '@/types/api';
-import type { DetailView, FileVersion, ModelProfile, NewProjectInput, ProjectFileEntry, SummaryView } from './types';
+import type { NewProjectInput } from './types';
 
 /** A failed API call, with the server's safe message and code. */
 export class ApiError extends Error {
@@ -108,20 +113,6 @@ export interface LastChange {
   agentId: string | null;
 }
 
-export interface InstallableRelease {
-  version: string;
-  default: boolean;
-  tools: { id: string; name: string; preferred: boolean }[];
-  modules: string[];
-}
-
-export interface SavedDocumentView {
-  path: string;
-  created: boolean;
-  sha256: string;
-  version: ProjectDocumentVersion;
-}
-
 /** The sha256 of bytes, hex, as the server names content (the browser's own digest). */
 export async function sha256Hex(bytes: ArrayBuffer): Promise<string | null> {
   const subtle = (globalThis.crypto as Crypto | undefined)?.subtle;
@@ -129,8 +120,6 @@ export async function sha256Hex(bytes: ArrayBuffer): Promise<string | null> {
   const digest = await subtle.digest('SHA-256', bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
 }
-
-export type ConversationPage = Omit<ConversationListData, 'items'> & { items: SummaryView[] };
 
 export const api = {
   health: (signal?: AbortSignal) => request<HealthData>('/api/health', { signal }),
@@ -145,16 +134,16 @@ export const api = {
     if (opts.limit) q.set('limit', String(opts.limit));
     if (opts.cursor) q.set('cursor', opts.cursor);
     const qs = q.toString();
-    return request<ConversationPage>(`/api/conversations${qs ? `?${qs}` : ''}`, { signal });
+    return request<ConversationListData>(`/api/conversations${qs ? `?${qs}` : ''}`, { signal });
   },
-  conversation: (id: string, signal?: AbortSignal) => request<DetailView>(`/api/conversations/${enc(id)}`, { signal }),
+  conversation: (id: string, signal?: AbortSignal) => request<ConversationDetail>(`/api/conversations/${enc(id)}`, { signal }),
   /** Remembers the model profile a conversation answers with. */
   setModel: (id: string, model: string | null) =>
     request<unknown>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ model }) }),
-  models: async (signal?: AbortSignal): Promise<ModelProfile[]> => {
-    const data = await request<ModelProfile[]>('/api/models', { signal });
+  models: async (signal?: AbortSignal): Promise<ModelProfileView[]> => {
+    const data = await request<ModelProfileView[]>('/api/models', { signal });
     const list = Array.isArray(data) ? data : [];
-    return list.filter((m): m is ModelProfile => !!m && typeof m.name === 'string' && m.name !== '');
+    return list.filter((m): m is ModelProfileView => !!m && typeof m.name === 'string' && m.name !== '');
   },
   rename: (id: string, title: string) =>
     request<{ title?: string }>(`/api/conversations/${enc(id)}`, { method: 'PATCH', body: JSON.stringify({ title }) }),
@@ -173,13 +162,13 @@ export const api = {
   project: (id: string, signal?: AbortSignal) => request<ProjectDetail>(`/api/projects/${enc(id)}`, { signal }),
   createProject: (input: NewProjectInput, signal?: AbortSignal) =>
     request<ProjectView>('/api/projects', { method: 'POST', body: JSON.stringify(input), signal }),
-  projectFiles: async (projectId: string, signal?: AbortSignal): Promise<ProjectFileEntry[]> => {
-    const data = await request<{ files?: ProjectFileEntry[] } | ProjectFileEntry[]>(`/api/projects/${enc(projectId)}/files`, { signal });
+  projectFiles: async (projectId: string, signal?: AbortSignal): Promise<ProjectDocument[]> => {
+    const data = await request<{ files?: ProjectDocument[] } | ProjectDocument[]>(`/api/projects/${enc(projectId)}/files`, { signal });
     if (Array.isArray(data)) return data;
     return data?.files ?? [];
   },
-  fileVersions: async (projectId: string, path: string, signal?: AbortSignal): Promise<FileVersion[]> => {
-    const data = await request<{ versions?: FileVersion[] }>(`${projectFileUrl(projectId, path)}?versions`, { signal });
+  fileVersions: async (projectId: string, path: string, signal?: AbortSignal): Promise<ProjectDocumentVersion[]> => {
+    const data = await request<{ versions?: ProjectDocumentVersion[] }>(`${projectFileUrl(projectId, path)}?versions`, { signal });
     return data?.versions ?? [];
   },
   fileDiff: async (projectId: string, path: string, version: string, signal?: AbortSignal): Promise<string> => {
@@ -187,7 +176,7 @@ export const api = {
     return data?.diff ?? '';
   },
   journey: (projectId: string, signal?: AbortSignal) => request<ProjectJourney>(`/api/projects/${enc(projectId)}/journey`, { signal }),
-  installer: (signal?: AbortSignal) => request<InstallableRelease[]>('/api/installer', { signal }),
+  installer: (signal?: AbortSignal) => request<InstallableReleaseView[]>('/api/installer', { signal }),
   /**
    * Creates a project, reporting the installer's steps as the server streams them. Whatever the
    * request got wrong comes back as a plain error before anything streams.

@@ -35,3 +35,13 @@ export function commandOfMessage(commands: CommandSummary[], text: string): Comm
   const typed = words[0].toLowerCase();
   return commands.find((c) => [c.cmd.replace(/^[*/]+/, ''), c.code, c.name].some((n) => n && n.toLowerCase() === typed));
 }
+
+/** A command known not to run: refused before it is sent. A suspected one (`warning`) is offered with its problem shown. */
+export function cannotRun(c: CommandSummary): boolean {
+  return !!c.problem && c.problemSeverity !== 'warning';
+}
+
+/** The short mark beside a command with a problem. */
+export function problemMark(c: CommandSummary): string {
+  return cannotRun(c) ? 'cannot run' : 'may not work';
+}

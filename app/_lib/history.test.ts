@@ -1,4 +1,4 @@
-import { toMessageViews } from '@/lib/chat/views';
+import { toMessageViews } from '@/lib/services/presenters/conversations';
 import type { StoredMessage } from '@/lib/conversations/types';
 import { historyToMessages } from './history';
 

@@ -23,11 +23,11 @@ export const byProjectId = (a: ProjectView, b: ProjectView) => a.id.localeCompar
  */
 export function withCommandMarks(agents: AgentSummary[], marked: AgentSummary[] | undefined): AgentSummary[] {
   if (!marked?.length) return agents;
-  const marks = new Map<string, string>();
-  for (const a of marked) for (const c of a.commands) if (c.problem) marks.set(`${a.id}\0${c.cmd}`, c.problem);
+  const marks = new Map<string, Pick<AgentSummary['commands'][number], 'problem' | 'problemSeverity'>>();
+  for (const a of marked) for (const c of a.commands) if (c.problem) marks.set(`${a.id}\0${c.cmd}`, { problem: c.problem, ...(c.problemSeverity ? { problemSeverity: c.problemSeverity } : {}) });
   if (!marks.size) return agents;
   return agents.map((a) => {
     if (!a.commands.some((c) => !c.problem && marks.has(`${a.id}\0${c.cmd}`))) return a;
-    return { ...a, commands: a.commands.map((c) => (c.problem || !marks.has(`${a.id}\0${c.cmd}`) ? c : { ...c, problem: marks.get(`${a.id}\0${c.cmd}`) })) };
+    return { ...a, commands: a.commands.map((c) => (c.problem || !marks.has(`${a.id}\0${c.cmd}`) ? c : { ...c, ...marks.get(`${a.id}\0${c.cmd}`) })) };
   });
 }

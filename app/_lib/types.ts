@@ -1,7 +1,10 @@
-/** UI-only types: the browser's view of a conversation while it streams. */
-import type { ConversationDetail, ConversationSummaryView } from '@/types/api';
+/**
+ * UI-only types: the browser's view of a conversation while it streams. What the server sends is
+ * typed by types/api.ts; the shapes here are the client's own, derived from it where they meet.
+ */
+import type { ChatResponseData, PersonRef, UsageView } from '@/types/api';
 
-export type StopReason = 'stop' | 'max_iterations' | 'aborted';
+export type StopReason = ChatResponseData['stopReason'];
 
 export interface TextPart {
   type: 'text';
@@ -58,14 +61,11 @@ export interface UIMessage {
   model?: AnsweredBy;
   cost?: number;
   /** A stored user message, with accounts: who wrote it (absent for one's own new messages until reloaded). */
-  author?: { id: string; name: string; status?: 'active' | 'deactivated' | 'removed' };
+  author?: PersonRef;
 }
 
-export interface MessageUsage {
-  promptTokens: number;
-  completionTokens: number;
-  cachedTokens?: number;
-}
+/** A turn's usage as the stream reports it: the cached count may be missing. */
+export type MessageUsage = Pick<UsageView, 'promptTokens' | 'completionTokens'> & Partial<Pick<UsageView, 'cachedTokens'>>;
 
 export interface AnsweredBy {
   profile?: string;
@@ -107,43 +107,7 @@ export interface StreamChunk {
   [key: string]: unknown;
 }
 
-/*
- * Project shapes the browser reads but types/api.ts does not (yet) declare. Kept here so the UI
- * can follow the documented contract before the shared types catch up.
- */
-
-/** Where a conversation stands; `stopped` and `failed` come with the server's `lastTurn`. */
-export type ConversationStatus = 'idle' | 'running' | 'interrupted' | 'stopped' | 'failed';
-
-/** How the last turn ended when it did not finish normally (GET /api/conversations/:id). */
-export interface LastTurn {
-  status: 'stopped' | 'failed' | 'interrupted';
-  error?: { code?: string; message?: string };
-  at?: string;
-}
-
-/** A model profile the server offers (GET /api/models). */
-export interface ModelProfile {
-  name: string;
-  model: string;
-  contextWindow?: number;
-  configured?: boolean;
-}
-
-/** A conversation summary or detail; the server names the project of a project conversation. */
-export type WithProject<T> = T & { projectId?: string };
-
-/** A summary as the list gives it, with the statuses the server may report. */
-export type SummaryView = Omit<WithProject<ConversationSummaryView>, 'status'> & { status: ConversationStatus };
-
-/** GET /api/conversations/:id with the fields newer servers add (all optional here). */
-export type DetailView = Omit<WithProject<ConversationDetail>, 'status'> & {
-  status: ConversationStatus;
-  lastTurn?: LastTurn;
-  /** The model profile the conversation uses. */
-  model?: string;
-};
-
+/** POST /api/projects: what a new project is made of. */
 export interface NewProjectInput {
   name: string;
   /** One of the releases GET /api/installer lists; the default one when absent. */
@@ -154,38 +118,4 @@ export interface NewProjectInput {
   userName?: string;
   communicationLanguage?: string;
   documentLanguage?: string;
-}
-
-export interface FileWriter {
-  /** null for a person's restore (then `person` names them). */
-  agentId: string | null;
-  /** null when there is no conversation the caller can open. */
-  conversationId: string | null;
-  at: string;
-  person?: string;
-}
-
-/** One document of a project's output folder (GET /api/projects/:id/files). */
-export interface ProjectFileEntry {
-  /** Relative to the project's output folder, posix. */
-  path: string;
-  name: string;
-  size: number;
-  modifiedAt: string;
-  lastWriter?: FileWriter;
-}
-
-/** One recorded version of a document, newest first in a list. */
-export interface FileVersion {
-  version: string;
-  at: string;
-  /** null or absent for content the app found on disk rather than wrote. */
-  agentId?: string | null;
-  conversationId?: string | null;
-  /** Who restored it, for a restore a person (or an API caller) made. */
-  person?: string;
-  size: number;
-  kind?: 'write' | 'restore' | 'untracked';
-  /** With accounts: the person (or token) whose turn or restore made it. */
-  by?: string;
 }

@@ -1,58 +1,37 @@
 /**
  * The browser's side of a project's build: its settings, its workspaces (checkouts on their own
- * `bmad/<name>` branches), their diffs and the commands agents ran in them. Shapes follow the
- * documented REST contract; every field a server may leave out is optional here.
+ * `bmad/<name>` branches), their diffs and the commands agents ran in them. The shapes the server
+ * sends are those of types/api.ts.
  */
-import type { BuildSettingsView, ConversationDetail, RepositoryView, WorkspaceCommitView, WorkspaceFileView, WorkspaceSetupView } from '@/types/api';
+import type {
+  BuildSettingsView,
+  ConversationDetail,
+  RepositoryView,
+  WorkspaceCommitView,
+  WorkspaceDetailView,
+  WorkspaceDiffView,
+  WorkspaceFileView,
+  WorkspaceMergeView,
+  WorkspaceSetupView,
+  WorkspaceStatusView,
+  WorkspaceView,
+} from '@/types/api';
 import { ApiError, readApiError } from './api';
 
-export type { RepositoryView, BuildSettingsView } from '@/types/api';
+export type { RepositoryView, BuildSettingsView, WorkspaceView, WorkspaceDetailView, WorkspaceDiffView } from '@/types/api';
 
-export type WorkspaceStatus = 'open' | 'merged' | 'discarded';
+export type WorkspaceStatus = WorkspaceStatusView;
 
 export type SetupOutcomeView = WorkspaceSetupView;
 
-/** The person a workspace row names: an id, or the person as others see them. */
-export type CreatedBy = string | { id?: string; name?: string; email?: string } | null | undefined;
-
-export interface WorkspaceView {
-  id: string;
-  name: string;
-  branch: string;
-  base: string;
-  baseCommit: string;
-  status: WorkspaceStatus;
-  createdBy?: CreatedBy;
-  createdAt?: string;
-  ahead?: number;
-  behind?: number;
-  setup?: SetupOutcomeView | null;
-}
+/** The person a workspace row names: its name, or (from an older server) the person as others see them. */
+export type CreatedBy = WorkspaceView['createdBy'] | { id?: string; name?: string; email?: string } | null | undefined;
 
 export type ChangedFileView = WorkspaceFileView;
 export type ChangedFileStatus = WorkspaceFileView['status'];
 export type CommitView = WorkspaceCommitView;
 
-export interface WorkspaceDetailView extends WorkspaceView {
-  head: string | null;
-  ahead: number;
-  behind: number;
-  files: ChangedFileView[];
-  commits: CommitView[];
-}
-
-export interface WorkspaceDiffView {
-  diff: string;
-  cut: boolean;
-  bytes?: number;
-}
-
-export interface MergeResultView {
-  workspace?: WorkspaceView;
-  commit?: string;
-  fastForward?: boolean;
-  checkoutUpdated?: boolean;
-}
+export type MergeResultView = WorkspaceMergeView;
 
 /** What the command tool answers (`run_command`'s result). */
 export interface RunCommandResult {

@@ -1,6 +1,5 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { AgentSummary, CommandSummary } from '../../types/api';
 import {
   createBundleScanner,
   type BundleScanner,
@@ -28,6 +27,39 @@ export interface CatalogOptions {
   outputPath?: string;
 }
 
+/** A menu command as an agent's listing shows it. */
+export interface CommandListing {
+  /** What the user types: `*plan`, or `*CP` for a BMAD trigger. */
+  cmd: string;
+  description: string;
+  kind?: string;
+  target?: string;
+  /** A BMAD trigger's code (`CP`). */
+  code?: string;
+  /** A BMAD trigger's name (`create-prd`). */
+  name?: string;
+  aliases?: string[];
+  /** A file the command hands to what it runs (the item's `data` attribute). */
+  data?: string;
+  /** Why the command cannot run as installed, in words a user can act on. */
+  problem?: string;
+}
+
+/** An agent as a catalog lists it for someone picking one: labels, menu and greeting. */
+export interface AgentListing {
+  id: string;
+  name: string;
+  title: string;
+  icon?: string;
+  description?: string;
+  /** The bundle's name, or the project's for a project agent. */
+  bundleName: string;
+  /** Set for the agents of a BMAD project (their ids are unique inside the project only). */
+  projectId?: string;
+  commands: CommandListing[];
+  greeting?: string;
+}
+
 export interface BundleAgentView {
   id: string;
   name: string;
@@ -38,7 +70,7 @@ export interface BundleAgentView {
   file: string;
   entryPoint: boolean;
   offered: boolean;
-  commands: CommandSummary[];
+  commands: CommandListing[];
 }
 
 /** One bundle as builders see it (GET /api/bundles). No absolute paths. */
@@ -70,7 +102,7 @@ export interface LoadedAgent {
      */
     limits: FsLimitOverrides;
   };
-  summary: AgentSummary;
+  summary: AgentListing;
 }
 
 /** An agent ready to chat: its definition and the workspace its tools run in. */
@@ -83,7 +115,7 @@ export interface Catalog {
   /** Every bundle folder, valid or not, with its problems. */
   listBundles(): Promise<BundleView[]>;
   /** Agents users may pick: entry points of valid bundles and standalone agents. */
-  listAgents(): Promise<AgentSummary[]>;
+  listAgents(): Promise<AgentListing[]>;
   /** An offered agent by id (case-insensitive), or null. */
   getAgent(agentId: string): Promise<ResolvedAgent | null>;
 }
@@ -96,9 +128,9 @@ interface DefEntry {
 const CHECKED_KINDS = new Set(['run-workflow', 'workflow', 'validate-workflow', 'exec', 'tmpl', 'data']);
 
 // A plain trigger's name is its cmd without the `*`: saying it again would only add noise.
-export function commandSummaries(def: AgentDefinition): CommandSummary[] {
+export function commandSummaries(def: AgentDefinition): CommandListing[] {
   return def.commands.map(({ cmd, description, kind, target, code, name, aliases, data }) => {
-    const s: CommandSummary = { cmd, description, kind, target };
+    const s: CommandListing = { cmd, description, kind, target };
     if (code) {
       s.code = code;
       s.name = name;
@@ -121,8 +153,8 @@ function labels(agent: ScannedAgent, def: AgentDefinition | null): { name: strin
   };
 }
 
-function toSummary(bundle: ScannedBundle, agent: ScannedAgent, def: AgentDefinition): AgentSummary {
-  const s: AgentSummary = {
+function toSummary(bundle: ScannedBundle, agent: ScannedAgent, def: AgentDefinition): AgentListing {
+  const s: AgentListing = {
     id: agent.id,
     ...labels(agent, def),
     bundleName: bundle.name,
@@ -142,7 +174,7 @@ function rel(...parts: string[]): string {
 export function createCatalog(bundlesRoot: string, options: CatalogOptions = {}): Catalog {
   const scanner: BundleScanner = createBundleScanner(bundlesRoot);
   const defs = new Map<string, DefEntry>();
-  let summaries: { generation: number; list: AgentSummary[] } | null = null;
+  let summaries: { generation: number; list: AgentListing[] } | null = null;
   const loaded = new Map<string, { generation: number; def: AgentDefinition; value: ResolvedAgent }>();
   let last: BundleSnapshot | null = null;
 
@@ -194,12 +226,12 @@ export function createCatalog(bundlesRoot: string, options: CatalogOptions = {})
     return inFlight;
   }
 
-  async function listAgents(): Promise<AgentSummary[]> {
+  async function listAgents(): Promise<AgentListing[]> {
     const snap = await snapshot();
     if (summaries && summaries.generation === snap.generation) return summaries.list;
     const refs = [...snap.offered.values()];
     const parsed = await Promise.all(refs.map((r) => loadDef(r.agent)));
-    const list: AgentSummary[] = [];
+    const list: AgentListing[] = [];
     let complete = true;
     refs.forEach((r, i) => {
       const def = parsed[i];

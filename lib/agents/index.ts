@@ -3,6 +3,6 @@ export type { AgentDefinition, AgentCommand, AgentActivation, CommandKind, Parse
 export { matchCommand, resolveCommand, describeAmbiguity, describePrompt, commandNote } from './commands';
 export type { CommandMatch, CommandResolution, MatchedBy } from './commands';
 export { createCatalog } from './catalog';
-export type { Catalog, ResolvedAgent } from './catalog';
+export type { Catalog, ResolvedAgent, AgentListing, CommandListing } from './catalog';
 export { classifyCriticalActions, activationLoads, startupActions } from './startup';
 export type { CriticalAction, CriticalLoad } from './startup';

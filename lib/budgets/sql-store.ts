@@ -1,5 +1,5 @@
 import type { AppDatabase } from '../db/database';
-import { openStoreDatabase } from '../conversations/database';
+import type { SqlStoreDatabase } from '../db/store-database';
 import { noBudget, type BudgetPatch, type BudgetStore, type ProjectBudget } from './types';
 
 interface BudgetRow {
@@ -27,8 +27,9 @@ export class SqlBudgetStore implements BudgetStore {
   /** The store owns `database` and closes it. */
   constructor(private readonly database: AppDatabase) {}
 
-  static open(target: { file: string } | { url: string; poolSize?: number }): SqlBudgetStore {
-    return new SqlBudgetStore(openStoreDatabase(target));
+  /** A store on its own handle of the stores' database (a pool of `poolSize` on Postgres). */
+  static open(database: SqlStoreDatabase, poolSize?: number): SqlBudgetStore {
+    return new SqlBudgetStore(database.kind === 'postgres' ? database.open({ poolSize }) : database.open());
   }
 
   private async db() {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { openStoreDatabase } from '../conversations/database';
+import { conversationDatabase } from '../conversations/database';
 import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 import { MemoryBudgetStore } from './memory-store';
 import { SqlBudgetStore } from './sql-store';
@@ -18,9 +18,9 @@ afterAll(async () => {
 });
 
 async function sqlPair(target: { file: string } | { url: string }): Promise<{ a: BudgetStore; b: BudgetStore }> {
-  const first = openStoreDatabase(target);
+  const first = conversationDatabase(target).open();
   await first.ready();
-  const second = openStoreDatabase(target);
+  const second = conversationDatabase(target).open();
   await second.ready();
   await sql`DELETE FROM project_budgets`.execute(first.db);
   return { a: new SqlBudgetStore(first), b: new SqlBudgetStore(second) };

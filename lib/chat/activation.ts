@@ -9,7 +9,8 @@ import { workspaceVariables } from '../agents/workspace';
 import { isFailure } from '../results';
 import { globFiles } from '../skills';
 import { runToolCall } from '../tools';
-import { toolContext, type ChatDeps } from './context';
+import type { ChatDeps } from './deps';
+import { toolContext } from './tool-context';
 
 export interface Activation {
   /** Config keys loaded into variables; stored with the conversation. */

@@ -1,4 +1,4 @@
-export type { ChatDeps } from './context';
+export type { ChatDeps } from './deps';
 export { startTurn, type ChatRequest, type TurnHandle } from './turn';
 export { SERVER_SHUTDOWN } from './shutdown-reason';
 export { collectTurn, type TurnSummary } from './collect';

@@ -21,7 +21,7 @@ function commandNames(c: AgentCommand): string[] {
  * The workflow a conversation is in: the latest execute_workflow it ran. Its answers to the
  * workflow's questions are no commands, yet belong to the command that started it.
  */
-function activeWorkflowNames(history: StoredMessage[], commands: readonly AgentCommand[]): string[] {
+function activeWorkflowNames(history: readonly StoredMessage[], commands: readonly AgentCommand[]): string[] {
   for (let i = history.length - 1; i >= 0; i--) {
     const m = history[i];
     if (m.role !== 'tool' || m.name !== 'execute_workflow' || !m.result.ok) continue;
@@ -44,8 +44,8 @@ export interface ModelRequest {
   remembered?: string;
   agent: { id: string; commands: readonly AgentCommand[] };
   command: CommandResolution;
-  /** The stored history, read only when command routing needs it. */
-  history?: () => Promise<StoredMessage[]>;
+  /** The conversation's stored history; absent for a new conversation. */
+  history?: readonly StoredMessage[];
 }
 
 export function unknownProfile(setup: ModelSetup, name: string): AppError {
@@ -68,7 +68,7 @@ export async function chooseModel(setup: ModelSetup, req: ModelRequest): Promise
     agentId: req.agent.id,
     commandKeys: async () => {
       if (req.command.kind === 'command') return commandNames(req.command.match.command);
-      return req.history ? activeWorkflowNames(await req.history(), req.agent.commands) : [];
+      return req.history ? activeWorkflowNames(req.history, req.agent.commands) : [];
     },
   });
   if (!choice.profile.configured) throw notConfigured(choice, req.agent.id);

@@ -9,7 +9,7 @@ import type { StoredMessage } from '../conversations/types';
 import { fail, type ToolResult } from '../results';
 import { runToolCall, spawnSubagentTool, type SubagentRequest, type SubagentRunner, type ToolContext } from '../tools';
 import { DEFAULT_SUBAGENT_STEPS } from '../tools/spawn-subagent';
-import type { ChatDeps } from './context';
+import type { ChatDeps } from './deps';
 
 /** One nested call as the parent's tool result keeps it: enough to show it again, small enough for the model. */
 export interface NestedCallRecord {

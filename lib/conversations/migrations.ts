@@ -248,6 +248,11 @@ export const MIGRATIONS: readonly Migration[] = [
   ALTER TABLE runs ADD COLUMN workspace_id TEXT;
   `,
   `
+  -- The sprint story a run builds (NULL: a run not started for a story).
+  ALTER TABLE runs ADD COLUMN story_key TEXT;
+  CREATE INDEX runs_by_story ON runs (project_id, story_key) WHERE story_key IS NOT NULL;
+  `,
+  `
   -- Budgets: every model call of a project's conversations in a ledger (a month's spend is summed
   -- from it, and stays when a conversation is cut or deleted), filled once with the usage the
   -- messages kept; a run's own budget and a person's answer to go on with.

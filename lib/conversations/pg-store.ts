@@ -4,9 +4,11 @@ import pg from 'pg';
 import { sql } from 'kysely';
 import type { Compaction, ConversationStatus, StoredMessage, TurnLease, TurnSignal } from './types';
 import { foldText } from './internal';
-import { openStoreDatabase } from './database';
-import { SqlConversationStore, text, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
+import { conversationDatabase } from './database';
+import { SqlConversationStore, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
 import type { AppDatabase } from '../db/database';
+import type { PostgresDatabase } from '../db/store-database';
+import { text } from '../db/text';
 import type { Db } from '../db/postgres';
 import { log } from '../log';
 
@@ -280,10 +282,11 @@ class PgTurnLocks implements TurnLocks {
 export class PgConversationStore extends SqlConversationStore<PgRow> {
   readonly holderId: string;
 
-  constructor(url: string, options: PgStoreOptions = {}) {
+  /** On the Postgres database `where` (its URL, or the stores' database there). */
+  constructor(where: string | PostgresDatabase, options: PgStoreOptions = {}) {
     const leaseMs = Math.max(200, Math.min(DEFAULT_TURN_LEASE_MS, Math.floor(options.leaseMs ?? DEFAULT_TURN_LEASE_MS)));
     const pollMs = Math.max(20, Math.min(options.pollMs ?? DEFAULT_POLL_MS, Math.floor(leaseMs / 3)));
-    const database = openStoreDatabase({ url, poolSize: options.poolSize });
+    const database = (typeof where === 'string' ? conversationDatabase({ url: where }) : where).open({ poolSize: options.poolSize });
     const locks = new PgTurnLocks(database, leaseMs, pollMs, options.listen !== false);
     const dialect: StoreDialect<PgRow> = {
       kind: 'postgres',

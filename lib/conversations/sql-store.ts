@@ -49,6 +49,7 @@ import {
   unknownMessage,
 } from './internal';
 import type { AppDatabase } from '../db/database';
+import { text } from '../db/text';
 import type { Db } from '../db/postgres';
 
 /** A conversation row as both dialects read it (the lock's columns come from the dialect). */
@@ -131,13 +132,6 @@ export interface TurnLocks {
   /** Turns this dialect must end at open: those whose holder is gone. */
   recover(db: Db): Promise<void>;
   close(): Promise<void>;
-}
-
-/** Postgres text cannot hold NUL; titles, previews and names are shown, never replayed, so it becomes U+FFFD. */
-export function text(s: string): string;
-export function text(s: string | null): string | null;
-export function text(s: string | null): string | null {
-  return s !== null && s.includes('\u0000') ? s.replace(/\u0000/g, '\ufffd') : s;
 }
 
 const CONVERSATION_COLUMNS = sql.raw(

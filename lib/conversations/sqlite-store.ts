@@ -3,8 +3,9 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Compaction, ConversationStatus, ListOptions, StoreHealth, StoredMessage, TurnLease, TurnSignal } from './types';
 import { ftsQuery } from './internal';
 import { SCHEMA_VERSION } from './migrations';
-import { isHolderAlive, registerHolder, type LeaseHolder } from './lease';
-import { openStoreDatabase } from './database';
+import { isHolderAlive, registerHolder, type LeaseHolder } from '../db/lease';
+import type { SqliteDatabase } from '../db/store-database';
+import { conversationDatabase } from './database';
 import { SqlConversationStore, endArgs, type ConversationRow, type StoreDialect, type TurnLocks } from './sql-store';
 import type { Db } from '../db/postgres';
 
@@ -326,11 +327,13 @@ export class SqliteConversationStore extends SqlConversationStore<SqliteRow> {
   readonly file: string;
   private readonly search: SqliteSearch;
 
-  constructor(file: string, options: SqliteStoreOptions = {}) {
-    const database = openStoreDatabase({ file, busyTimeoutMs: options.busyTimeoutMs });
+  /** On the SQLite file `where` (its path, or the stores' database there). */
+  constructor(where: string | SqliteDatabase, options: SqliteStoreOptions = {}) {
+    const at = typeof where === 'string' ? conversationDatabase({ file: where }) : where;
+    const database = at.open({ busyTimeoutMs: options.busyTimeoutMs });
     const dialect = sqliteDialect(database.db);
     super(database, dialect);
-    this.file = file;
+    this.file = at.file;
     this.search = dialect.search;
   }
 

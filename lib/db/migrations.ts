@@ -162,10 +162,12 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0005_message_author': ddl('ALTER TABLE messages ADD COLUMN author_id text', 'ALTER TABLE messages ADD COLUMN author_name text'),
   // The workspace a conversation's turns run in (NULL: the project folder, or a bundle).
   '0006_conversation_workspace': ddl('ALTER TABLE conversations ADD COLUMN workspace_id text', 'ALTER TABLE runs ADD COLUMN workspace_id text'),
+  // The sprint story a run builds (NULL: a run not started for a story); the board reads a story's runs by it.
+  '0007_run_story': ddl('ALTER TABLE runs ADD COLUMN story_key text', 'CREATE INDEX runs_by_story ON runs (project_id, story_key) WHERE story_key IS NOT NULL'),
   // The usage kept before the ledger, one row per model call, read from the messages' JSON texts
   // by pattern: JSON functions refuse a body holding an escaped NUL, and inside a JSON string a
   // quote is always escaped, so these unescaped keys are the message's own.
-  '0007_budgets': ddl(
+  '0008_budgets': ddl(
     ...budgetDdl('text COLLATE "C"', 'bigint', 'double precision'),
     // A ledger of every model call of a project's conversations: a month's spend is summed from
     // it, and stays when a conversation is cut or deleted. (SQLite's is in its first history.)

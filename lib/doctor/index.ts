@@ -8,7 +8,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { createProjectCatalog, isValidProjectId, readProject, type Project } from '../projects';
 import type { Problem, Severity } from '../results';
-import type { AgentSummary } from '../../types/api';
+import type { AgentListing } from '../agents/catalog';
 import { diagnoseBundles, type BundleRoots } from './bundles';
 import type { ProjectCheck } from './cache';
 import { diagnoseProject } from './project';
@@ -101,7 +101,7 @@ const commandKey = (cmd: string) => cmd.replace(/^\*/, '').trim().toLowerCase();
  * error or warning reached through it), so a menu shows it before anyone clicks it. A mark the
  * catalog already set (a skill not installed) stays.
  */
-export function markCommands(agents: AgentSummary[], problems: Problem[]): AgentSummary[] {
+export function markCommands(agents: AgentListing[], problems: Problem[]): AgentListing[] {
   const byCommand = new Map<string, Problem>();
   for (const p of problems) {
     if (p.severity === 'note' || !p.agent || !p.command) continue;
@@ -115,7 +115,9 @@ export function markCommands(agents: AgentSummary[], problems: Problem[]): Agent
     commands: a.commands.map((c) => {
       if (c.problem) return c;
       const p = byCommand.get(`${a.id}\0${commandKey(c.cmd)}`);
-      return p ? { ...c, problem: `${p.severity === 'error' ? 'Broken' : 'May not work'}: ${p.reason} (${p.file}). Fix the file, or run BMAD's installer on the project again.` } : c;
+      if (!p) return c;
+      const severity = p.severity === 'error' ? 'error' : 'warning';
+      return { ...c, problem: `${severity === 'error' ? 'Broken' : 'May not work'}: ${p.reason} (${p.file}). Fix the file, or run BMAD's installer on the project again.`, problemSeverity: severity };
     }),
   }));
 }

@@ -30,6 +30,7 @@ export type ApiErrorCode =
   | 'E_NOT_A_REPOSITORY'
   | 'E_STORY_NOT_FOUND'
   | 'E_SPRINT_STATUS_INVALID'
+  | 'E_STORY_BUSY'
   | 'E_BUDGET';
 
 const STATUS: Record<ApiErrorCode, number> = {
@@ -65,6 +66,8 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_STORY_NOT_FOUND: 404,
   // The file on the base branch is broken or too big: fixed in the repository, not in the request.
   E_SPRINT_STATUS_INVALID: 409,
+  // A run of the story is queued or running: one build of a story at a time.
+  E_STORY_BUSY: 409,
   // A run refused or stopped because its budget, or its project's month, is spent.
   E_BUDGET: 402,
 };

@@ -1,10 +1,20 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { OutputFileEntry } from '../../types/api';
 import { AppError } from '../errors';
 import { resolveInRoot, walkFolder } from '../paths';
 
 const MAX_TREE_ENTRIES = 2000;
+
+/** One entry of an output folder's tree. */
+export interface OutputEntry {
+  /** Relative to the listed folder, with `/` separators. */
+  path: string;
+  name: string;
+  type: 'file' | 'directory';
+  size?: number;
+  modifiedAt: string;
+  children?: OutputEntry[];
+}
 
 /** Where a conversation's outputs live: OUTPUT_PATH/<conversationId>. */
 export function outputRootOf(config: { outputPath: string }, conversationId: string): string {
@@ -16,9 +26,9 @@ export function outputRootOf(config: { outputPath: string }, conversationId: str
  * entries (temp files of atomic writes among them), no symlinks (a link could point anywhere).
  * A conversation folder replaced by a link is not listed either.
  */
-export async function listOutputTree(outputRoot: string): Promise<OutputFileEntry[]> {
-  const top: OutputFileEntry[] = [];
-  const folders = new Map<string, OutputFileEntry[]>([['', top]]);
+export async function listOutputTree(outputRoot: string): Promise<OutputEntry[]> {
+  const top: OutputEntry[] = [];
+  const folders = new Map<string, OutputEntry[]>([['', top]]);
   const walk = walkFolder(outputRoot, {
     maxEntries: MAX_TREE_ENTRIES,
     stat: true,
@@ -32,7 +42,7 @@ export async function listOutputTree(outputRoot: string): Promise<OutputFileEntr
     if (!siblings || !e.mtime) continue;
     const modifiedAt = e.mtime.toISOString();
     if (e.type === 'directory') {
-      const children: OutputFileEntry[] = [];
+      const children: OutputEntry[] = [];
       folders.set(e.path, children);
       siblings.push({ path: e.path, name: e.name, type: 'directory', modifiedAt, children });
     } else {

@@ -1,9 +1,8 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import type { AgentSummary, ProjectView } from '../../types/api';
 import { parseAgentFile, type AgentDefinition } from '../agents/parser';
-import { commandSummaries, type ResolvedAgent } from '../agents/catalog';
+import { commandSummaries, type AgentListing, type ResolvedAgent } from '../agents/catalog';
 import type { Workspace } from '../agents/workspace';
 import { problemLine, type Problem } from '../results';
 import { readInstall, type BmadInstall, type InstalledAgent } from './layout';
@@ -31,14 +30,32 @@ export interface Project {
   problems: Problem[];
 }
 
+/** A project as a listing shows it: never an absolute path. */
+export interface ProjectOverview {
+  /** The project's folder name. */
+  id: string;
+  /** BMAD's `project_name` (the folder name when the install sets none). */
+  name: string;
+  bmad: { version: string | null; folder: string; modules: string[] };
+  agentCount: number;
+  /** Virtual path of the output folder every agent of the project shares. */
+  outputFolder: string;
+  /** Further folders agents may write (virtual paths). */
+  writable: string[];
+  /** The config's document folders beyond the output folder (virtual paths). */
+  documentFolders: string[];
+  /** `<file>: <severity>: <reason>` lines of what reading the install finds. */
+  problems: string[];
+}
+
 export interface ProjectCatalog {
   readonly projectsRoot: string;
   list(): Promise<Project[]>;
   get(projectId: string): Promise<Project | null>;
-  agents(project: Project): Promise<AgentSummary[]>;
+  agents(project: Project): Promise<AgentListing[]>;
   getAgent(projectId: string, agentId: string): Promise<ResolvedAgent | null>;
-  /** The API view of a project (virtual paths only). */
-  view(project: Project): Promise<ProjectView>;
+  /** What others are shown of a project: its install, folders as virtual paths, its problems (no absolute path). */
+  view(project: Project): Promise<ProjectOverview>;
 }
 
 export interface ProjectCatalogOptions {
@@ -240,9 +257,9 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     return out;
   }
 
-  function summary(project: Project, agent: InstalledAgent, def: AgentDefinition): AgentSummary {
+  function summary(project: Project, agent: InstalledAgent, def: AgentDefinition): AgentListing {
     const installed = new Set(project.install.skills.map((sk) => sk.name));
-    const s: AgentSummary = {
+    const s: AgentListing = {
       id: agent.id,
       name: def.name,
       title: def.title,
@@ -261,7 +278,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     return s;
   }
 
-  async function agents(project: Project): Promise<AgentSummary[]> {
+  async function agents(project: Project): Promise<AgentListing[]> {
     const parsed = await Promise.all(project.install.agents.map((a) => definition(project, a)));
     return project.install.agents.flatMap((a, i) => (parsed[i] ? [summary(project, a, merged(a, parsed[i] as AgentDefinition))] : []));
   }
@@ -299,7 +316,7 @@ export function createProjectCatalog(projectsRoot: string, options: ProjectCatal
     };
   }
 
-  async function view(project: Project): Promise<ProjectView> {
+  async function view(project: Project): Promise<ProjectOverview> {
     const list = await agents(project);
     return {
       id: project.id,

@@ -2,11 +2,49 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { AppError } from '../errors';
 import { isDeniedProjectName, isInside } from '../paths';
-import { contentTypeOf, listOutputTree, readOutputFile } from '../outputs';
-import { isVersionError, type VersionInfo, type VersionStore } from '../versions';
-import type { OutputFileEntry, ProjectDocument, ProjectDocumentVersion } from '../../types/api';
+import { contentTypeOf, listOutputTree, readOutputFile, type OutputEntry } from '../outputs';
+import { isVersionError, type VersionInfo, type VersionKind, type VersionStore } from '../versions';
 import { documentFoldersBeyondOutput, type Project } from './catalog';
 import { projectVersions } from './versions';
+
+/**
+ * Who made a document's current content: an agent (with its conversation), or a person's restore
+ * (`person`, no agent).
+ */
+export interface DocumentWriter {
+  agentId: string | null;
+  /** null when there is none the caller can open. */
+  conversationId: string | null;
+  at: string;
+  person?: string;
+}
+
+/** A document of a project, by its path in the output folder (or in the project, beyond it). */
+export interface DocumentFile {
+  path: string;
+  name: string;
+  size: number;
+  modifiedAt: string;
+  /** Absent for files nobody wrote through the app. */
+  lastWriter?: DocumentWriter;
+}
+
+/** One kept version of a document, its author as people are shown it. */
+export interface DocumentVersion {
+  version: string;
+  at: string;
+  /** null for content found on disk that no agent wrote, and for a person's restore. */
+  agentId: string | null;
+  /** null when there is none the caller can open. */
+  conversationId: string | null;
+  /** Who restored it, for a restore a person made. */
+  person?: string;
+  size: number;
+  kind: VersionKind;
+  restoredFrom?: string;
+  /** The person (or token) whose turn or restore made it. */
+  by?: string;
+}
 
 /**
  * A project's documents for the API: the files of its shared output folder and of the other
@@ -16,9 +54,9 @@ import { projectVersions } from './versions';
  * them relative to the project.
  */
 export interface ProjectDocuments {
-  list(): Promise<ProjectDocument[]>;
+  list(): Promise<DocumentFile[]>;
   read(relPath: string): Promise<{ name: string; content: Buffer; contentType: string }>;
-  versions(relPath: string): Promise<ProjectDocumentVersion[]>;
+  versions(relPath: string): Promise<DocumentVersion[]>;
   readVersion(relPath: string, version: string): Promise<{ name: string; content: Buffer; contentType: string }>;
   diff(relPath: string, version: string): Promise<string>;
   /** Writes a version back; `person` is who asked for it (e.g. `authorOf(caller)`), credited on the new version. */
@@ -51,7 +89,7 @@ async function openable(ids: Array<string | null>, can: ProjectDocumentsOptions[
   return new Set(distinct.filter((_, i) => ok[i]));
 }
 
-function flatten(entries: OutputFileEntry[]): OutputFileEntry[] {
+function flatten(entries: OutputEntry[]): OutputEntry[] {
   return entries.flatMap((e) => (e.type === 'directory' ? flatten(e.children ?? []) : [e]));
 }
 
@@ -63,7 +101,7 @@ function versionError(e: unknown, relPath: string): never {
   throw e;
 }
 
-const view = (v: VersionInfo, open: Set<string>): ProjectDocumentVersion => {
+const view = (v: VersionInfo, open: Set<string>): DocumentVersion => {
   const author = authorFields(v);
   return {
     version: v.version,
@@ -120,12 +158,12 @@ export function projectDocuments(dataDir: string, project: Project, options: Pro
     return readOutputFile(real, rest.join('/'));
   };
   /** Every document: the output folder's by their path in it, then the other folders' by their path in the project. */
-  const allFiles = async (): Promise<Array<OutputFileEntry & { key: string }>> => {
+  const allFiles = async (): Promise<Array<OutputEntry & { key: string }>> => {
     const inOutput = flatten(await listOutputTree(outputRoot))
       // A path that names a folder beyond the output folder means that folder's document.
       .filter((f) => !folderOf(f.path))
       .map((f) => ({ ...f, key: `${outputRel}/${f.path}` }));
-    const beyond: Array<OutputFileEntry & { key: string }> = [];
+    const beyond: Array<OutputEntry & { key: string }> = [];
     for (const folder of folders) {
       const real = await realFolder(folder);
       if (!real) continue;

@@ -2,8 +2,8 @@ import path from 'node:path';
 import { AppError } from '../errors';
 import { readResolved, resolvePath, withFileLock, writeFileAtomic, type PathContext, type ResolvedPath } from '../paths';
 import { isFailure, sha256, type ToolFailure } from '../results';
-import type { ProjectDocumentVersion } from '../../types/api';
 import type { Project } from './catalog';
+import type { DocumentVersion } from './documents';
 import { projectVersions } from './versions';
 
 /** What a person's save answers: the document's new content hash and the version it made. */
@@ -12,7 +12,7 @@ export interface SavedDocument {
   path: string;
   created: boolean;
   sha256: string;
-  version: ProjectDocumentVersion;
+  version: DocumentVersion;
 }
 
 export interface DocumentEdit {

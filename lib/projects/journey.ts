@@ -2,9 +2,8 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { AgentCommand } from '../agents/parser';
-import { listOutputTree } from '../outputs';
+import { listOutputTree, type OutputEntry } from '../outputs';
 import { customizationLayers, isTable, mergeTomlLayers } from '../bmad-config';
-import type { JourneyDocument, JourneyPhase, JourneyStatus, JourneyStep, OutputFileEntry, ProjectJourney } from '../../types/api';
 import type { Project, ProjectCatalog } from './catalog';
 
 /**
@@ -13,8 +12,42 @@ import type { Project, ProjectCatalog } from './catalog';
  * documents in the project. Nothing here names a phase, a workflow or an agent: 6.0.x, 6.3 and
  * 6.12 each answer from their own catalog's columns.
  */
-export type Journey = ProjectJourney;
-export type { JourneyDocument, JourneyPhase, JourneyStatus, JourneyStep };
+export interface Journey {
+  phases: JourneyPhase[];
+  /** The required step to take next first, then optional steps meant to come before it. */
+  next: JourneyStep[];
+  /** The install's help, when it has one: its command, run by any agent of the project. */
+  help: { command: string } | null;
+}
+
+export type JourneyStatus = 'done' | 'started' | 'not-started';
+
+export interface JourneyPhase {
+  /** The catalog's own phase id (`1-analysis`, `plan`, `anytime`). */
+  id: string;
+  name: string;
+  status: JourneyStatus;
+  documents: JourneyDocument[];
+}
+
+export interface JourneyDocument {
+  /** Relative to the project root, posix. */
+  path: string;
+  /** What the catalog says the step outputs (`prd`, `product brief`), or the step's name. */
+  kind: string;
+  /** `started` when the document says it is a draft. */
+  status: 'done' | 'started';
+}
+
+export interface JourneyStep {
+  agentId: string;
+  /** The agent's menu command that starts the step (`*CP`). */
+  command: string;
+  label: string;
+  why: string;
+  /** The catalog marks it required; the others are optional steps before it. */
+  required: boolean;
+}
 
 /** One catalog row, whichever release's columns it came in. */
 interface Entry {
@@ -237,7 +270,7 @@ async function documentsIn(project: Project, folders: string[]): Promise<string[
   // Only the top folders: one walk covers every folder inside them.
   const tops = [...new Set(folders)].sort().filter((f, i, all) => !all.slice(0, i).some((o) => f.startsWith(`${o}/`)));
   const found = new Set<string>();
-  const flatten = (list: OutputFileEntry[]): OutputFileEntry[] => list.flatMap((e) => (e.type === 'directory' ? flatten(e.children ?? []) : [e]));
+  const flatten = (list: OutputEntry[]): OutputEntry[] => list.flatMap((e) => (e.type === 'directory' ? flatten(e.children ?? []) : [e]));
   for (const top of tops) {
     const abs = path.join(/*turbopackIgnore: true*/ project.root, top);
     const real = await fs.realpath(abs).catch(() => null);

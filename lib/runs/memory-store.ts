@@ -32,6 +32,7 @@ export class MemoryRunStore implements RunStore {
       message: input.message,
       ...(input.model !== undefined ? { model: input.model } : {}),
       ...(input.workspaceId !== undefined ? { workspaceId: input.workspaceId } : {}),
+      ...(input.storyKey !== undefined ? { storyKey: input.storyKey } : {}),
       contract: input.contract,
       status: 'queued',
       result: null,
@@ -65,6 +66,14 @@ export class MemoryRunStore implements RunStore {
       .filter((r) => r.run.projectId === options.projectId)
       .sort((a, b) => this.order.get(b.run.id)! - this.order.get(a.run.id)!)
       .slice(0, limit)
+      .map((r) => structuredClone(r.run));
+  }
+
+  async storyRuns(projectId: string, limit = 1000): Promise<Run[]> {
+    return [...this.rows.values()]
+      .filter((r) => r.run.projectId === projectId && r.run.storyKey !== undefined)
+      .sort((a, b) => this.order.get(b.run.id)! - this.order.get(a.run.id)!)
+      .slice(0, Math.max(1, Math.min(10_000, Math.floor(limit))))
       .map((r) => structuredClone(r.run));
   }
 

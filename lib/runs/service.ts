@@ -2,13 +2,15 @@ import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../access';
 import { startTurn, SERVER_SHUTDOWN, type ChatDeps, type TurnHandle, type TurnWorkspace } from '../chat';
-import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../conversations/lease';
+import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } from '../db/lease';
 import { AppError, isAppError } from '../errors';
 import { log } from '../log';
 import { projectVersions } from '../projects';
+import { sprintProjectOf } from '../sprint';
+import { BUILD_ANSWER_RULE, BUILD_SKILLS, buildMessage, buildTarget, isBuildRun, readBuildTurn, storyNamedIn, type BuildJudge, type BuildReading } from './build';
 import { runBudgetProblem, runStop, type BudgetStop, type RunBudget } from '../budgets';
 import { readAnswer } from './result';
-import { firstMessage, resolveTarget, type RunInputs } from './target';
+import { firstMessage, resolveTarget, type RunInputs, type RunTarget } from './target';
 import { INTERRUPTED, runView, type Run, type RunEnd, type RunLease, type RunStore, type RunView } from './types';
 import { deliverWebhook, newWebhookSecret, webhookProblem, type WebhookSettings } from './webhook';
 
@@ -82,6 +84,11 @@ export interface SubmitInput {
   webhook?: { url: string; secret?: string };
   /** Run in this workspace of the project (checked by the caller). */
   workspaceId?: string;
+  /**
+   * A build run for a sprint story: the project's build skill (or `skill` when given) with the
+   * story, its result read from the story's files. `inputs` (text) is appended to its first message.
+   */
+  story?: { key: string; file: string | null; artifacts: string };
   /** The run's own limit; RUNS_MAX_TOKENS's tokens when absent. */
   budget?: RunBudget;
 }
@@ -137,12 +144,15 @@ export class RunService {
     authorOf?: (ownerId: string) => Promise<string | undefined>;
     /** Where a run in a workspace runs (its checkout, commands, commits by its owner). */
     placeOf?: (run: Run) => Promise<TurnWorkspace>;
+    /** How a build run's end is read from its files (and its story moved); without it a build run fails. */
+    judgeBuild?: BuildJudge;
     /**
      * The project's budget, when spent: refuses a new run (thrown, E_BUDGET) and stops a running
      * one between model calls (returned).
      */
     projectBudget?: (projectId: string) => Promise<BudgetStop | null>;
   }) {
+    this.judgeBuild = deps.judgeBuild;
     this.chat = deps.chat;
     this.authorOf = deps.authorOf;
     this.placeOf = deps.placeOf;
@@ -156,6 +166,7 @@ export class RunService {
 
   private readonly authorOf?: (ownerId: string) => Promise<string | undefined>;
   private readonly placeOf?: (run: Run) => Promise<TurnWorkspace>;
+  private readonly judgeBuild?: BuildJudge;
   private readonly projectBudget?: (projectId: string) => Promise<BudgetStop | null>;
 
   get store(): RunStore {
@@ -222,11 +233,18 @@ export class RunService {
       const problem = await webhookProblem(input.webhook.url, this.settings.webhook.allowPrivate);
       if (problem) throw new AppError('E_VALIDATION', problem, { field: 'webhook.url' });
     }
-    const target = await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
+    // A build skill named through POST /api/runs builds the story its inputs name.
+    let story = input.story;
+    if (!story && BUILD_SKILLS.has(input.skill)) {
+      const key = storyNamedIn(input.inputs);
+      if (!key) throw new AppError('E_VALIDATION', `${input.skill} builds a sprint story: name its key (N-M-slug) in inputs, or start it from the board.`, { field: 'inputs' });
+      story = { key, file: null, artifacts: sprintProjectOf(project, null).artifacts };
+    }
+    const target: RunTarget = story ? await buildTarget(this.chat.projects, project, input.skill || undefined) : await resolveTarget(this.chat.projects, project, input.skill, input.agentId);
     const agent = await this.chat.projects.getAgent(project.id, target.agentId);
     if (!agent) throw new AppError('E_NOT_FOUND', `Project "${project.id}" has no agent "${target.agentId}".`);
     const ws = agent.workspace;
-    const message = await firstMessage(target, input.inputs, input.intent, {
+    const message = story ? buildMessage(target, story, typeof input.inputs === 'string' ? input.inputs : JSON.stringify(input.inputs)) : await firstMessage(target, input.inputs, input.intent, {
       bundleRoot: ws.bundleRoot,
       coreRoot: ws.coreRoot,
       projectRoot: ws.projectRoot,
@@ -247,6 +265,7 @@ export class RunService {
       contract: target.contract,
       ...(input.webhook ? { webhook: { url: input.webhook.url, secret: input.webhook.secret ?? generated! } } : {}),
       ...(input.workspaceId ? { workspaceId: input.workspaceId } : {}),
+      ...(story ? { storyKey: story.key } : {}),
       ...(Object.keys(budget).length ? { budget } : {}),
     });
     log.info('run.queued', { runId: run.id, projectId: run.projectId, skill: run.skill, agent: run.agentId });
@@ -484,7 +503,8 @@ export class RunService {
         if (signal.aborted) return { status: 'cancelled', result: null, artifacts: [] };
         if (spent) return budgetBlocked(spent);
         if (failure) return { status: 'failed', result: null, error: failure, artifacts: [] };
-        const reading = readAnswer(answer, run.contract);
+        const reading: BuildReading = isBuildRun(run) ? await this.readBuild(run, answer) : readAnswer(answer, run.contract);
+        if (reading.kind === 'end') return reading.end;
         if (reading.kind === 'result') {
           const status = reading.result.status as 'complete' | 'partial' | 'blocked';
           return { status, result: reading.result, artifacts: [] };
@@ -496,7 +516,7 @@ export class RunService {
           answers++;
           await this.store.addAnswer(lease);
           this.bus.emit(run.id, { type: 'answered', question: reading.question, answers } satisfies RunEvent);
-          message = ANSWER_RULE;
+          message = isBuildRun(run) ? BUILD_ANSWER_RULE : ANSWER_RULE;
           continue;
         }
         const required = `status${run.contract.intentRequired ? ' and intent' : ''}`;
@@ -542,6 +562,11 @@ export class RunService {
     this.start();
     this.pump();
     return run;
+  }
+
+  private async readBuild(run: Run, answer: string): Promise<BuildReading> {
+    if (!this.judgeBuild) return { kind: 'end', end: { status: 'failed', result: null, error: { code: 'E_NO_RESULT', message: 'This server cannot read build results.' }, artifacts: [] } };
+    return readBuildTurn(run, answer, this.judgeBuild);
   }
 
   /** The files the run's conversation wrote, each with the version it left in the project's version store. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { AppDatabase } from '../db/database';
-import { openStoreDatabase } from '../conversations/database';
-import { text } from '../conversations/sql-store';
+import type { SqlStoreDatabase } from '../db/store-database';
+import { text } from '../db/text';
 import {
   INTERRUPTED,
   TERMINAL,
@@ -35,6 +35,7 @@ export interface RunRow {
   artifacts: string;
   conversation_id: string | null;
   workspace_id: string | null;
+  story_key?: string | null;
   prompt_tokens: number | string;
   completion_tokens: number | string;
   cached_tokens: number | string;
@@ -92,6 +93,7 @@ export function toRun(row: RunRow): Run {
     artifacts: JSON.parse(row.artifacts) as Run['artifacts'],
     ...(row.conversation_id !== null ? { conversationId: row.conversation_id } : {}),
     ...(row.workspace_id ? { workspaceId: row.workspace_id } : {}),
+    ...(row.story_key ? { storyKey: row.story_key } : {}),
     usage: { promptTokens: Number(row.prompt_tokens), completionTokens: Number(row.completion_tokens), cachedTokens: Number(row.cached_tokens) },
     ...(row.cost !== null ? { cost: Number(row.cost) } : {}),
     answers: Number(row.answers),
@@ -123,9 +125,9 @@ export class SqlRunStore implements RunStore {
     this.spansHosts = database.dialect === 'postgres';
   }
 
-  /** A store on its own handle of an SQLite file (brought through its whole history) or a Postgres database. */
-  static open(target: { file: string } | { url: string; poolSize?: number }): SqlRunStore {
-    return new SqlRunStore(openStoreDatabase(target));
+  /** A store on its own handle of the stores' database (a pool of `poolSize` on Postgres). */
+  static open(database: SqlStoreDatabase, poolSize?: number): SqlRunStore {
+    return new SqlRunStore(database.kind === 'postgres' ? database.open({ poolSize }) : database.open());
   }
 
   private async db() {
@@ -151,6 +153,7 @@ export class SqlRunStore implements RunStore {
         status: 'queued',
         webhook: run.webhook ? JSON.stringify(run.webhook) : null,
         workspace_id: run.workspaceId ?? null,
+        story_key: run.storyKey ?? null,
         budget: run.budget ? JSON.stringify(run.budget) : null,
         created_at: now,
         updated_at: now,
@@ -168,6 +171,19 @@ export class SqlRunStore implements RunStore {
   async unfinishedOf(ownerId: string): Promise<string[]> {
     const rows = await (await this.db()).selectFrom('runs').select('id').where('owner_id', '=', ownerId).where('status', 'in', ['queued', 'running']).execute();
     return rows.map((r) => r.id as string);
+  }
+
+  async storyRuns(projectId: string, limit = 1000): Promise<Run[]> {
+    const rows = await (await this.db())
+      .selectFrom('runs')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('story_key', 'is not', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(Math.max(1, Math.min(10_000, Math.floor(limit))))
+      .execute();
+    return rows.map((r) => toRun(r as RunRow));
   }
 
   async list(options: { projectId: string; limit?: number }): Promise<Run[]> {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { openStoreDatabase } from '../conversations/database';
+import { conversationDatabase } from '../conversations/database';
 import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 import { MemoryRunStore } from './memory-store';
 import { SqlRunStore } from './sql-store';
@@ -29,9 +29,9 @@ afterAll(async () => {
  * writes would hold the write lock that handle waits for, blocking (see the report on lib/db).
  */
 async function sqlPair(target: { file: string } | { url: string }): Promise<Pair> {
-  const first = openStoreDatabase(target);
+  const first = conversationDatabase(target).open();
   await first.ready();
-  const second = openStoreDatabase(target);
+  const second = conversationDatabase(target).open();
   await second.ready();
   await sql`DELETE FROM runs`.execute(first.db);
   return { a: new SqlRunStore(first), b: new SqlRunStore(second) };
@@ -114,6 +114,20 @@ describe.each(factories)('%s', (_name, open) => {
     expect(plain).not.toHaveProperty('model');
     expect(plain).not.toHaveProperty('webhook');
     expect(await a.get('run_nope')).toBeNull();
+  });
+
+  it("lists a project's story runs newest first, with their story and workspace, and no other run", async () => {
+    await a.create(newRun(1, { storyKey: '1-1-login', workspaceId: 'ws_a' }));
+    await a.create(newRun(2));
+    await a.create(newRun(3, { storyKey: '1-2-logout' }));
+    await a.create(newRun(4, { storyKey: '1-1-login', projectId: 'p2' }));
+    const runs = await b.storyRuns('p1');
+    expect(runs.map((r) => [r.id, r.storyKey, r.workspaceId ?? null])).toEqual([
+      ['run_003', '1-2-logout', null],
+      ['run_001', '1-1-login', 'ws_a'],
+    ]);
+    expect((await b.get('run_002'))!).not.toHaveProperty('storyKey');
+    expect(await b.storyRuns('p3')).toEqual([]);
   });
 
   it('takes a message and intent holding NUL (a pasted binary), kept readable', async () => {

@@ -77,6 +77,8 @@ export interface Run {
   conversationId?: string;
   /** The workspace of its project it runs in (its checkout is `{project-root}`). */
   workspaceId?: string;
+  /** The sprint story it builds (`N-M-slug`): its result is read from the story's files, and the board shows it. */
+  storyKey?: string;
   usage: RunUsage;
   cost?: number;
   /** How many questions the server answered with the contract's rule. */
@@ -103,7 +105,7 @@ export interface RunResume {
 }
 
 /** What a store needs to queue a run; the rest of a Run starts empty. */
-export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId' | 'budget'>;
+export type NewRun = Pick<Run, 'id' | 'projectId' | 'ownerId' | 'skill' | 'agentId' | 'intent' | 'message' | 'model' | 'contract' | 'webhook' | 'workspaceId' | 'storyKey' | 'budget'>;
 
 /** A run this holder took: release it exactly once, with `finish`. */
 export interface RunLease {
@@ -222,6 +224,8 @@ export interface RunStore {
    * stops it. Null for an unknown id.
    */
   cancel(id: string): Promise<Run | null>;
+  /** The project's runs made for sprint stories, newest first (at most `limit`, default 1000). */
+  storyRuns(projectId: string, limit?: number): Promise<Run[]>;
   /**
    * Queues a blocked run again with a person's answer (`resume`), its result, error and end
    * cleared (and its webhook's outcome: the new end is sent). One conditional UPDATE: of two

@@ -6,8 +6,8 @@ import { sql } from 'kysely';
 import os from 'node:os';
 import path from 'node:path';
 import type { ChatDeps } from '../chat';
-import { openStoreDatabase } from '../conversations/database';
-import { encodeHolder } from '../conversations/lease';
+import { conversationDatabase } from '../conversations/database';
+import { encodeHolder } from '../db/lease';
 import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 import { RunService, type RunSettings } from './service';
 import { SqlRunStore } from './sql-store';
@@ -104,7 +104,7 @@ describe.each(targets)('webhooks across a restart on %s', (_name, target) => {
 
   /** A store on its own handle, ready (see store-contract.test.ts on SQLite handles migrating). */
   async function store(): Promise<RunStore> {
-    const database = openStoreDatabase(where);
+    const database = conversationDatabase(where).open();
     await database.ready();
     const s = new SqlRunStore(database);
     open.push(s);
@@ -132,7 +132,7 @@ describe.each(targets)('webhooks across a restart on %s', (_name, target) => {
     where = await target();
     if ('url' in where) {
       // One Postgres database for the file: each case starts with no runs.
-      const database = openStoreDatabase(where);
+      const database = conversationDatabase(where).open();
       await database.ready();
       await sql`DELETE FROM runs`.execute(database.db);
       await database.close();

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import OpenAI from 'openai';
 import { loadConfig, type Config } from '../config';
-import { openConversationStore } from '../conversations';
+import { conversationHistory, openConversationStore } from '../conversations';
 import type { ConversationStore } from '../conversations/types';
 import { createCatalog, type Catalog } from '../agents';
 import { createLlmClient } from '../llm';
@@ -16,11 +16,12 @@ import { setFileLockFolder } from '../paths';
 import { createMcpHub, loadMcpSetup, type McpHub, type McpSetup } from '../mcp';
 import { externalToolCheck } from '../doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../auth';
-import { DATABASE_FILE } from '../conversations';
+import { openDatabase } from '../db/store-database';
 import { openWorkspaceStore, WorkspaceService } from '../workspaces';
 import { monthOf, openBudgetStore, projectStop, type BudgetStop, type BudgetStore } from '../budgets';
 import { closeVersionStores } from '../versions';
 import { PendingWork } from './work';
+import { judgeBuildRun } from './build-judge';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -60,21 +61,21 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   setFileLockFolder(path.join(config.dataDir, 'locks'));
   const mcp = createMcpHub(options.mcp ?? loadMcpSetup(process.env, config.projectRoot));
   const settings = options.auth ?? authSettings();
-  const accounts = settings.enabled
-    ? openAccounts({ dataDir: config.dataDir, store: config.store, file: DATABASE_FILE, settings, databaseUrl: config.databaseUrl })
-    : null;
+  // One database for the stores and the accounts; each takes its own handle of it.
+  const database = openDatabase(config, conversationHistory);
+  const accounts = settings.enabled ? openAccounts({ dataDir: config.dataDir, database, settings }) : null;
   const runtime: Omit<Runtime, 'runs'> = {
-    budgets: openBudgetStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
     config,
-    store: store ?? openConversationStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl, turnLeaseMs: config.turnLeaseMs }),
+    store: store ?? openConversationStore(config, database),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
     projects: createProjectCatalog(config.projectsRoot, { revalidateMs: 250 }),
     doctor: createDoctorCache({ ttlMs: 5000, checks: [externalToolCheck(mcp)] }),
     mcp,
     access: accounts ? accountsPolicy(accounts) : openAccess,
     accounts,
+    budgets: openBudgetStore(database),
     workspaces: new WorkspaceService({
-      store: openWorkspaceStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+      store: openWorkspaceStore(database),
       root: config.workspacesRoot,
       bwrap: config.scripts.bwrap,
     }),
@@ -95,7 +96,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // Started by getRuntime (the server's runtime) or by the first run submitted.
   const runs = new RunService({
     chat: runtime,
-    store: () => openRunStore({ store: config.store, dataDir: config.dataDir, databaseUrl: config.databaseUrl }),
+    store: () => openRunStore(database),
     settings: runSettings(),
     trackTurn,
     ...(accounts ? { authorOf: async (id: string) => accounts.personById(id).then((p) => (p ? p.name || p.email : undefined)) } : {}),
@@ -106,6 +107,12 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId! }, who);
     },
     projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
+    // A build run's story moves to review in the sprint status, committed for its owner and naming the run.
+    judgeBuild: async (run) => {
+      const person = accounts ? await accounts.personById(run.ownerId) : null;
+      const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
+      return judgeBuildRun(runtime, run, { ...who, run: run.id });
+    },
   });
   return { ...runtime, runs };
 }

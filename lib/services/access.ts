@@ -1,4 +1,4 @@
-import { roleAllows, type Caller, type Need, type ProjectRole } from '../access';
+import { authorOf, roleAllows, type Caller, type Need, type ProjectRole } from '../access';
 import type { Accounts } from '../auth';
 import { isValidConversationId, type Conversation } from '../conversations';
 import { AppError } from '../errors';
@@ -54,6 +54,28 @@ function readOnly(caller: Caller, conversation: { ownerId?: string; projectId?: 
     return new AppError('E_FORBIDDEN', `You can read this conversation but no longer write in it: your role in project "${conversation.projectId}" does not allow chatting.`);
   }
   return new AppError('E_FORBIDDEN', 'You can read this conversation but not write in it (it is someone else\'s); continue in a copy.');
+}
+
+/** The owner fields a turn's new conversation, its user message and its versions take. */
+export interface TurnOwner {
+  ownerId?: string;
+  author?: string;
+  messageAuthor?: { id: string; name: string };
+}
+
+/**
+ * Whether the caller may chat there, for every way in (POST /api/chat, the MCP chat tool): a
+ * token limited to projects chats in them only (a bundle's conversation would be out of its
+ * reach), and a turn writes, so the caller must be allowed to chat in the project and on the
+ * conversation (its owner only: 403 for one who reads it, 404 for one who does not).
+ */
+export async function turnAccess(caller: Caller, target: { projectId?: string; conversationId?: string }): Promise<TurnOwner> {
+  if (target.conversationId && !isValidConversationId(target.conversationId)) throw conversationNotFound(target.conversationId);
+  if (caller.projectIds && !target.projectId) throw new AppError('E_FORBIDDEN', 'This token is limited to some projects: give one of them as projectId.');
+  if (target.projectId) await projectOf(caller, target.projectId, 'write');
+  if (target.conversationId) await conversationOf(caller, target.conversationId, 'write');
+  // A token's words are its owner's: the message names the person, not the token.
+  return caller.kind !== 'local' ? { ownerId: caller.id, author: authorOf(caller), messageAuthor: { id: caller.id, name: caller.name || caller.email || caller.id } } : {};
 }
 
 /** Whether the caller can open a conversation: it exists and they may read it (what a link to it needs). */

@@ -1,14 +1,15 @@
 import type { Caller } from '../access';
-import { withResolvedGreetings } from '../chat/greeting';
 import { getRuntime } from '../runtime';
 import type { AgentSummary } from '../../types/api';
 import { projectOf } from './access';
+import { withResolvedGreetings } from './greetings';
+import { agentViews } from './presenters/agents';
 
 /** A project's agents (a project the caller sees), or the server's bundle agents without one; greetings resolved. */
 export async function listAgents(caller: Caller, projectId: string | null): Promise<AgentSummary[]> {
   const rt = getRuntime();
   const agents = projectId !== null ? await rt.projects.agents(await projectOf(caller, projectId)) : await rt.catalog.listAgents();
-  return withResolvedGreetings(rt, agents);
+  return agentViews(await withResolvedGreetings(rt, agents));
 }
 
 /** The agents as a model reads them (the MCP server's list_agents): id, name, title, commands. */

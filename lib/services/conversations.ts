@@ -1,14 +1,14 @@
 import type { Caller } from '../access';
 import { deleteAudit, readAudit, type AuditEntry } from '../audit';
-import { conversationMarkdown, exportFileName } from '../chat/export';
 import { checkProfile } from '../chat/model-choice';
-import { peopleIn, toDetailView, toSummaryView } from '../chat/views';
 import { cursorAfter, newConversationId, type Conversation, type ConversationSummary, type ListOptions, type Page, type StoredMessage } from '../conversations';
 import { AppError } from '../errors';
 import { copyOutputs, outputRootOf, removeOutputs } from '../outputs';
 import { getRuntime } from '../runtime';
 import type { ConversationCopyData, ConversationDetail, ConversationListData, ConversationSummaryView, PersonRef } from '../../types/api';
 import { conversationNotFound, conversationOf, projectOf } from './access';
+import { peopleIn, toDetailView, toSummaryView } from './presenters/conversations';
+import { conversationMarkdown, exportFileName } from './presenters/export';
 
 /**
  * One page of the conversations the caller may read. With everything visible (no accounts, an

@@ -26,7 +26,7 @@ export function decisionOf(run: Run): DecisionView {
   const question = text(result.question);
   return {
     runId: run.id,
-    storyKey: text((run as { storyKey?: unknown }).storyKey),
+    storyKey: run.storyKey ?? null,
     kind: question ? 'question' : 'blocked',
     text: question ?? text(result.message) ?? text(result.reason) ?? text(result.blocking_condition) ?? run.error?.message ?? 'The run is blocked.',
     since: run.endedAt ?? run.updatedAt,

@@ -3,7 +3,9 @@ import type { Project } from '../projects';
 import { problemLine, type Problem } from '../results';
 import { getRuntime, type Runtime } from '../runtime';
 import { scriptCapabilities } from '../scripts';
-import type { AgentSummary, HealthData, ProjectDetail } from '../../types/api';
+import type { AgentListing } from '../agents';
+import type { HealthData, ProjectDetail } from '../../types/api';
+import { agentViews } from './presenters/agents';
 
 /**
  * The doctor's diagnosis of a project: every agent's start, menu targets, workflows, steps,
@@ -15,13 +17,13 @@ export async function diagnosisOf(project: Project): Promise<Problem[]> {
 }
 
 /** The detail's doctor fields from a diagnosis; each agent's commands carry the problem of a broken target. */
-export function doctorView(diagnosis: Problem[], agents: AgentSummary[]): Pick<ProjectDetail, 'problems' | 'notes' | 'doctor' | 'agents'> {
+export function doctorView(diagnosis: Problem[], agents: AgentListing[]): Pick<ProjectDetail, 'problems' | 'notes' | 'doctor' | 'agents'> {
   const counts = countBySeverity(diagnosis);
   return {
     problems: diagnosis.filter((p) => p.severity !== 'note').map(problemLine),
     notes: diagnosis.filter((p) => p.severity === 'note').map(problemLine),
     doctor: { summary: countLine(diagnosis), errors: counts.error, warnings: counts.warning, notes: counts.note },
-    agents: markCommands(agents, diagnosis),
+    agents: agentViews(markCommands(agents, diagnosis)),
   };
 }
 

@@ -2,10 +2,11 @@ import path from 'node:path';
 import { authorOf, type Caller } from '../access';
 import { AppError } from '../errors';
 import { listOutputTree, outputRootOf, readOutputFile } from '../outputs';
-import { projectDocuments, saveDocument, type Project, type ProjectDocuments, type SavedDocument } from '../projects';
+import { projectDocuments, saveDocument, type Project, type ProjectDocuments } from '../projects';
 import { getRuntime } from '../runtime';
-import type { OutputFileEntry, ProjectDocument } from '../../types/api';
+import type { OutputFileEntry, ProjectDocument, SavedDocumentView } from '../../types/api';
 import { canOpenConversation, conversationOf, projectOf, visibleProjects, type BodyOf } from './access';
+import { documentViews, outputTreeView, savedDocumentView } from './presenters/documents';
 
 /** A file as the routes send it. */
 export interface FileContent {
@@ -22,7 +23,7 @@ export async function documentsOf(caller: Caller, projectId: string): Promise<Pr
 
 /** The documents of a project, with who last wrote each. */
 export async function listDocuments(caller: Caller, projectId: string): Promise<{ files: ProjectDocument[] }> {
-  return { files: await (await documentsOf(caller, projectId)).list() };
+  return { files: documentViews(await (await documentsOf(caller, projectId)).list()) };
 }
 
 /** One document by its path relative to the project root (`_bmad-output/prd.md`). */
@@ -41,10 +42,10 @@ export async function saveProjectFile(
   rel: string,
   body: BodyOf<{ content: string; ifMatchSha256?: string }>,
   maxBytes: number,
-): Promise<SavedDocument> {
+): Promise<SavedDocumentView> {
   const project = await projectOf(caller, projectId, 'write');
   const edit = await body();
-  return saveDocument(getRuntime().config.dataDir, project, {
+  const saved = await saveDocument(getRuntime().config.dataDir, project, {
     path: rel,
     content: edit.content,
     ...(edit.ifMatchSha256 ? { ifMatchSha256: edit.ifMatchSha256 } : {}),
@@ -52,6 +53,7 @@ export async function saveProjectFile(
     author: authorOf(caller).replace(/\s+/g, ' ').trim().slice(0, 200) || 'user',
     maxBytes,
   });
+  return savedDocumentView(saved);
 }
 
 /**
@@ -68,7 +70,7 @@ export async function filesRootOf(conversation: { id: string; projectId?: string
 /** The files a conversation the caller may read wrote (or its project's output folder). */
 export async function conversationFiles(caller: Caller, id: string): Promise<{ files: OutputFileEntry[] }> {
   const root = await filesRootOf(await conversationOf(caller, id));
-  return { files: root ? await listOutputTree(root) : [] };
+  return { files: root ? outputTreeView(await listOutputTree(root)) : [] };
 }
 
 /** One output file of a conversation the caller may read; the sandbox checks the relative path. */
@@ -115,7 +117,7 @@ export async function readDocumentText(caller: Caller, projectId: string, rel: s
 
 /** The documents of a project for a model (the MCP server): as listed, without links to conversations. */
 export async function listDocumentsForModel(caller: Caller, projectId: string): Promise<ProjectDocument[]> {
-  return projectDocuments(getRuntime().config.dataDir, await projectOf(caller, projectId)).list();
+  return documentViews(await projectDocuments(getRuntime().config.dataDir, await projectOf(caller, projectId)).list());
 }
 
 /** Every document of the projects the caller sees, as `bmad://<projectId>/<path>` resources (at most `max`). */

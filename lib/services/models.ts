@@ -1,6 +1,6 @@
 import type { Caller } from '../access';
-import { modelsView } from '../chat/views';
 import { getRuntime } from '../runtime';
+import { modelsView } from './presenters/models';
 import type { ModelsData } from '../../types/api';
 
 /** The model profiles a turn can use (whoever is signed in): never a key, never an endpoint address. */

@@ -1,12 +1,13 @@
 import type { Caller } from '../access';
-import { withResolvedGreetings } from '../chat/greeting';
-import { projectUsageView } from '../chat/views';
 import { AppError } from '../errors';
-import { claimProject, installableReleases, installClaimed, type InstallableRelease, type NewProject, type Project } from '../projects';
+import { claimProject, installableReleases, installClaimed, type NewProject, type Project } from '../projects';
 import { getRuntime } from '../runtime';
-import type { ProjectDetail, ProjectView } from '../../types/api';
+import type { InstallableReleaseView, ProjectDetail, ProjectView } from '../../types/api';
 import { projectOf, visibleProjects, type BodyOf } from './access';
 import { diagnosisOf, doctorView } from './doctor';
+import { withResolvedGreetings } from './greetings';
+import { installableView, projectView } from './presenters/projects';
+import { projectUsageView } from './usage';
 import { repositoryView } from './workspaces';
 
 /**
@@ -18,7 +19,7 @@ import { repositoryView } from './workspaces';
 export async function listProjects(caller: Caller): Promise<ProjectView[]> {
   const { projects } = getRuntime();
   return Promise.all(
-    (await visibleProjects(caller)).map(async ({ project, role }) => ({ ...(await projects.view(project)), role, lastActivity: await lastActivity(project.id, caller) })),
+    (await visibleProjects(caller)).map(async ({ project, role }) => projectView(await projects.view(project), { role, lastActivity: await lastActivity(project.id, caller) })),
   );
 }
 
@@ -58,12 +59,12 @@ export async function getProject(caller: Caller, id: string): Promise<ProjectDet
     projectUsageView(rt.store, project.id, (c) => rt.access.conversation(caller, c, 'read')),
     repositoryView(project),
   ]);
-  return { ...view, role: (await rt.access.projectRole(caller, project.id)) ?? 'viewer', ...doctorView(diagnosis, agents), usage, repository };
+  return { ...projectView(view, { role: (await rt.access.projectRole(caller, project.id)) ?? 'viewer' }), ...doctorView(diagnosis, agents), usage, repository };
 }
 
 /** What a new project can be made of: each pinned BMAD release (the default first), its installer's tools and its modules. */
-export async function listInstallable(_caller: Caller): Promise<InstallableRelease[]> {
-  return installableReleases();
+export async function listInstallable(_caller: Caller): Promise<InstallableReleaseView[]> {
+  return installableView(await installableReleases());
 }
 
 /**
@@ -80,6 +81,6 @@ export async function createProject(caller: Caller, body: BodyOf<NewProject>): P
   return async (onStep) => {
     const project: Project = await installClaimed(projects, claim, onStep);
     if (accounts && caller.kind !== 'local') await accounts.setMember(project.id, caller.id, 'owner');
-    return projects.view(project);
+    return projectView(await projects.view(project));
   };
 }

@@ -1,11 +1,15 @@
 import type { Caller } from '../access';
-import { workspaceTurn, type TurnWorkspace } from '../chat';
+import { collectTurn, startTurn, workspaceTurn, type TurnHandle, type TurnWorkspace } from '../chat';
 import { isValidConversationId } from '../conversations';
 import { AppError } from '../errors';
 import type { Project } from '../projects';
 import { getRuntime } from '../runtime';
+import { trackTurn } from '../runtime/shutdown';
+import { UI_STREAM_HEADERS } from '../stream';
+import { sseBody } from '../stream/sse-body';
 import type { Person, Workspace } from '../workspaces';
-import { committerOf, projectOf } from './access';
+import type { ChatResponseData } from '../../types/api';
+import { committerOf, projectOf, turnAccess } from './access';
 import { setupOf } from './setup';
 
 /** A setup still `running` in the store that no process runs any more (its server went down) blocks nothing past this. */
@@ -49,4 +53,135 @@ export async function turnWorkspace(caller: Caller, target: { projectId?: string
   const project = await projectOf(caller, projectId, 'write');
   const ws = await rt.workspaces.find({ id: project.id, root: project.root }, workspaceId);
   return placeIn(project, ws, committerOf(caller));
+}
+
+/** What a caller asks one turn to do (the body of POST /api/chat; the MCP chat tool sends a part of it). */
+export interface TurnInput {
+  agentId: string;
+  projectId?: string;
+  conversationId?: string;
+  /** Ignored with `regenerate`, which answers the stored message again. */
+  message?: string;
+  regenerate?: boolean;
+  editMessageId?: string;
+  model?: string;
+  workspaceId?: string;
+}
+
+export interface TurnOptions {
+  /** Stream the turn's events (UI message stream SSE) instead of answering once it has ended. */
+  stream: boolean;
+  /** The caller going away: stops the turn, which stores its partial answer. */
+  signal?: AbortSignal;
+}
+
+/** A turn whose events go out as they happen: the body to send and its headers. */
+export interface StreamedTurn {
+  kind: 'stream';
+  conversationId: string;
+  body: ReadableStream<Uint8Array>;
+  headers: Record<string, string>;
+}
+
+/** A turn run to its end: its answer as POST /api/chat's JSON gives it. */
+export interface AnsweredTurn {
+  kind: 'answer';
+  view: ChatResponseData;
+}
+
+/**
+ * One turn for a caller, the one way every surface runs one (POST /api/chat, the MCP chat tool):
+ * the access check, where it runs, the stop on `signal` and on shutdown, the turn itself, and its
+ * answer collected or its events streamed. A turn that fails once started throws its error with
+ * the conversation and user message it left (`details.response`).
+ */
+export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions & { stream: true }): Promise<StreamedTurn>;
+export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions & { stream: false }): Promise<AnsweredTurn>;
+export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions): Promise<StreamedTurn | AnsweredTurn>;
+export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions): Promise<StreamedTurn | AnsweredTurn> {
+  const owner = await turnAccess(caller, input);
+  const workspace = await turnWorkspace(caller, input);
+  const { signal } = options;
+
+  // One controller for the whole turn: the caller going away or the stream being cancelled stops it.
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  signal?.addEventListener('abort', abort, { once: true });
+  const untrack = trackTurn(controller);
+  const done = () => {
+    untrack();
+    signal?.removeEventListener('abort', abort);
+  };
+
+  let turn: TurnHandle;
+  try {
+    turn = await startTurn(
+      getRuntime(),
+      {
+        agentId: input.agentId,
+        conversationId: input.conversationId,
+        ...(input.regenerate ? { regenerate: true } : { message: input.message }),
+        ...(input.editMessageId !== undefined ? { editMessageId: input.editMessageId } : {}),
+        ...(input.projectId ? { projectId: input.projectId } : {}),
+        ...(input.model ? { model: input.model } : {}),
+        ...owner,
+        ...(workspace ? { workspace } : {}),
+      },
+      controller.signal,
+    );
+  } catch (e) {
+    done();
+    throw e;
+  }
+
+  if (!options.stream) return { kind: 'answer', view: await answerOf(turn, done) };
+  const body = sseBody({
+    messageId: turn.messageId,
+    conversationId: turn.conversationId,
+    userMessageId: turn.userMessageId,
+    model: { profile: turn.profile, model: turn.model, ...(turn.price ? { price: turn.price } : {}) },
+    events: turn.events,
+    onTextWritten: turn.reportTextSent,
+    onCancel: abort,
+    // The caller gone is a cancel even where the server never cancels the body.
+    ...(signal ? { readerGone: signal } : {}),
+    onEnd: done,
+  });
+  return { kind: 'stream', conversationId: turn.conversationId, body, headers: { ...UI_STREAM_HEADERS } };
+}
+
+/** Reads the turn to its end: its answer, or its error naming what it left in the store. */
+async function answerOf(turn: TurnHandle, done: () => void): Promise<ChatResponseData> {
+  const summary = await collectTurn(turn.events, { price: turn.price }).finally(done);
+  if (summary.error) {
+    throw new AppError(summary.error.code, summary.error.message, { response: { conversationId: turn.conversationId, userMessageId: turn.userMessageId } });
+  }
+  return {
+    conversationId: turn.conversationId,
+    userMessageId: turn.userMessageId,
+    message: {
+      id: turn.messageId,
+      role: 'assistant',
+      content: summary.content,
+      timestamp: new Date().toISOString(),
+      functionCalls: summary.functionCalls,
+      profile: turn.profile,
+      model: turn.model,
+    },
+    usage: summary.usage,
+    iterations: summary.iterations,
+    stopReason: summary.stopReason,
+    ...(summary.compactions.length ? { compactions: summary.compactions } : {}),
+  };
+}
+
+/** A turn's answer as a model calling the app reads it (the MCP chat tool): the text, the tools it called, how it ended. */
+export function turnBrief(view: ChatResponseData) {
+  return {
+    conversationId: view.conversationId,
+    answer: view.message.content,
+    toolCalls: view.message.functionCalls.map((c) => ({ name: c.name, arguments: c.arguments, result: c.result })),
+    stopReason: view.stopReason,
+    usage: view.usage,
+  };
 }

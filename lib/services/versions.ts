@@ -4,10 +4,11 @@ import { getRuntime } from '../runtime';
 import type { ProjectDocumentVersion } from '../../types/api';
 import { projectOf, type BodyOf } from './access';
 import { documentsOf, type FileContent } from './documents';
+import { versionViews } from './presenters/documents';
 
 /** A document's versions, newest first. */
 export async function documentVersions(caller: Caller, projectId: string, rel: string): Promise<{ path: string; versions: ProjectDocumentVersion[] }> {
-  return { path: rel, versions: await (await documentsOf(caller, projectId)).versions(rel) };
+  return { path: rel, versions: versionViews(await (await documentsOf(caller, projectId)).versions(rel)) };
 }
 
 /** A document as it was at one version. */

@@ -8,6 +8,7 @@ import type { SetupOutcome, Workspace, WorkspaceDetail } from '../workspaces';
 import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
 import { committerOf, projectOf } from './access';
 import { runWorkspaceSetup } from './setup';
+import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../sprint';
 
 const ref = (p: Project) => ({ id: p.id, root: p.root });
 
@@ -80,18 +81,68 @@ export async function workspaceDiff(caller: Caller, projectId: string, id: strin
   return { diff: d.diff, cut: d.cut, bytes: d.bytes };
 }
 
-/** Merges the workspace into its base (owners and editors); a merge commit is the caller's. */
+/**
+ * Merges the workspace into its base (owners and editors); a merge commit is the caller's. The
+ * workspace's edits to the sprint status are taken first as status changes (one commit each in the
+ * base), and the merged head carries the base's own file, so that file never conflicts. A story's
+ * workspace that merges moves its story to `done`; one that conflicts leaves its story in `review`.
+ */
 export async function mergeWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceMergeView> {
   const project = await projectOf(caller, projectId, 'write');
-  const m = await getRuntime()
-    .workspaces.merge(ref(project), id, committerOf(caller))
-    .catch((e: unknown) => {
-      // The conflicting paths are part of the answer (repository-relative; never a server path).
-      if (isAppError(e) && e.code === 'E_MERGE_CONFLICT') throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
+  const rt = getRuntime();
+  const person = committerOf(caller);
+  const sprint = await sprintOfWorkspace(project, id, person);
+  const m = await rt.workspaces
+    .merge(ref(project), id, person, sprint ? { headFor: (head) => sprintNeutralHead(sprint.project, head, person) } : {})
+    .catch(async (e: unknown) => {
+      if (isAppError(e) && e.code === 'E_MERGE_CONFLICT') {
+        if (sprint?.story) await storyTo(sprint.project, sprint.story, 'review', person, true);
+        // The conflicting paths are part of the answer (repository-relative; never a server path).
+        throw new AppError(e.code, e.message, { ...e.details, response: { paths: e.details?.paths ?? [] } });
+      }
       throw e;
     });
+  if (sprint?.story) await storyTo(sprint.project, sprint.story, 'done', person, false);
   log.info('workspace.merged', { project: project.id, workspace: id, fastForward: m.fastForward, by: authorOf(caller) });
   return { workspace: workspaceView(m.workspace), commit: m.commit, fastForward: m.fastForward, checkoutUpdated: m.checkoutUpdated };
+}
+
+/** The story a workspace was made for: the story of the runs the board started in it. */
+async function storyOf(projectId: string, workspaceId: string): Promise<string | null> {
+  const runs = await getRuntime().runs.store.storyRuns(projectId);
+  return runs.find((r) => r.workspaceId === workspaceId)?.storyKey ?? null;
+}
+
+/**
+ * Before a merge: the workspace's sprint status edits applied to its base as status changes, by
+ * the person merging. Null when the base has no sprint status (nothing to keep apart).
+ */
+async function sprintOfWorkspace(project: Project, id: string, person: { name: string; email: string }): Promise<{ project: SprintProject; story: string | null } | null> {
+  const rt = getRuntime();
+  const ws = await rt.workspaces.find(ref(project), id);
+  if (ws.status !== 'open') return null;
+  const sprint = sprintProjectOf(project, ws.base);
+  if (!(await hasSprintStatus(sprint).catch(() => false))) return null;
+  await rt.workspaces.sync(ref(project), ws);
+  const story = await storyOf(project.id, ws.id);
+  const { applied, ignored } = await applyWorkspaceStatusChanges(sprint, ws.branch, person);
+  if (applied.length || ignored.length) log.info('workspace.sprint_changes', { project: project.id, workspace: ws.id, applied: applied.filter((c) => c.changed).length, ignored: ignored.length });
+  return { project: sprint, story };
+}
+
+/** A story moved after a merge (or its conflict); a move the base refuses is logged, the merge's answer stands. */
+async function storyTo(sprint: SprintProject, key: string, status: string, person: { name: string; email: string }, onlyPast: boolean): Promise<void> {
+  try {
+    // After a conflict the story stays where review put it; a story a person moved back is not pushed forward.
+    if (onlyPast) {
+      const board = await readBoard(sprint);
+      const now = board.epics.flatMap((e) => e.stories).find((s) => s.key === key)?.status;
+      if (now !== 'done') return;
+    }
+    await setStoryStatus(sprint, key, status, person);
+  } catch (e) {
+    log.warn('workspace.story_move_failed', { story: key, to: status, message: String((e as Error)?.message ?? e).slice(0, 200) });
+  }
 }
 
 /** Discards the workspace's checkout and branch (owners and editors). */

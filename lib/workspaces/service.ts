@@ -369,9 +369,10 @@ export class WorkspaceService {
    * Merges the workspace's branch into its base in the project repository: a fast-forward, else a
    * merge commit by `person` built off to the side (merge-tree, commit-tree) and set with the old
    * value as compare-and-swap. A conflict changes nothing. When the project folder has the base
-   * checked out, it must be clean and is moved along.
+   * checked out, it must be clean and is moved along. `headFor` gives the commit to merge in place
+   * of the branch's head (one on top of it), asked again on every attempt, against the base as it is then.
    */
-  async merge(project: ProjectRef, id: string, person: Person): Promise<MergeResult> {
+  async merge(project: ProjectRef, id: string, person: Person, opts: { headFor?: (head: string) => Promise<string> } = {}): Promise<MergeResult> {
     const ws = await this.find(project, id);
     if (ws.status !== 'open') throw new AppError('E_CONFLICT', `The workspace is ${ws.status}.`);
     const top = this.repoTop(project);
@@ -379,7 +380,7 @@ export class WorkspaceService {
     return this.locked(top, async () => {
       // Another instance may move the base between our read and our compare-and-swap: start over.
       for (let attempt = 0; attempt < 3; attempt++) {
-        const done = await this.mergeOnce(top, ws, person);
+        const done = await this.mergeOnce(top, ws, person, opts.headFor);
         if (done) return done;
       }
       throw new AppError('E_CONFLICT', 'The base branch kept moving during the merge; try again.');
@@ -387,12 +388,13 @@ export class WorkspaceService {
   }
 
   /** One merge attempt; null when the base moved before it could be set. */
-  private async mergeOnce(top: string, ws: Workspace, person: Person): Promise<MergeResult | null> {
+  private async mergeOnce(top: string, ws: Workspace, person: Person, headFor?: (head: string) => Promise<string>): Promise<MergeResult | null> {
     const baseRef = `refs/heads/${ws.base}`;
     const old = await resolveCommit(top, baseRef);
     if (!old) throw new AppError('E_CONFLICT', `The base branch "${ws.base}" no longer exists.`);
-    const head = await resolveCommit(top, `refs/heads/${ws.branch}`);
-    if (!head) throw new AppError('E_CONFLICT', `The branch "${ws.branch}" no longer exists.`);
+    const tip = await resolveCommit(top, `refs/heads/${ws.branch}`);
+    if (!tip) throw new AppError('E_CONFLICT', `The branch "${ws.branch}" no longer exists.`);
+    const head = headFor ? await headFor(tip) : tip;
     const checkedOut = (await currentBranch(top)) === ws.base;
     if (checkedOut && !(await isClean(top))) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes on the base branch.');
     const isAncestor = async (a: string, b: string) => (await git(['merge-base', '--is-ancestor', a, b], { cwd: top })).code === 0;

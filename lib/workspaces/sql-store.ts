@@ -1,5 +1,5 @@
 import type { AppDatabase } from '../db/database';
-import { openStoreDatabase } from '../conversations/database';
+import type { SqlStoreDatabase } from '../db/store-database';
 import { DEFAULT_BUILD, NameTakenError, type BuildSettings, type NewWorkspace, type SetupOutcome, type Workspace, type WorkspacePatch, type WorkspaceStatus, type WorkspaceStore } from './types';
 
 interface WorkspaceRow {
@@ -59,8 +59,9 @@ export class SqlWorkspaceStore implements WorkspaceStore {
   /** The store owns `database` and closes it. */
   constructor(private readonly database: AppDatabase) {}
 
-  static open(target: { file: string } | { url: string; poolSize?: number }): SqlWorkspaceStore {
-    return new SqlWorkspaceStore(openStoreDatabase(target));
+  /** A store on its own handle of the stores' database (a pool of `poolSize` on Postgres). */
+  static open(database: SqlStoreDatabase, poolSize?: number): SqlWorkspaceStore {
+    return new SqlWorkspaceStore(database.kind === 'postgres' ? database.open({ poolSize }) : database.open());
   }
 
   private async db() {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { sql } from 'kysely';
-import { openStoreDatabase } from '../conversations/database';
+import { conversationDatabase } from '../conversations/database';
 import { createTestDatabase, type TestDatabase } from '../../test/postgres';
 import { MemoryWorkspaceStore } from './memory-store';
 import { SqlWorkspaceStore } from './sql-store';
@@ -25,9 +25,9 @@ afterAll(async () => {
 });
 
 async function sqlPair(target: { file: string } | { url: string }): Promise<Pair> {
-  const first = openStoreDatabase(target);
+  const first = conversationDatabase(target).open();
   await first.ready();
-  const second = openStoreDatabase(target);
+  const second = conversationDatabase(target).open();
   await second.ready();
   await sql`DELETE FROM workspaces`.execute(first.db);
   await sql`DELETE FROM build_settings`.execute(first.db);

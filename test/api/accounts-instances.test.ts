@@ -2,7 +2,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { clientAddressed, openAccounts, SIGN_IN_ATTEMPTS_PER_MINUTE, type Accounts, type AuthSettings } from '@/lib/auth';
-import { DATABASE_FILE } from '@/lib/conversations';
+import { openDatabase } from '@/lib/db';
 import { createTestDatabase, type TestDatabase } from '../postgres';
 
 /**
@@ -86,20 +86,21 @@ describe('sign-in limit shared by two instances', () => {
 
   it('on one Postgres database: 5 attempts in all, not 5 per instance', async () => {
     database = await createTestDatabase('instances');
-    const options = { dataDir: path.join(tmp, 'pg'), store: 'postgres' as const, file: DATABASE_FILE, settings, databaseUrl: database.url };
+    const dataDir = path.join(tmp, 'pg');
+    const options = { dataDir, database: openDatabase({ store: 'postgres', dataDir, databaseUrl: database.url }), settings };
     open.push(openAccounts(options), secondInstance()(options));
     await sharedLimit(open[0]!, open[1]!);
   }, 60_000);
 
   it('on one SQLite file: the same', async () => {
     const dataDir = path.join(tmp, 'sqlite');
-    const options = { dataDir, store: 'sqlite' as const, file: DATABASE_FILE, settings };
+    const options = { dataDir, database: openDatabase({ store: 'sqlite', dataDir }), settings };
     open.push(openAccounts(options), secondInstance()(options));
     await sharedLimit(open[0]!, open[1]!);
   }, 60_000);
 
   it('beside the memory store: still limited (on its in-memory database)', async () => {
-    const accounts = openAccounts({ dataDir: path.join(tmp, 'memory'), store: 'memory', file: DATABASE_FILE, settings });
+    const accounts = openAccounts({ dataDir: path.join(tmp, 'memory'), database: { kind: 'memory' }, settings });
     open.push(accounts);
     await accounts.ready();
     await accounts.createPerson({ ...ALICE, role: 'member' });

@@ -115,17 +115,28 @@ it('stops a run between model calls once its token budget (RUNS_MAX_TOKENS) is r
   spentSoFar += 1000;
 }, 60_000);
 
-it("takes a run's own budget over the default, and refuses a bad one before making anything", async () => {
+it("takes a run's own budget from POST /api/runs over the default, and refuses a bad one before making anything", async () => {
   const before = (await h.runtime.runs.store.list({ projectId: 'shop' })).length;
-  const ed = (await h.runtime.accounts!.listPeople()).find((p) => p.email === 'ed@example.com')!;
-  const input = { projectId: 'shop', ownerId: ed.id, skill: 'bmad-prd', intent: 'create', inputs: 'Brief: a plant shop.' };
-  await expect(h.runtime.runs.submit({ ...input, budget: { tokens: -5 } })).rejects.toMatchObject({ code: 'E_VALIDATION', details: { field: 'budget.tokens' } });
-  await expect(h.runtime.runs.submit({ ...input, budget: { usd: 0 } })).rejects.toMatchObject({ code: 'E_VALIDATION', details: { field: 'budget.usd' } });
+  const post = async (budget: unknown) => {
+    const res = await createRun(req('POST', '/api/runs', 'ed', { projectId: 'shop', skill: 'bmad-prd', intent: 'create', inputs: 'Brief: a plant shop.', budget }));
+    return { status: res.status, body: await body(res) };
+  };
+  for (const [budget, field] of [
+    [{ tokens: -5 }, 'budget.tokens'],
+    [{ tokens: 2.5 }, 'budget.tokens'],
+    [{ usd: 0 }, 'budget.usd'],
+    [{ dollars: 3 }, 'budget.dollars'],
+    [7, 'budget'],
+  ] as const) {
+    const refused = await post(budget);
+    expect([refused.status, refused.body.code, refused.body.field]).toEqual([400, 'E_VALIDATION', field]);
+  }
   expect((await h.runtime.runs.store.list({ projectId: 'shop' })).length).toBe(before);
   calls = 0;
   h.model.setScript(spender);
-  const { run } = await h.runtime.runs.submit({ ...input, budget: { tokens: 1500 } });
-  const ended = await waitEnded(run.id);
+  const created = await post({ tokens: 1500 });
+  expect(created.status).toBe(202);
+  const ended = await waitEnded(created.body.data.runId);
   expect([ended.status, ended.result.reason, calls]).toEqual(['blocked', 'E_BUDGET', 3]);
   expect(ended.budget).toEqual({ tokens: 1500 });
   spentSoFar += 1500;

@@ -7,8 +7,7 @@ import { POST as createRun } from '@/app/api/runs/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
 import { createRuntime, setRuntime } from '@/lib/runtime';
 import { abortRunningTurns } from '@/lib/runtime/shutdown';
-import { DATABASE_FILE } from '@/lib/conversations';
-import { encodeHolder } from '@/lib/conversations/lease';
+import { DATABASE_FILE, encodeHolder } from '@/lib/db';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
 

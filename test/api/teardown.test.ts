@@ -8,7 +8,7 @@ import { POST as chat } from '@/app/api/chat/route';
 import { POST as stop } from '@/app/api/conversations/[id]/stop/route';
 import { reply } from '../scripted-model';
 import { projectVersions } from '@/lib/projects';
-import { DATABASE_FILE } from '@/lib/conversations';
+import { DATABASE_FILE } from '@/lib/db';
 import { bmadProject } from '../bmad-installs';
 import { jsonRequest, params, readSse, startHarness, type Harness } from './harness';
 

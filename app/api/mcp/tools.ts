@@ -1,14 +1,6 @@
 import { z } from 'zod';
-import { getRuntime } from '@/lib/runtime';
-import { collectTurn, startTurn } from '@/lib/chat';
-import { journeyOf, listAgentsBrief, listDocumentsForModel, listProjectsBrief, readDocumentText } from '@/lib/services';
-import { runView } from '@/lib/runs';
-import { trackTurn } from '@/lib/runtime/shutdown';
+import { chatTurn, getRun, turnBrief, journeyOf, listAgentsBrief, listDocumentsForModel, listProjectsBrief, readDocumentText, startRun } from '@/lib/services';
 import type { Caller } from '@/lib/access';
-import { projectOr404 } from '../_lib/projects';
-import { runOr404 } from '../runs/_lib';
-import { turnAccess } from '../_lib/turns';
-import { turnWorkspace } from '@/lib/services';
 
 /** What a tool of the app's MCP server runs with: who asks (the same caller as the REST API) and the request's signal. */
 export interface McpCall {
@@ -77,30 +69,7 @@ export const MCP_SERVER_TOOLS: McpServerTool[] = [
       conversationId: z.string().min(1).max(200).optional(),
       workspaceId: z.string().min(1).max(200).optional().describe("Work in this workspace of the project (its own git checkout); a conversation keeps its workspace"),
     },
-    async run({ projectId, agentId, message, conversationId, workspaceId }, { caller, signal }) {
-      const rt = getRuntime();
-      const owner = await turnAccess(caller, { projectId, conversationId });
-      const workspace = await turnWorkspace(caller, { projectId, conversationId, workspaceId });
-      const controller = new AbortController();
-      const abort = () => controller.abort();
-      signal.addEventListener('abort', abort, { once: true });
-      const untrack = trackTurn(controller);
-      try {
-        const turn = await startTurn(rt, { agentId, message, ...(projectId ? { projectId } : {}), ...(conversationId ? { conversationId } : {}), ...owner, ...(workspace ? { workspace } : {}) }, controller.signal);
-        const summary = await collectTurn(turn.events, { price: turn.price });
-        if (summary.error) throw summary.error;
-        return {
-          conversationId: turn.conversationId,
-          answer: summary.content,
-          toolCalls: summary.functionCalls.map((c) => ({ name: c.name, arguments: c.arguments, result: c.result })),
-          stopReason: summary.stopReason,
-          usage: summary.usage,
-        };
-      } finally {
-        untrack();
-        signal.removeEventListener('abort', abort);
-      }
-    },
+    run: async (args, { caller, signal }) => turnBrief((await chatTurn(caller, args, { stream: false, signal })).view),
   }),
   tool({
     name: 'journey',
@@ -122,26 +91,13 @@ export const MCP_SERVER_TOOLS: McpServerTool[] = [
       inputs: z.union([z.string().max(100_000), z.record(z.string(), z.unknown())]).describe('Everything the skill needs: text, or an object whose `files` are project paths to attach'),
       model: z.string().trim().min(1).max(64).optional(),
     },
-    async run({ projectId, skill, intent, inputs, model }, { caller }) {
-      const project = await projectOr404(projectId, caller, 'write');
-      const { run } = await getRuntime().runs.submit({
-        projectId: project.id,
-        ownerId: caller.id,
-        skill,
-        ...(intent ? { intent } : {}),
-        inputs,
-        ...(model ? { model } : {}),
-      });
-      return { runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId };
-    },
+    run: (args, { caller }) => startRun(caller, args),
   }),
   tool({
     name: 'get_run',
     title: 'A headless run: status and result',
     description: 'A run started with start_run: its status (queued, running, complete, partial, blocked, failed, cancelled, interrupted), the result JSON, the documents it wrote with their versions, its conversation, usage and cost.',
     input: { runId: z.string().trim().min(1).max(100) },
-    async run({ runId }, { caller }) {
-      return runView(await runOr404(runId, caller));
-    },
+    run: ({ runId }, { caller }) => getRun(caller, runId),
   }),
 ];

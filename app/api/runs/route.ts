@@ -1,11 +1,7 @@
 import { z } from 'zod';
-import { getRuntime } from '@/lib/runtime';
-import { runView } from '@/lib/runs';
+import { listRuns, startRun } from '@/lib/services';
 import { handle, ok, parseWith, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
-import { projectOr404 } from '../_lib/projects';
-import { mayUseRun } from './_lib';
-import { workspaceForRun } from '@/lib/services';
 
 export const dynamic = 'force-dynamic';
 export const runtime = 'nodejs';
@@ -39,27 +35,14 @@ const Body = z.object({
   /** Run in this workspace of the project, or in a new one of this name. */
   workspaceId: z.string().trim().min(1, 'workspaceId must not be empty').max(200).optional(),
   workspace: z.object({ name: z.string('workspace.name must be a text') }).optional(),
+  budget: z.record(z.string(), z.unknown(), 'budget must be an object: { tokens?, usd? }').optional(),
 });
 
 export async function POST(request: Request) {
   return handle('POST /api/runs', request, async () => {
     const caller = await callerOf(request);
     const body = await readJson(request, Body);
-    const project = await projectOr404(body.projectId, caller, 'write');
-    const workspaceId = await workspaceForRun(caller, project.id, body);
-    // An E_NOT_HEADLESS refusal carries the skills that can run headless (the error's `response`).
-    const { run, webhookSecret } = await getRuntime().runs.submit({
-      projectId: project.id,
-      ownerId: caller.id,
-      skill: body.skill,
-      ...(body.agentId ? { agentId: body.agentId } : {}),
-      ...(body.intent ? { intent: body.intent } : {}),
-      inputs: body.inputs,
-      ...(body.model ? { model: body.model } : {}),
-      ...(body.webhook ? { webhook: body.webhook } : {}),
-      ...(workspaceId ? { workspaceId } : {}),
-    });
-    return ok({ runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) }, { status: 202 });
+    return ok(await startRun(caller, body), { status: 202 });
   });
 }
 
@@ -72,10 +55,6 @@ export async function GET(request: Request) {
   return handle('GET /api/runs', request, async () => {
     const caller = await callerOf(request);
     const query = parseWith(Query, Object.fromEntries(new URL(request.url).searchParams));
-    const project = await projectOr404(query.projectId, caller);
-    const runs = await getRuntime().runs.store.list({ projectId: project.id, limit: query.limit ?? 50 });
-    const visible = [];
-    for (const run of runs) if (await mayUseRun(run, caller)) visible.push(runView(run));
-    return ok({ items: visible });
+    return ok(await listRuns(caller, query));
   });
 }

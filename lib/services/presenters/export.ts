@@ -1,5 +1,5 @@
-import type { Conversation, StoredMessage } from '../conversations/types';
-import { toMessageViews } from './views';
+import type { Conversation, StoredMessage } from '../../conversations/types';
+import { toMessageViews } from './conversations';
 
 export type ExportFormat = 'md' | 'json';
 

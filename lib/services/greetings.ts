@@ -1,11 +1,18 @@
-import type { AgentSummary } from '../../types/api';
 import { isConfigPath, loadAgentConfig, type ConfigReader } from '../bmad-config';
-import type { ResolvedAgent } from '../agents';
+import type { AgentListing, Catalog, ResolvedAgent } from '../agents';
+import type { Config } from '../config';
 import { expandVariables, readResolved, resolvePath } from '../paths';
+import type { ProjectCatalog } from '../projects';
 import { isFailure } from '../results';
 import { startupActions } from '../agents/startup';
 import { workspaceVariables } from '../agents/workspace';
-import { findAgent, type ChatDeps } from './context';
+
+/** What resolving greetings reads: the limits, and where the agents are. */
+export interface GreetingDeps {
+  config: Pick<Config, 'limits'>;
+  catalog: Pick<Catalog, 'getAgent'>;
+  projects: Pick<ProjectCatalog, 'getAgent'>;
+}
 
 const TTL_MS = 2000;
 const cache = new Map<string, { at: number; variables: Record<string, string> }>();
@@ -14,7 +21,7 @@ const cache = new Map<string, { at: number; variables: Record<string, string> }>
  * The config variables an agent's startup would load, read through the sandbox with no output
  * mount. Short-lived cache: the agent list is polled, and builders edit configs live.
  */
-async function greetingVariables(deps: Pick<ChatDeps, 'config'>, resolved: ResolvedAgent): Promise<Record<string, string>> {
+async function greetingVariables(deps: Pick<GreetingDeps, 'config'>, resolved: ResolvedAgent): Promise<Record<string, string>> {
   const key = `${resolved.workspace.projectId ?? ''}/${resolved.agent.id}`;
   const hit = cache.get(key);
   if (hit && Date.now() - hit.at < TTL_MS) return hit.variables;
@@ -45,12 +52,13 @@ async function greetingVariables(deps: Pick<ChatDeps, 'config'>, resolved: Resol
   return variables;
 }
 
-/** Agent summaries with `{user_name}`-style variables of their greetings resolved. */
-export async function withResolvedGreetings(deps: Pick<ChatDeps, 'config' | 'catalog' | 'projects'>, agents: AgentSummary[]): Promise<AgentSummary[]> {
+/** Agent listings with `{user_name}`-style variables of their greetings resolved. */
+export async function withResolvedGreetings(deps: GreetingDeps, agents: AgentListing[]): Promise<AgentListing[]> {
   return Promise.all(
     agents.map(async (a) => {
       if (!a.greeting || !a.greeting.includes('{')) return a;
-      const resolved = await findAgent(deps, { agentId: a.id, ...(a.projectId ? { projectId: a.projectId } : {}) }).catch(() => null);
+      // The agent as a turn would start it: its startup names the configs the greeting's variables come from.
+      const resolved = await (a.projectId !== undefined ? deps.projects.getAgent(a.projectId, a.id) : deps.catalog.getAgent(a.id)).catch(() => null);
       if (!resolved) return a;
       const variables = await greetingVariables(deps, resolved);
       return { ...a, greeting: expandVariables(a.greeting, { variables }).text };

@@ -1,17 +1,6 @@
-import { toolArgumentsView } from '../llm/types';
-import type { Conversation, ConversationStore, ConversationSummary, StoredMessage } from '../conversations/types';
-import type { ModelSetup } from '../models';
-import type {
-  ChatMessageView,
-  ConversationDetail,
-  ConversationSummaryView,
-  FunctionCallView,
-  MessagePartView,
-  ModelProfileView,
-  ModelsData,
-  PersonRef,
-  UsageView,
-} from '../../types/api';
+import { toolArgumentsView } from '../../llm/types';
+import type { Conversation, ConversationSummary, StoredMessage } from '../../conversations/types';
+import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView, MessagePartView, PersonRef, UsageView } from '../../../types/api';
 
 /**
  * What a view adds with accounts on: people's current names by id (a user message shows its
@@ -132,50 +121,4 @@ export function toDetailView(c: Conversation, history: StoredMessage[], people?:
     messages,
     usage: { promptTokens: c.usage.promptTokens, completionTokens: c.usage.completionTokens, cachedTokens: c.usage.cachedTokens ?? 0, ...(c.cost !== undefined ? { cost: c.cost } : {}) },
   };
-}
-
-/** The model profiles for a picker: names, models and sizes, and what routes to each; never a key, never an endpoint address. */
-export function modelsView(setup: ModelSetup): ModelsData {
-  const routedTo = (routes: Record<string, string>, name: string) => Object.keys(routes).filter((k) => routes[k] === name);
-  return [...setup.profiles.values()].map((p): ModelProfileView => {
-    const agents = routedTo(setup.agents, p.name);
-    const commands = routedTo(setup.commands, p.name);
-    return {
-      name: p.name,
-      model: p.model,
-      contextWindow: p.contextWindow,
-      maxOutputTokens: p.maxOutputTokens,
-      configured: p.configured,
-      default: p.name === setup.defaultProfile,
-      ...(p.problem ? { problem: p.problem } : {}),
-      ...(p.parallelToolCalls !== undefined ? { parallelToolCalls: p.parallelToolCalls } : {}),
-      ...(p.price ? { price: { ...p.price } } : {}),
-      ...(agents.length ? { agents } : {}),
-      ...(commands.length ? { commands } : {}),
-    };
-  });
-}
-
-/**
- * A project's tokens and cost: the sum over its conversations that `visible` lets through (the
- * caller's), read from the list's per-conversation totals, a page at a time.
- */
-export async function projectUsageView(store: ConversationStore, projectId: string, visible: (c: ConversationSummary) => Promise<boolean>): Promise<UsageView> {
-  const total: UsageView = { promptTokens: 0, completionTokens: 0, cachedTokens: 0 };
-  let cost: number | undefined;
-  let cursor: string | undefined;
-  do {
-    const page = await store.list({ projectId, limit: 100, ...(cursor ? { cursor } : {}) });
-    const shown = await Promise.all(page.items.map(visible));
-    page.items.forEach((c, i) => {
-      if (!shown[i]) return;
-      total.promptTokens += c.usage.promptTokens;
-      total.completionTokens += c.usage.completionTokens;
-      total.cachedTokens += c.usage.cachedTokens ?? 0;
-      if (c.cost !== undefined) cost = (cost ?? 0) + c.cost;
-    });
-    cursor = page.nextCursor;
-  } while (cursor);
-  if (cost !== undefined) total.cost = Math.round(cost * 1e9) / 1e9;
-  return total;
 }
