@@ -8,6 +8,8 @@ import { GET as listWorkspaces } from '@/app/api/projects/[id]/workspaces/route'
 import { POST as mergeWorkspace } from '@/app/api/projects/[id]/workspaces/[wid]/merge/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
 import { POST as createRun } from '@/app/api/runs/route';
+import { POST as answerRun } from '@/app/api/runs/[id]/answer/route';
+import { GET as getBudget, PUT as putBudget } from '@/app/api/projects/[id]/budget/route';
 import { reply, type ChatMessage, type ChatRequestBody, type Reply } from '../scripted-model';
 import { openSourceRepo, type OpenSourceRepo } from '../open-source-repo';
 import { sh } from '../git-repo';
@@ -356,6 +358,32 @@ describe('a story whose build stops', () => {
     expect(statusIn(baseFile(), KEY)).toBe('in-progress');
   });
 
+  it('the blocked run waits on the board as a decision; an editor answers it, and it goes on in its workspace to review', async () => {
+    const run = (await board('vic')).body.data.epics[0].stories[2].run;
+    const blocked = (await runOf('ed', run.id)).body.data;
+    expect(blocked.status).toBe('blocked');
+    expect((await board('vic')).body.data.decisions).toEqual([{ runId: run.id, storyKey: KEY, kind: 'blocked', text: 'no epic spec found', since: blocked.endedAt }]);
+    const ANSWER = 'There is no epic spec: write the help text from the README and put the story in review.';
+    h.model.reset();
+    h.model.setScript(async ({ body }) => {
+      const users = (body.messages ?? []).filter((m) => m.role === 'user');
+      if (!textOf(users.at(-1)?.content).includes(ANSWER)) return reply.text('HALT: the answer never came.');
+      const wrote = (body.messages ?? []).slice((body.messages ?? []).lastIndexOf(users.at(-1)!)).some((m) => m.role === 'tool');
+      if (!wrote) return reply.toolCalls([{ name: 'save_output', arguments: { file_path: `{project-root}/${ARTIFACTS}/spec-1-3-help-text.md`, content: '---\nstatus: review\n---\n\n# Help text, from the README\n' } }]);
+      return reply.text('Done: the spec is in review.');
+    });
+    const viewer = await answerRun(req('POST', `/api/runs/${run.id}/answer`, 'vic', { text: ANSWER }), params({ id: run.id })).then(answer);
+    expect([viewer.status, viewer.body.code]).toEqual([403, 'E_FORBIDDEN']);
+    const answered = await answerRun(req('POST', `/api/runs/${run.id}/answer`, 'ed', { text: ANSWER }), params({ id: run.id })).then(answer);
+    expect([answered.status, answered.body.data.status]).toEqual([202, 'queued']);
+    const r = await until(() => runOf('ed', run.id), (x) => !['queued', 'running'].includes(x.body.data.status));
+    expect(r.body.data).toMatchObject({ status: 'complete', conversationId: blocked.conversationId, result: { story: KEY, storyStatus: 'review' } });
+    // In its own workspace: the spec is on its branch, not on the base's.
+    expect(sh(repo.root, ['show', `bmad/${KEY}:${ARTIFACTS}/spec-1-3-help-text.md`])).toContain('Help text, from the README');
+    expect(statusIn(baseFile(), KEY)).toBe('review');
+    expect((await board('vic')).body.data.decisions).toEqual([]);
+  });
+
   it('a second start makes a workspace with a suffixed name; a merge that conflicts leaves the story in review with the paths', async () => {
     h.model.reset();
     h.model.setScript(async ({ body }) => {
@@ -410,5 +438,34 @@ describe('a build skill through POST /api/runs', () => {
     expect(statusIn(baseFile(), '1-2-boolean-aliases')).toBe('review');
     const story = (await board('vic')).body.data.epics[0].stories[1];
     expect(story).toMatchObject({ status: 'review', run: { id: made.body.data.runId, status: 'complete' }, workspace: { branch: 'bmad/api-build' } });
+  });
+});
+
+describe("a project's monthly budget", () => {
+  it('refuses a story start on a spent project with 402, before anything is made; a story run takes its own budget', async () => {
+    const put = (value: unknown) => putBudget(req('PUT', `/api/projects/${id}/budget`, 'admin', value), params({ id })).then(answer);
+    const spent = (await getBudget(req('GET', `/api/projects/${id}/budget`, 'vic'), params({ id })).then(answer)).body.data.spent.tokens;
+    expect(spent).toBeGreaterThan(0);
+    expect((await put({ monthlyTokens: spent })).status).toBe(200);
+    const head = baseHead();
+    const before = (await workspaces('ed')).body.data.length;
+    const runs = (await h.runtime.runs.store.list({ projectId: id })).length;
+    const refused = await start('ed', '1-3-help-text');
+    expect([refused.status, refused.body.code]).toEqual([402, 'E_BUDGET']);
+    expect(baseHead()).toBe(head);
+    expect((await workspaces('ed')).body.data.length).toBe(before);
+    expect((await h.runtime.runs.store.list({ projectId: id })).length).toBe(runs);
+    expect((await put({ monthlyTokens: null })).status).toBe(200);
+
+    const bad = await start('ed', '1-3-help-text', { budget: { tokens: -1 } });
+    expect([bad.status, bad.body.code, bad.body.field]).toEqual([400, 'E_VALIDATION', 'budget.tokens']);
+    h.model.reset();
+    h.model.setScript(() => reply.toolCalls([{ name: 'read_file', arguments: { file_path: `{project-root}/${STATUS_PATH}` } }], { usage: { prompt_tokens: 400, completion_tokens: 100 } }));
+    const s = await start('ed', '1-3-help-text', { budget: { tokens: 1000 } });
+    expect(s.status).toBe(202);
+    const r = await until(() => runOf('ed', s.body.data.runId), (x) => !['queued', 'running'].includes(x.body.data.status));
+    expect(r.body.data).toMatchObject({ status: 'blocked', budget: { tokens: 1000 }, result: { reason: 'E_BUDGET', budget: 'run' } });
+    expect(h.model.chatRequests()).toHaveLength(2);
+    expect((await board('vic')).body.data.decisions[0]).toMatchObject({ runId: s.body.data.runId, storyKey: '1-3-help-text', kind: 'blocked' });
   });
 });
