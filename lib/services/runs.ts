@@ -3,7 +3,7 @@ import { AppError } from '../errors';
 import { getRuntime } from '../runtime';
 import { isTerminal, runView, type Run, type RunEvent, type RunInputs, type RunView } from '../runs';
 import { projectOf } from './access';
-import { runWorkspaceView, workspaceForRun } from './workspaces';
+import { discardWorkspace, runWorkspaceView, workspaceForRun } from './workspaces';
 
 const RUN_ID = /^run_[a-f0-9]{24}$/;
 
@@ -56,6 +56,11 @@ export interface StartedRun {
 export async function startRun(caller: Caller, input: RunInput): Promise<StartedRun> {
   const project = await projectOf(caller, input.projectId, 'write');
   const workspaceId = await workspaceForRun(caller, project.id, input);
+  // A workspace made for this run goes with a refused run: a refusal leaves nothing behind.
+  const undo = async (e: unknown): Promise<never> => {
+    if (workspaceId && input.workspace !== undefined) await discardWorkspace(caller, project.id, workspaceId).catch(() => undefined);
+    throw e;
+  };
   const { run, webhookSecret } = await getRuntime().runs.submit({
     projectId: project.id,
     ownerId: caller.id,
@@ -66,7 +71,7 @@ export async function startRun(caller: Caller, input: RunInput): Promise<Started
     ...(input.model ? { model: input.model } : {}),
     ...(input.webhook ? { webhook: input.webhook } : {}),
     ...(workspaceId ? { workspaceId } : {}),
-  });
+  }).catch(undo);
   return { runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) };
 }
 
