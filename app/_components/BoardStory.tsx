@@ -12,6 +12,7 @@ import { ConfirmDialog } from './ConfirmDialog';
 import type { OpenDocument } from './RunsList';
 import { DiffSection } from './WorkspacePanel';
 import { Spinner } from './icons';
+import { ActionError } from './ActionError';
 
 /** Asks what to add to the run's first message, and optionally a token budget, before a story starts. */
 export function StartStoryDialog({ story, busy, error, onStart, onCancel }: { story: BoardStoryView; busy: boolean; error: string | null; onStart: (inputs: string, tokens: number | null) => void; onCancel: () => void }) {
@@ -279,20 +280,7 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
           {notice}
         </p>
       ) : null}
-      {error ? (
-        <div className="notice notice-error" role="alert" data-testid="story-error">
-          <p>{error.message}</p>
-          {error.paths?.length ? (
-            <ul data-testid="conflict-paths">
-              {error.paths.map((p) => (
-                <li key={p}>
-                  <code>{p}</code>
-                </li>
-              ))}
-            </ul>
-          ) : null}
-        </div>
-      ) : null}
+      <ActionError error={error} testId="story-error" />
 
       {canWrite ? (
         <div className="board-actions">

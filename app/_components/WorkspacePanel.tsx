@@ -23,6 +23,7 @@ import { ConfirmDialog } from './ConfirmDialog';
 import { FileDiff } from './DiffView';
 import { aheadBehindText } from './ProjectBuild';
 import { Spinner } from './icons';
+import { ActionError } from './ActionError';
 
 /** Conversations read for the command log: the newest ones of the workspace. */
 const LOG_CONVERSATIONS = 10;
@@ -272,20 +273,7 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
           {notice}
         </p>
       ) : null}
-      {actionError ? (
-        <div className="notice notice-error" role="alert" data-testid="workspace-action-error">
-          <p>{actionError.message}</p>
-          {actionError.paths?.length ? (
-            <ul data-testid="conflict-paths">
-              {actionError.paths.map((p) => (
-                <li key={p}>
-                  <code>{p}</code>
-                </li>
-              ))}
-            </ul>
-          ) : null}
-        </div>
-      ) : null}
+      <ActionError error={actionError} testId="workspace-action-error" />
       {open ? (
         <div className="build-actions">
           <button type="button" className="button button-primary" onClick={() => setConfirm('merge')} disabled={busy} data-testid="workspace-merge">

@@ -73,7 +73,8 @@ async function fetchOrNetworkError(url: string, init?: RequestInit): Promise<Res
   }
 }
 
-async function request<T>(url: string, init?: RequestInit): Promise<T> {
+/** A JSON request to the app's API: the envelope's data, or an ApiError in words. */
+export async function request<T>(url: string, init?: RequestInit): Promise<T> {
   const res = await fetchOrNetworkError(url, { ...init, headers: { Accept: 'application/json', ...(init?.body ? { 'Content-Type': 'application/json' } : {}), ...init?.headers } });
   if (res.status === 204) return undefined as T;
   if (!res.ok) throw await readApiError(res);

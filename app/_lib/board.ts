@@ -4,7 +4,7 @@
  * runs that wait on them. Shapes are the wire types of types/api.ts.
  */
 import type { BoardStoryView, BoardView, BudgetView, DecisionView, ProjectView, StoryStartView } from '@/types/api';
-import { ApiError, readApiError } from './api';
+import { ApiError, request } from './api';
 
 export type { BoardStoryView, BoardView, BudgetView, DecisionView, StoryStartView };
 
@@ -87,19 +87,7 @@ export interface BudgetInput {
 
 const enc = encodeURIComponent;
 
-async function call<T>(url: string, init: RequestInit = {}): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(url, { ...init, headers: { Accept: 'application/json', ...(init.body ? { 'Content-Type': 'application/json' } : {}), ...init.headers } });
-  } catch (e) {
-    if ((e as Error)?.name === 'AbortError') throw e;
-    throw new ApiError('Cannot reach the server.', 'E_NETWORK', 0);
-  }
-  if (!res.ok) throw await readApiError(res);
-  if (res.status === 204) return undefined as T;
-  const body = (await res.json()) as { success?: boolean; data?: T };
-  return (body && typeof body === 'object' && 'data' in body ? body.data : body) as T;
-}
+const call = request;
 
 const project = (projectId: string) => `/api/projects/${enc(projectId)}`;
 

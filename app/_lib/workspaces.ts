@@ -16,7 +16,7 @@ import type {
   WorkspaceStatusView,
   WorkspaceView,
 } from '@/types/api';
-import { ApiError, readApiError } from './api';
+import { ApiError, request } from './api';
 
 export type { RepositoryView, BuildSettingsView, WorkspaceView, WorkspaceDetailView, WorkspaceDiffView } from '@/types/api';
 
@@ -239,19 +239,7 @@ export function parseUnifiedDiff(text: string): DiffFile[] {
 
 const enc = encodeURIComponent;
 
-async function call<T>(url: string, init: RequestInit = {}): Promise<T> {
-  let res: Response;
-  try {
-    res = await fetch(url, { ...init, headers: { Accept: 'application/json', ...(init.body ? { 'Content-Type': 'application/json' } : {}), ...init.headers } });
-  } catch (e) {
-    if ((e as Error)?.name === 'AbortError') throw e;
-    throw new ApiError('Cannot reach the server.', 'E_NETWORK', 0);
-  }
-  if (!res.ok) throw await readApiError(res);
-  if (res.status === 204) return undefined as T;
-  const body = (await res.json()) as { success?: boolean; data?: T };
-  return (body && typeof body === 'object' && 'data' in body ? body.data : body) as T;
-}
+const call = request;
 
 /** A merge conflict's paths, from the error envelope (`paths`, or `details.paths`). */
 export function conflictPaths(e: unknown): string[] {

@@ -4,7 +4,8 @@ import { getRuntime } from '../runtime';
 import { isTerminal, runView, type Run, type RunEvent, type RunInputs, type RunView } from '../runs';
 import type { RunBudget } from '../budgets';
 import { projectOf } from './access';
-import { runWorkspaceView, workspaceForRun } from './workspaces';
+import { assertBudget } from './budgets';
+import { discardWorkspace, runWorkspaceView, workspaceForRun } from './workspaces';
 
 const RUN_ID = /^run_[a-f0-9]{24}$/;
 
@@ -58,7 +59,14 @@ export interface StartedRun {
  */
 export async function startRun(caller: Caller, input: RunInput): Promise<StartedRun> {
   const project = await projectOf(caller, input.projectId, 'write');
+  // A spent project refuses before a workspace is made for the run.
+  await assertBudget(project.id);
   const workspaceId = await workspaceForRun(caller, project.id, input);
+  // A workspace made for this run goes with a refused run: a refusal leaves nothing behind.
+  const undo = async (e: unknown): Promise<never> => {
+    if (workspaceId && input.workspace !== undefined) await discardWorkspace(caller, project.id, workspaceId).catch(() => undefined);
+    throw e;
+  };
   const { run, webhookSecret } = await getRuntime().runs.submit({
     projectId: project.id,
     ownerId: caller.id,
@@ -70,7 +78,7 @@ export async function startRun(caller: Caller, input: RunInput): Promise<Started
     ...(input.webhook ? { webhook: input.webhook } : {}),
     ...(workspaceId ? { workspaceId } : {}),
     ...(input.budget ? { budget: input.budget as RunBudget } : {}),
-  });
+  }).catch(undo);
   return { runId: run.id, status: run.status, skill: run.skill, agentId: run.agentId, ...(webhookSecret ? { webhookSecret } : {}) };
 }
 

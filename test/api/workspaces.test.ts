@@ -390,4 +390,14 @@ describe('runs in a workspace', () => {
     const unknown = await answer(await createRun(req('POST', '/api/runs', 'ed', { projectId: 'shop', skill: 'bmad-prd', inputs: 'x', workspaceId: 'ws_nope' })));
     expect([unknown.status, unknown.body.code]).toEqual([404, 'E_WORKSPACE_NOT_FOUND']);
   }, 120_000);
+
+  it('a refused run with workspace: { name } leaves no workspace and no branch behind', async () => {
+    const refused = await answer(await createRun(req('POST', '/api/runs', 'ed', { projectId: 'shop', skill: 'bmad-no-such-skill', inputs: 'x', workspace: { name: 'refused-ws' } })));
+    expect(refused.status).toBe(404);
+    const open = ((await list('ed')).body.data as { name: string; status: string }[]).filter((w) => w.name === 'refused-ws' && w.status === 'open');
+    expect(open).toEqual([]);
+    expect(sh(shop, ['branch', '--list', 'bmad/refused-ws']).trim()).toBe('');
+    // The name is free again.
+    expect((await create('ed', 'refused-ws')).status).toBe(201);
+  }, 60_000);
 });
