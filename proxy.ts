@@ -1,5 +1,5 @@
 import { NextResponse, type NextRequest } from 'next/server';
-import { allowedHostRules, isAllowedHost } from '@/lib/config/network';
+import { allowedHostRules, isAllowedHost } from '@/lib/core/config/network';
 
 /**
  * Runs (on Node, in the server's process) before every request, pages, API and static files alike.

@@ -10,10 +10,10 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { commandHost, runCommand } from '../lib/commands';
-import { DEFAULT_COMMAND_SETTINGS, DEFAULT_LIMITS, DEFAULT_SCRIPT_SETTINGS } from '../lib/config';
-import { executeTool } from '../lib/tools';
-import type { ToolContext } from '../lib/tools/types';
+import { commandHost, runCommand } from '../lib/sandbox/commands';
+import { DEFAULT_COMMAND_SETTINGS, DEFAULT_LIMITS, DEFAULT_SCRIPT_SETTINGS } from '../lib/core/config';
+import { executeTool } from '../lib/engine/tools';
+import type { ToolContext } from '../lib/engine/tools/types';
 import { summary } from './stats';
 
 const RUNS = Number(process.argv[2] ?? 50);

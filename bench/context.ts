@@ -2,14 +2,14 @@
  * Context figures: tokens per workflow start, tokens over a 20-turn workflow session, how much of
  * each request repeats the previous one (what a provider's prompt cache can serve), and the
  * largest request on a profile with an 8 k window. Tokens are counted at the model server with
- * lib/context's counter (cl100k_base, the vocabulary the server uses for a model it does not know).
+ * lib/engine/context's counter (cl100k_base, the vocabulary the server uses for a model it does not know).
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { getJson, post, postJson } from './client';
 import type { ModelRecord, RequestTokenCount } from './model';
 import { startApp, type AppServer, type BenchModel, type Folders } from './proc';
-import { FRAMING } from '../lib/context';
+import { FRAMING } from '../lib/engine/context';
 
 export const SMALL_WINDOW = 8192;
 export const SMALL_MAX_OUTPUT = 1024;
@@ -155,7 +155,7 @@ export function contextMarkdown(c: ContextFigures): string {
     `| ${s.profile} (${n(s.contextWindow)} window) | ${s.requests} | ${n(s.totalTokens)} | ${n(s.largestRequest)} | ${n(s.lastRequest)} | ${s.compactions} | ${s.exactExtensions} of ${s.requests - 1} | ${pct(s.prefixShare.mean)} / ${pct(s.prefixShare.median)} / ${pct(s.prefixShare.min)} | ${n(s.repeatedTokens)} | ${s.errors} |`;
   return [
     `#### 7. Context: tokens, prefix reuse, an 8 k window`,
-    `Workflow start (\`*plan\` with the command shortcut, one request to the first question): **${n(w.tokens)} tokens** counted with cl100k_base and the framing of lib/context (${FRAMING.perMessage} per message, ${FRAMING.toolsPreamble} around the schemas) — system prompt ${n(w.systemPrompt)}, tool schemas ${n(w.toolSchemas)}, workflow result ${n(w.workflowResult)}; the old estimate (characters ÷ 4 of the JSON) said ${n(w.charsOver4)}.`,
+    `Workflow start (\`*plan\` with the command shortcut, one request to the first question): **${n(w.tokens)} tokens** counted with cl100k_base and the framing of lib/engine/context (${FRAMING.perMessage} per message, ${FRAMING.toolsPreamble} around the schemas) — system prompt ${n(w.systemPrompt)}, tool schemas ${n(w.toolSchemas)}, workflow result ${n(w.workflowResult)}; the old estimate (characters ÷ 4 of the JSON) said ${n(w.charsOver4)}.`,
     `A ${c.roomy.turns}-turn workflow session (\`*plan\`, then answers; after each answer the model saves the whole brief so far with save_output, then asks the next question):`,
     [
       '| profile | requests | tokens sent, Σ | largest request | last request | compactions | requests extending the previous whole | prefix share mean / median / min | repeated tokens Σ | errors |',

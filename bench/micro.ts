@@ -1,6 +1,6 @@
 /**
  * In-process figures that need no HTTP: bundle discovery and single tool calls, through the same
- * lib/ code the server runs (lib/agents createCatalog, lib/tools executeTool with auditing on).
+ * lib/ code the server runs (lib/content/agents createCatalog, lib/engine/tools executeTool with auditing on).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -62,7 +62,7 @@ export function generateBundles(root: string, bundles: number, perBundle: number
 }
 
 export async function discovery(tmp: string, runs: { cold: number; cached: number }): Promise<DiscoveryFigures> {
-  const { createCatalog } = await import('../lib/agents');
+  const { createCatalog } = await import('../lib/content/agents');
   const root = path.join(tmp, 'discovery-bundles');
   const bundles = 100;
   const perBundle = 3;
@@ -97,8 +97,8 @@ export async function discovery(tmp: string, runs: { cold: number; cached: numbe
 }
 
 export async function tools(tmp: string, runs: number): Promise<ToolFigures> {
-  const { executeTool } = await import('../lib/tools');
-  const { DEFAULT_LIMITS } = await import('../lib/config');
+  const { executeTool } = await import('../lib/engine/tools');
+  const { DEFAULT_LIMITS } = await import('../lib/core/config');
   const bundleRoot = path.join(tmp, 'tools-bundle');
   const outputRoot = path.join(tmp, 'tools-output', 'conv-bench');
   const auditDir = path.join(tmp, 'tools-audit');

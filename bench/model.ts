@@ -9,15 +9,15 @@
  *
  * Control: POST /mode {mode, count?}; GET /collect (records since the last collect, then forgets them);
  * GET /last-body (the newest chat request body, to replay it straight at the model). With
- * `count`, each record also holds the request's tokens as lib/context counts them (cl100k_base,
+ * `count`, each record also holds the request's tokens as lib/engine/context counts them (cl100k_base,
  * the vocabulary the server uses for a model it does not know), message by message.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { countRequest, loadTokenizer, type Tokenizer } from '../lib/context';
-import type { ToolDefinition } from '../lib/llm/types';
+import { countRequest, loadTokenizer, type Tokenizer } from '../lib/engine/context';
+import type { ToolDefinition } from '../lib/model/llm/types';
 import { currentTurn, lastUserText, reply, startScriptedModel, summariseToolResults } from '../test/scripted-model';
 import type { ChatMessage, ChatRequestBody, RecordedRequest, Reply, ScriptFn } from '../test/scripted-model';
 

@@ -10,8 +10,8 @@ const ANSWER = 'A stored assistant answer of a few sentences, the way a brief in
  * assistant pairs, one assistant message with a tool call and its result (~2 kB).
  */
 export async function seedConversations(dataDir: string, conversations: number, messagesEach: number): Promise<{ ms: number; messages: number }> {
-  const { SqliteConversationStore } = await import('../lib/conversations');
-  const { DATABASE_FILE } = await import('../lib/db');
+  const { SqliteConversationStore } = await import('../lib/store/conversations');
+  const { DATABASE_FILE } = await import('../lib/store/db');
   const store = new SqliteConversationStore(path.join(dataDir, DATABASE_FILE));
   const t0 = performance.now();
   let messages = 0;

@@ -7,10 +7,10 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { ToolContext } from '../lib/tools/types';
+import type { ToolContext } from '../lib/engine/tools/types';
 import { fmt, percentile, summary } from './stats';
 
-// Before lib/log is loaded (below, by import()), which reads it once.
+// Before lib/core/log is loaded (below, by import()), which reads it once.
 process.env.LOG_LEVEL ??= 'silent';
 
 const i = process.argv.indexOf('--n');
@@ -35,9 +35,9 @@ function line(name: string, ms: number[]): string {
 }
 
 async function main() {
-  const { DEFAULT_LIMITS } = await import('../lib/config');
-  const { executeTool } = await import('../lib/tools');
-  const { openVersionStore, recorderFor } = await import('../lib/versions');
+  const { DEFAULT_LIMITS } = await import('../lib/core/config');
+  const { executeTool } = await import('../lib/engine/tools');
+  const { openVersionStore, recorderFor } = await import('../lib/content/versions');
   const base = await fs.realpath(await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-bench-versions-')));
   try {
     const work = path.join(base, 'project', '_bmad-output');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
-// The module rules ARCHITECTURE.md states, checked on the code: every import counts, type-only
+// The module rules ARCHITECTURE.md states, checked on the code (lib's layers, then its rooms): every import counts, type-only
 // imports and re-exports included, since each one couples two files.
 const LIB = __dirname;
 
@@ -29,7 +29,80 @@ const imports = new Map<string, { spec: string; target: string | null }[]>(
 );
 const rel = (f: string) => path.relative(LIB, f).split(path.sep).join('/');
 const isTest = (f: string) => /\.test\.tsx?$/.test(f);
-const roomOf = (f: string) => rel(f).split('/')[0];
+/**
+ * lib's floors, bottom to top: a file imports only from its own layer and the ones below. Each is
+ * a folder of lib; its rooms (folders) are the modules ARCHITECTURE.md lists.
+ */
+const LAYERS = ['core', 'content', 'model', 'store', 'sandbox', 'engine', 'services'] as const;
+/** lib/errors: the one errors module the web layer imports, a re-export of lib/core/errors. */
+const ERRORS_FACADE = 'errors';
+
+/** A file's room: the folder under its layer (`engine/chat/turn.ts` → `chat`); services is one room. */
+const roomOf = (f: string) => {
+  const [top, second] = rel(f).split('/');
+  return (LAYERS as readonly string[]).includes(top) && top !== 'services' && second !== undefined ? second : top;
+};
+const layerIndex = (relPath: string) => (LAYERS as readonly string[]).indexOf(relPath.split('/')[0]);
+
+/** Imports that go up a floor, from an edge list of lib-relative paths (`core/paths/x.ts` → `engine/tools/y.ts`). */
+function upwardImports(edges: readonly { from: string; to: string }[]): string[] {
+  return edges
+    .filter((e) => {
+      const from = layerIndex(e.from);
+      const to = layerIndex(e.to);
+      return from >= 0 && to >= 0 && to > from;
+    })
+    .map((e) => `${e.from} (${LAYERS[layerIndex(e.from)]}) → ${e.to} (${LAYERS[layerIndex(e.to)]})`);
+}
+
+/** Top-level folders of lib that are no layer: a new flat folder has to take its floor. */
+function foldersOutsideLayers(folders: readonly string[]): string[] {
+  return folders.filter((f) => !(LAYERS as readonly string[]).includes(f) && f !== ERRORS_FACADE);
+}
+
+describe('lib in layers', () => {
+  it('every top-level folder of lib is a layer (or the errors facade)', () => {
+    const folders = fs.readdirSync(LIB, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+    expect(foldersOutsideLayers(folders)).toEqual([]);
+    for (const layer of LAYERS) expect(folders).toContain(layer);
+  });
+
+  // Tests are left out: one may reach up to exercise how floors meet (the errors test loads a
+  // second copy of lib/content/versions to see its errors recognised by brand).
+  it('a file imports only from its own layer and the ones below', () => {
+    const edges = [...imports]
+      .filter(([f]) => !isTest(f))
+      .flatMap(([f, list]) => list.filter((i) => i.target && i.target.startsWith(LIB + path.sep)).map((i) => ({ from: rel(f), to: rel(i.target!) })));
+    expect(edges.length).toBeGreaterThan(500);
+    expect(upwardImports(edges)).toEqual([]);
+  });
+
+  it('the checks fail on a planted upward import and a planted flat folder', () => {
+    const planted = [
+      { from: 'core/paths/sandbox.ts', to: 'engine/tools/index.ts' },
+      { from: 'store/conversations/sql-store.ts', to: 'services/turns.ts' },
+      // Downward and sideways are fine.
+      { from: 'engine/tools/index.ts', to: 'core/paths/sandbox.ts' },
+      { from: 'content/agents/catalog.ts', to: 'content/skills/discover.ts' },
+    ];
+    expect(upwardImports(planted)).toEqual([
+      'core/paths/sandbox.ts (core) → engine/tools/index.ts (engine)',
+      'store/conversations/sql-store.ts (store) → services/turns.ts (services)',
+    ]);
+    expect(foldersOutsideLayers(['core', 'engine', 'errors', 'journey'])).toEqual(['journey']);
+  });
+
+  it('lib/errors only re-exports lib/core/errors, and nothing in lib imports it (the web layer does)', () => {
+    const facade = path.join(LIB, ERRORS_FACADE);
+    expect(fs.readdirSync(facade)).toEqual(['index.ts']);
+    const source = ts.createSourceFile('index.ts', fs.readFileSync(path.join(facade, 'index.ts'), 'utf8'), ts.ScriptTarget.Latest);
+    expect(source.statements.map((s) => (ts.isExportDeclaration(s) && s.moduleSpecifier && ts.isStringLiteral(s.moduleSpecifier) ? s.moduleSpecifier.text : s.getText(source)))).toEqual(['../core/errors']);
+    const offending = [...imports]
+      .filter(([f]) => roomOf(f) !== ERRORS_FACADE)
+      .flatMap(([f, list]) => list.filter((i) => i.target && rel(i.target).startsWith(`${ERRORS_FACADE}/`)).map((i) => `${rel(f)} → ${i.spec}`));
+    expect(offending).toEqual([]);
+  });
+});
 
 describe('architecture', () => {
   it('lib/ has no import cycle', () => {
@@ -142,9 +215,9 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
-  // The stores' database, the lease identity and the shared helpers are lib/db's; the conversations
+  // The stores' database, the lease identity and the shared helpers are lib/store/db's; the conversations
   // add only their first SQLite history, which the runtime passes on (tests open files with it).
-  it('runs, workspaces and accounts reach the database through lib/db, not the conversations', () => {
+  it('runs, workspaces and accounts reach the database through lib/store/db, not the conversations', () => {
     const offending = [...imports]
       .filter(([f]) => !isTest(f) && ['runs', 'workspaces', 'auth'].includes(roomOf(f)))
       .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'conversations').map((i) => `${rel(f)} → ${i.spec}`));
@@ -174,8 +247,8 @@ describe('architecture', () => {
     expect(offending).toEqual([]);
   });
 
-  it('lib/chat/index.ts only re-exports', () => {
-    const source = ts.createSourceFile('index.ts', fs.readFileSync(path.join(LIB, 'chat', 'index.ts'), 'utf8'), ts.ScriptTarget.Latest);
+  it('lib/engine/chat/index.ts only re-exports', () => {
+    const source = ts.createSourceFile('index.ts', fs.readFileSync(path.join(LIB, 'engine', 'chat', 'index.ts'), 'utf8'), ts.ScriptTarget.Latest);
     const other = source.statements.filter((s) => !(ts.isExportDeclaration(s) && s.moduleSpecifier));
     expect(other.map((s) => s.getText(source))).toEqual([]);
   });

@@ -10,12 +10,12 @@
  */
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { loadConfig } from '../lib/config';
-import { countBySeverity, countLine, diagnose } from '../lib/doctor';
-import { externalToolCheck } from '../lib/doctor/external-tools';
-import { logToStderr } from '../lib/log';
-import { createMcpHub, loadMcpSetup, McpServersFileError, type McpHub } from '../lib/mcp';
-import { problemLine, type Problem } from '../lib/results';
+import { loadConfig } from '../lib/core/config';
+import { countBySeverity, countLine, diagnose } from '../lib/content/doctor';
+import { externalToolCheck } from '../lib/content/doctor/external-tools';
+import { logToStderr } from '../lib/core/log';
+import { createMcpHub, loadMcpSetup, McpServersFileError, type McpHub } from '../lib/engine/mcp';
+import { problemLine, type Problem } from '../lib/core/results';
 
 /** The .env files the server reads, by Next's own loader (as scripts/start.mjs does): the environment wins. */
 function loadEnvFiles(dir: string): void {

@@ -11,11 +11,11 @@ import crypto from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../lib/config';
-import { createLlmClient } from '../lib/llm';
-import { runTurn } from '../lib/loop';
-import { runToolCall, toolDefinitions } from '../lib/tools';
-import type { ToolContext } from '../lib/tools/types';
+import { loadConfig } from '../lib/core/config';
+import { createLlmClient } from '../lib/model/llm';
+import { runTurn } from '../lib/model/loop';
+import { runToolCall, toolDefinitions } from '../lib/engine/tools';
+import type { ToolContext } from '../lib/engine/tools/types';
 
 function line(label: string, value: string) {
   process.stdout.write(`${label.padEnd(28)} ${value}\n`);

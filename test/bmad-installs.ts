@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { installerCli, runBmadInstaller, type InstallOutcome } from '../lib/projects/installer';
+import { installerCli, runBmadInstaller, type InstallOutcome } from '../lib/content/projects/installer';
 import { runAlpha7Installer } from './interactive-installer';
 
 /**

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import yaml from 'js-yaml';
-import { lastLines, type InstallOutcome } from '../lib/projects/installer';
+import { lastLines, type InstallOutcome } from '../lib/content/projects/installer';
 
 /** One question of an interactive CLI and what to type back. */
 export interface Step {

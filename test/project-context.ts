@@ -3,9 +3,9 @@ import os from 'node:os';
 import path from 'node:path';
 import yaml from 'js-yaml';
 import { parse as parseCsv } from 'csv-parse/sync';
-import { DEFAULT_LIMITS } from '../lib/config';
-import { parseAgentFile } from '../lib/agents';
-import type { ToolContext } from '../lib/tools/types';
+import { DEFAULT_LIMITS } from '../lib/core/config';
+import { parseAgentFile } from '../lib/content/agents';
+import type { ToolContext } from '../lib/engine/tools/types';
 
 /** The folder a BMAD install keeps its method in: `_bmad` from 6.0 on, `bmad` in the alphas. */
 export async function methodFolder(project: string): Promise<string> {

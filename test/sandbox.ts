@@ -1,8 +1,8 @@
 import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULT_LIMITS } from '../lib/config';
-import type { ToolContext } from '../lib/tools/types';
+import { DEFAULT_LIMITS } from '../lib/core/config';
+import type { ToolContext } from '../lib/engine/tools/types';
 
 /** A real project layout in a temp folder, with a folder outside every mount to attack. */
 export interface Sandbox {

@@ -1,5 +1,5 @@
 import { toMessageViews } from '@/lib/services/presenters/conversations';
-import type { StoredMessage } from '@/lib/conversations/types';
+import type { StoredMessage } from '@/lib/store/conversations/types';
 import { historyToMessages } from './history';
 
 const at = '2026-01-01T00:00:00.000Z';

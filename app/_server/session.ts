@@ -1,7 +1,7 @@
 import { headers } from 'next/headers';
-import type { Caller } from '@/lib/access';
-import { LOCAL_CALLER } from '@/lib/access';
-import { getRuntime } from '@/lib/runtime';
+import type { Caller } from '@/lib/core/access';
+import { LOCAL_CALLER } from '@/lib/core/access';
+import { getRuntime } from '@/lib/engine/runtime';
 
 /**
  * The caller of the page being rendered, for server components: the signed-in person, or null.

@@ -23,7 +23,7 @@ const rel = (f: string) => path.relative(API, f).split(path.sep).join('/');
 const lines = (f: string) => fs.readFileSync(f, 'utf8').replace(/\n$/, '').split('\n').length;
 const importsOf = (f: string) => ts.preProcessFile(fs.readFileSync(f, 'utf8'), true, true).importedFiles.map((i) => i.fileName);
 
-/** Where an import lands, as a path from the repository's root (`lib/runtime`), or null for a package. */
+/** Where an import lands, as a path from the repository's root (`lib/engine/runtime`), or null for a package. */
 function landing(from: string, spec: string): string | null {
   if (spec.startsWith('@/')) return spec.slice(2);
   if (spec.startsWith('.')) return path.relative(ROOT, path.resolve(path.dirname(from), spec)).split(path.sep).join('/');

@@ -1,10 +1,10 @@
-import { authorOf, roleAllows, type Caller, type Need, type ProjectRole } from '../access';
-import type { Accounts } from '../auth';
-import { isValidConversationId, type Conversation } from '../conversations';
-import { AppError } from '../errors';
-import type { Project } from '../projects';
-import { getRuntime } from '../runtime';
-import { APP_IDENTITY } from '../chat';
+import { authorOf, roleAllows, type Caller, type Need, type ProjectRole } from '../core/access';
+import type { Accounts } from '../store/auth';
+import { isValidConversationId, type Conversation } from '../store/conversations';
+import { AppError } from '../core/errors';
+import type { Project } from '../content/projects';
+import { getRuntime } from '../engine/runtime';
+import { APP_IDENTITY } from '../engine/chat';
 
 export { APP_IDENTITY };
 

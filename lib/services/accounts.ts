@@ -1,7 +1,7 @@
-import { roleAllows, type Caller, type ProjectRole, type Role } from '../access';
-import { clientAddressed, OIDC_PROVIDER_ID } from '../auth';
-import { AppError } from '../errors';
-import { getRuntime } from '../runtime';
+import { roleAllows, type Caller, type ProjectRole, type Role } from '../core/access';
+import { clientAddressed, OIDC_PROVIDER_ID } from '../store/auth';
+import { AppError } from '../core/errors';
+import { getRuntime } from '../engine/runtime';
 import { accountsOf, projectOf, requireAdmin, requireSignedInAdmin, type BodyOf } from './access';
 
 const personNotFound = (id: string) => new AppError('E_NOT_FOUND', `No person with id "${id.slice(0, 80)}".`);

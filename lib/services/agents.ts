@@ -1,5 +1,5 @@
-import type { Caller } from '../access';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import { getRuntime } from '../engine/runtime';
 import type { AgentSummary } from '../../types/api';
 import { projectOf } from './access';
 import { withResolvedGreetings } from './greetings';

@@ -1,7 +1,7 @@
-import type { Caller } from '../access';
-import { monthOf, type ProjectBudget, type BudgetPatch } from '../budgets';
-import { AppError } from '../errors';
-import { getRuntime, projectBudgetStop } from '../runtime';
+import type { Caller } from '../core/access';
+import { monthOf, type ProjectBudget, type BudgetPatch } from '../store/budgets';
+import { AppError } from '../core/errors';
+import { getRuntime, projectBudgetStop } from '../engine/runtime';
 import type { BudgetView, SpendView } from '../../types/api';
 import { projectOf, type BodyOf } from './access';
 

@@ -1,6 +1,6 @@
-import type { Caller } from '../access';
-import type { BuildSettings } from '../workspaces';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import type { BuildSettings } from '../engine/workspaces';
+import { getRuntime } from '../engine/runtime';
 import type { BuildSettingsView } from '../../types/api';
 import { projectOf } from './access';
 

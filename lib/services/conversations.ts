@@ -1,10 +1,10 @@
-import type { Caller } from '../access';
-import { deleteAudit, readAudit, type AuditEntry } from '../audit';
-import { checkProfile } from '../chat/model-choice';
-import { cursorAfter, newConversationId, type Conversation, type ConversationSummary, type ListOptions, type Page, type StoredMessage } from '../conversations';
-import { AppError } from '../errors';
-import { copyOutputs, outputRootOf, removeOutputs } from '../outputs';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import { deleteAudit, readAudit, type AuditEntry } from '../store/audit';
+import { checkProfile } from '../engine/chat/model-choice';
+import { cursorAfter, newConversationId, type Conversation, type ConversationSummary, type ListOptions, type Page, type StoredMessage } from '../store/conversations';
+import { AppError } from '../core/errors';
+import { copyOutputs, outputRootOf, removeOutputs } from '../content/outputs';
+import { getRuntime } from '../engine/runtime';
 import type { ConversationCopyData, ConversationDetail, ConversationListData, ConversationSummaryView, PersonRef } from '../../types/api';
 import { conversationNotFound, conversationOf, projectOf } from './access';
 import { peopleIn, toDetailView, toSummaryView } from './presenters/conversations';

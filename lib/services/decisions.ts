@@ -1,6 +1,6 @@
-import { roleAllows, type Caller, type Need } from '../access';
-import type { Run } from '../runs';
-import { getRuntime } from '../runtime';
+import { roleAllows, type Caller, type Need } from '../core/access';
+import type { Run } from '../engine/runs';
+import { getRuntime } from '../engine/runtime';
 import type { DecisionView } from '../../types/api';
 import { projectOf } from './access';
 

@@ -1,9 +1,9 @@
-import { countBySeverity, countLine, markCommands } from '../doctor';
-import type { Project } from '../projects';
-import { problemLine, type Problem } from '../results';
-import { getRuntime, type Runtime } from '../runtime';
-import { scriptCapabilities } from '../scripts';
-import type { AgentListing } from '../agents';
+import { countBySeverity, countLine, markCommands } from '../content/doctor';
+import type { Project } from '../content/projects';
+import { problemLine, type Problem } from '../core/results';
+import { getRuntime, type Runtime } from '../engine/runtime';
+import { scriptCapabilities } from '../sandbox/scripts';
+import type { AgentListing } from '../content/agents';
 import type { HealthData, ProjectDetail } from '../../types/api';
 import { agentViews } from './presenters/agents';
 

@@ -1,9 +1,9 @@
 import path from 'node:path';
-import { authorOf, type Caller } from '../access';
-import { AppError } from '../errors';
-import { listOutputTree, outputRootOf, readOutputFile } from '../outputs';
-import { projectDocuments, saveDocument, type Project, type ProjectDocuments } from '../projects';
-import { getRuntime } from '../runtime';
+import { authorOf, type Caller } from '../core/access';
+import { AppError } from '../core/errors';
+import { listOutputTree, outputRootOf, readOutputFile } from '../content/outputs';
+import { projectDocuments, saveDocument, type Project, type ProjectDocuments } from '../content/projects';
+import { getRuntime } from '../engine/runtime';
 import type { OutputFileEntry, ProjectDocument, SavedDocumentView } from '../../types/api';
 import { canOpenConversation, conversationOf, projectOf, visibleProjects, type BodyOf } from './access';
 import { documentViews, outputTreeView, savedDocumentView } from './presenters/documents';

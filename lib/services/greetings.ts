@@ -1,11 +1,11 @@
-import { isConfigPath, loadAgentConfig, type ConfigReader } from '../bmad-config';
-import type { AgentListing, Catalog, ResolvedAgent } from '../agents';
-import type { Config } from '../config';
-import { expandVariables, readResolved, resolvePath } from '../paths';
-import type { ProjectCatalog } from '../projects';
-import { isFailure } from '../results';
-import { startupActions } from '../agents/startup';
-import { workspaceVariables } from '../agents/workspace';
+import { isConfigPath, loadAgentConfig, type ConfigReader } from '../content/bmad-config';
+import type { AgentListing, Catalog, ResolvedAgent } from '../content/agents';
+import type { Config } from '../core/config';
+import { expandVariables, readResolved, resolvePath } from '../core/paths';
+import type { ProjectCatalog } from '../content/projects';
+import { isFailure } from '../core/results';
+import { startupActions } from '../content/agents/startup';
+import { workspaceVariables } from '../content/agents/workspace';
 
 /** What resolving greetings reads: the limits, and where the agents are. */
 export interface GreetingDeps {

@@ -1,6 +1,6 @@
-import type { Caller } from '../access';
-import { projectJourney } from '../projects';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import { projectJourney } from '../content/projects';
+import { getRuntime } from '../engine/runtime';
 import type { ProjectJourney } from '../../types/api';
 import { projectOf } from './access';
 import { journeyView } from './presenters/journey';

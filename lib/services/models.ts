@@ -1,5 +1,5 @@
-import type { Caller } from '../access';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import { getRuntime } from '../engine/runtime';
 import { modelsView } from './presenters/models';
 import type { ModelsData } from '../../types/api';
 

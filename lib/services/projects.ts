@@ -1,7 +1,7 @@
-import type { Caller } from '../access';
-import { AppError } from '../errors';
-import { claimProject, installableReleases, installClaimed, type NewProject, type Project } from '../projects';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import { AppError } from '../core/errors';
+import { claimProject, installableReleases, installClaimed, type NewProject, type Project } from '../content/projects';
+import { getRuntime } from '../engine/runtime';
 import type { InstallableReleaseView, ProjectDetail, ProjectView } from '../../types/api';
 import { projectOf, visibleProjects, type BodyOf } from './access';
 import { diagnosisOf, doctorView } from './doctor';

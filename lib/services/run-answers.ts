@@ -1,7 +1,7 @@
-import type { Caller } from '../access';
-import { AppError } from '../errors';
-import { runView, type RunView } from '../runs';
-import { getRuntime } from '../runtime';
+import type { Caller } from '../core/access';
+import { AppError } from '../core/errors';
+import { runView, type RunView } from '../engine/runs';
+import { getRuntime } from '../engine/runtime';
 import { assertBudget } from './budgets';
 import { runAllows } from './decisions';
 import type { BodyOf } from './access';

@@ -1,8 +1,8 @@
-import { roleAllows, type Caller, type Need } from '../access';
-import { AppError } from '../errors';
-import { getRuntime } from '../runtime';
-import { isTerminal, runView, type Run, type RunEvent, type RunInputs, type RunView } from '../runs';
-import type { RunBudget } from '../budgets';
+import { roleAllows, type Caller, type Need } from '../core/access';
+import { AppError } from '../core/errors';
+import { getRuntime } from '../engine/runtime';
+import { isTerminal, runView, type Run, type RunEvent, type RunInputs, type RunView } from '../engine/runs';
+import type { RunBudget } from '../store/budgets';
 import { projectOf } from './access';
 import { assertBudget } from './budgets';
 import { discardWorkspace, runWorkspaceView, workspaceForRun } from './workspaces';

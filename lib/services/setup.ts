@@ -1,9 +1,9 @@
 import fs from 'node:fs/promises';
-import { commandHost, runSetup } from '../commands';
-import { workspaceTmp } from '../chat';
-import { log } from '../log';
-import { getRuntime } from '../runtime';
-import type { BuildSettings, ProjectRef, SetupOutcome, Workspace } from '../workspaces';
+import { commandHost, runSetup } from '../sandbox/commands';
+import { workspaceTmp } from '../engine/chat';
+import { log } from '../core/log';
+import { getRuntime } from '../engine/runtime';
+import type { BuildSettings, ProjectRef, SetupOutcome, Workspace } from '../engine/workspaces';
 
 /** Setups running in this process, by workspace id: a turn in the workspace waits for none of them, it is refused. */
 const KEY = Symbol.for('bmad-orchestrator.workspaceSetups');

@@ -1,4 +1,4 @@
-import type { ConversationStore, ConversationSummary } from '../conversations/types';
+import type { ConversationStore, ConversationSummary } from '../store/conversations/types';
 import type { UsageView } from '../../types/api';
 
 /**

@@ -1,6 +1,6 @@
-import { authorOf, type Caller } from '../access';
-import { projectDocuments } from '../projects';
-import { getRuntime } from '../runtime';
+import { authorOf, type Caller } from '../core/access';
+import { projectDocuments } from '../content/projects';
+import { getRuntime } from '../engine/runtime';
 import type { ProjectDocumentVersion } from '../../types/api';
 import { projectOf, type BodyOf } from './access';
 import { documentsOf, type FileContent } from './documents';

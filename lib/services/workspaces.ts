@@ -1,14 +1,14 @@
-import { authorOf, type Caller } from '../access';
-import { AppError, isAppError } from '../errors';
-import { repositoryInfo } from '../git';
-import { log } from '../log';
-import type { Project } from '../projects';
-import { getRuntime } from '../runtime';
-import type { SetupOutcome, Workspace, WorkspaceDetail } from '../workspaces';
+import { authorOf, type Caller } from '../core/access';
+import { AppError, isAppError } from '../core/errors';
+import { repositoryInfo } from '../sandbox/git';
+import { log } from '../core/log';
+import type { Project } from '../content/projects';
+import { getRuntime } from '../engine/runtime';
+import type { SetupOutcome, Workspace, WorkspaceDetail } from '../engine/workspaces';
 import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
 import { committerOf, projectOf } from './access';
 import { runWorkspaceSetup } from './setup';
-import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../sprint';
+import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../engine/sprint';
 
 const ref = (p: Project) => ({ id: p.id, root: p.root });
 

@@ -1,8 +1,8 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { clientAddressed, openAccounts, SIGN_IN_ATTEMPTS_PER_MINUTE, type Accounts, type AuthSettings } from '@/lib/auth';
-import { openDatabase } from '@/lib/db';
+import { clientAddressed, openAccounts, SIGN_IN_ATTEMPTS_PER_MINUTE, type Accounts, type AuthSettings } from '@/lib/store/auth';
+import { openDatabase } from '@/lib/store/db';
 import { createTestDatabase, type TestDatabase } from '../postgres';
 
 /**
@@ -14,7 +14,7 @@ import { createTestDatabase, type TestDatabase } from '../postgres';
 function secondInstance(): typeof openAccounts {
   let open: typeof openAccounts | undefined;
   jest.isolateModules(() => {
-    open = (require('@/lib/auth') as typeof import('@/lib/auth')).openAccounts;
+    open = (require('@/lib/store/auth') as typeof import('@/lib/store/auth')).openAccounts;
   });
   return open!;
 }

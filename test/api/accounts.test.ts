@@ -22,7 +22,7 @@ import { GET as audit } from '@/app/api/conversations/[id]/audit/route';
 import { GET as exportConversation } from '@/app/api/conversations/[id]/export/route';
 import { GET as conversationFiles } from '@/app/api/conversations/[id]/files/route';
 import { GET as conversationFile } from '@/app/api/conversations/[id]/files/[...path]/route';
-import { SIGN_IN_ATTEMPTS_PER_MINUTE } from '@/lib/auth';
+import { SIGN_IN_ATTEMPTS_PER_MINUTE } from '@/lib/store/auth';
 import { reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { params, startHarness, type Harness } from './harness';

@@ -1,11 +1,11 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig, type Config } from '@/lib/config';
-import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
-import { MemoryConversationStore } from '@/lib/conversations';
-import type { AuthSettings } from '@/lib/auth';
-import { closeVersionStores } from '@/lib/versions';
+import { loadConfig, type Config } from '@/lib/core/config';
+import { createRuntime, setRuntime, type Runtime } from '@/lib/engine/runtime';
+import { MemoryConversationStore } from '@/lib/store/conversations';
+import type { AuthSettings } from '@/lib/store/auth';
+import { closeVersionStores } from '@/lib/content/versions';
 import { startScriptedModel, type ScriptedModel } from '../scripted-model';
 
 export const REPO = path.resolve(__dirname, '../..');
@@ -71,11 +71,11 @@ export async function startHarness(
   return harness;
 }
 
-/** lib/runtime and lib/conversations loaded again, with classes of their own (errors included). */
+/** lib/engine/runtime and lib/store/conversations loaded again, with classes of their own (errors included). */
 function secondCopyOfLib(): { createRuntime: typeof createRuntime; MemoryConversationStore: typeof MemoryConversationStore } {
   let copy: { createRuntime: typeof createRuntime; MemoryConversationStore: typeof MemoryConversationStore } | undefined;
   jest.isolateModules(() => {
-    copy = { createRuntime: require('@/lib/runtime').createRuntime, MemoryConversationStore: require('@/lib/conversations').MemoryConversationStore };
+    copy = { createRuntime: require('@/lib/engine/runtime').createRuntime, MemoryConversationStore: require('@/lib/store/conversations').MemoryConversationStore };
   });
   return copy!;
 }

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { GET as health } from '@/app/api/health/route';
-import { forgetCapabilities } from '@/lib/scripts';
+import { forgetCapabilities } from '@/lib/sandbox/scripts';
 import { get, startHarness, type Harness } from './harness';
 
 /** /api/health says what the host can do for the method's scripts, besides the model. */

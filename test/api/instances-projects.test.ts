@@ -1,9 +1,9 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { closeRuntime, createRuntime, type Runtime } from '@/lib/runtime';
-import { MemoryConversationStore } from '@/lib/conversations';
-import { SETTINGS_FILE } from '@/lib/projects/catalog';
+import { closeRuntime, createRuntime, type Runtime } from '@/lib/engine/runtime';
+import { MemoryConversationStore } from '@/lib/store/conversations';
+import { SETTINGS_FILE } from '@/lib/content/projects/catalog';
 import { bmadProject } from '../bmad-installs';
 import { startHarness, type Harness } from './harness';
 

@@ -6,9 +6,9 @@ import { POST as chat } from '@/app/api/chat/route';
 import { GET as health } from '@/app/api/health/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
 import { GET as projectMcp } from '@/app/api/projects/[id]/mcp/route';
-import { MemoryConversationStore } from '@/lib/conversations';
-import { loadMcpSetup } from '@/lib/mcp';
-import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
+import { MemoryConversationStore } from '@/lib/store/conversations';
+import { loadMcpSetup } from '@/lib/engine/mcp';
+import { createRuntime, setRuntime, type Runtime } from '@/lib/engine/runtime';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, REPO, startHarness, type Harness } from './harness';
 

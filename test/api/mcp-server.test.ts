@@ -6,8 +6,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { DELETE, GET, POST } from '@/app/api/mcp/route';
 import { GET as listProjects } from '@/app/api/projects/route';
-import { createRuntime, setRuntime, type Runtime } from '@/lib/runtime';
-import { MemoryConversationStore } from '@/lib/conversations';
+import { createRuntime, setRuntime, type Runtime } from '@/lib/engine/runtime';
+import { MemoryConversationStore } from '@/lib/store/conversations';
 import { bmadProject } from '../bmad-installs';
 import { startHarness, type Harness } from './harness';
 

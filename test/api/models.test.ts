@@ -5,14 +5,14 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { POST as chat } from '@/app/api/chat/route';
 import { GET as models } from '@/app/api/models/route';
 import { GET as getConversation, PATCH as patchConversation } from '@/app/api/conversations/[id]/route';
-import { loadConfig } from '@/lib/config';
-import { countRequest, loadTokenizer, type Tokenizer } from '@/lib/context';
-import { MemoryConversationStore } from '@/lib/conversations';
-import type { ToolDefinition } from '@/lib/llm/types';
-import { ModelsFileError } from '@/lib/models';
-import { toModelMessages } from '@/lib/prompt';
-import { createRuntime, getRuntime, setRuntime } from '@/lib/runtime';
-import { checkConfiguration } from '@/lib/runtime/startup';
+import { loadConfig } from '@/lib/core/config';
+import { countRequest, loadTokenizer, type Tokenizer } from '@/lib/engine/context';
+import { MemoryConversationStore } from '@/lib/store/conversations';
+import type { ToolDefinition } from '@/lib/model/llm/types';
+import { ModelsFileError } from '@/lib/core/models';
+import { toModelMessages } from '@/lib/engine/prompt';
+import { createRuntime, getRuntime, setRuntime } from '@/lib/engine/runtime';
+import { checkConfiguration } from '@/lib/engine/runtime/startup';
 import { currentTurn, lastUserText, reply, startScriptedModel, type ChatRequestBody, type RecordedRequest, type ScriptedModel } from '../scripted-model';
 import { get, jsonRequest, params, readSse, REPO } from './harness';
 

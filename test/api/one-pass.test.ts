@@ -1,10 +1,10 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import * as prompt from '@/lib/prompt';
-import { collectTurn, startTurn, type ChatRequest } from '@/lib/chat';
-import type { ConversationStore } from '@/lib/conversations';
-import { isTerminal, type RunView } from '@/lib/runs';
+import * as prompt from '@/lib/engine/prompt';
+import { collectTurn, startTurn, type ChatRequest } from '@/lib/engine/chat';
+import type { ConversationStore } from '@/lib/store/conversations';
+import { isTerminal, type RunView } from '@/lib/engine/runs';
 import { reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
 import { startHarness, type Harness } from './harness';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { POST as chat } from '@/app/api/chat/route';
 import { GET as getProject } from '@/app/api/projects/[id]/route';
-import { isWorkflowCommand } from '@/lib/agents';
+import { isWorkflowCommand } from '@/lib/content/agents';
 import type { AgentSummary } from '@/types/api';
 import { reply } from '../scripted-model';
 import { bmadProject, COMPILED_RELEASES } from '../bmad-installs';

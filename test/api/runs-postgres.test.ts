@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { POST as createRun } from '@/app/api/runs/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
-import { DATABASE_FILE } from '@/lib/db';
+import { DATABASE_FILE } from '@/lib/store/db';
 import { createTestDatabase, type TestDatabase } from '../postgres';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';

@@ -5,9 +5,9 @@ import path from 'node:path';
 import Database from 'better-sqlite3';
 import { POST as createRun } from '@/app/api/runs/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
-import { createRuntime, setRuntime } from '@/lib/runtime';
-import { abortRunningTurns } from '@/lib/runtime/shutdown';
-import { DATABASE_FILE, encodeHolder } from '@/lib/db';
+import { createRuntime, setRuntime } from '@/lib/engine/runtime';
+import { abortRunningTurns } from '@/lib/engine/runtime/shutdown';
+import { DATABASE_FILE, encodeHolder } from '@/lib/store/db';
 import { bmadProject } from '../bmad-installs';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';
 

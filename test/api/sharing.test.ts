@@ -12,7 +12,7 @@ import { GET as exportConversation } from '@/app/api/conversations/[id]/export/r
 import { POST as createRun } from '@/app/api/runs/route';
 import { GET as getRun } from '@/app/api/runs/[id]/route';
 import { MCP_SERVER_TOOLS } from '@/app/api/mcp/tools';
-import type { Caller } from '@/lib/access';
+import type { Caller } from '@/lib/core/access';
 import type { ChatMessageView, ConversationDetail, ConversationSummaryView } from '@/types/api';
 import { reply } from '../scripted-model';
 import { bmadProject } from '../bmad-installs';
@@ -237,7 +237,7 @@ describe('a conversation is written by its owner and read by others', () => {
 
   it('shows a renamed person by their new name, and a deleted one by the name kept with their words', async () => {
     const { ada, bob } = people;
-    const db = (h.runtime.accounts as unknown as { db: import('@/lib/db/postgres').Db }).db;
+    const db = (h.runtime.accounts as unknown as { db: import('@/lib/store/db/postgres').Db }).db;
     await sql`UPDATE "user" SET name = ${'Ada Lovelace'} WHERE id = ${ada!.id}`.execute(db);
     expect(await detail(adaConversation, bob!.session)).toMatchObject({ owner: { name: 'Ada Lovelace' } });
     expect(authorsOf(await detail(adaConversation, bob!.session))).toEqual(['Ada Lovelace', 'Ada Lovelace', 'Ada Lovelace']);
@@ -273,7 +273,7 @@ describe('the projects list', () => {
 
 describe('continuing a bundle conversation in a copy', () => {
   it('copies its own files with its messages', async () => {
-    const { outputRootOf } = await import('@/lib/outputs');
+    const { outputRootOf } = await import('@/lib/content/outputs');
     const source = await h.runtime.store.create({ agentId: 'pm', bundleName: 'sample', ownerId: people.bob!.id, title: 'Bundle chat' });
     const from = outputRootOf(h.runtime.config, source.id);
     await fs.mkdir(path.join(from, 'docs'), { recursive: true });

@@ -1,5 +1,5 @@
 import { POST as authPost } from '@/app/api/auth/[...all]/route';
-import { SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY, SIGN_IN_ATTEMPTS_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS } from '@/lib/auth';
+import { SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_ACCOUNT_PER_MINUTE_BEHIND_PROXY, SIGN_IN_ATTEMPTS_PER_MINUTE, SIGN_IN_ATTEMPTS_PER_MINUTE_UNKNOWN_CLIENTS } from '@/lib/store/auth';
 import { PUT as changeOwnPassword } from '@/app/api/users/me/password/route';
 import { startHarness, type Harness } from './harness';
 

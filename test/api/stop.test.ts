@@ -1,8 +1,8 @@
 import { POST as chat } from '@/app/api/chat/route';
 import { GET as getOne } from '@/app/api/conversations/[id]/route';
 import { POST as stop } from '@/app/api/conversations/[id]/stop/route';
-import { createRuntime, setRuntime } from '@/lib/runtime';
-import { PgConversationStore } from '@/lib/conversations';
+import { createRuntime, setRuntime } from '@/lib/engine/runtime';
+import { PgConversationStore } from '@/lib/store/conversations';
 import { reply } from '../scripted-model';
 import { createTestDatabase, type TestDatabase } from '../postgres';
 import { get, jsonRequest, params, startHarness, type Harness } from './harness';

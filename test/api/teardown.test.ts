@@ -2,13 +2,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
-import { setRuntime } from '@/lib/runtime';
-import { withFileLock } from '@/lib/paths';
+import { setRuntime } from '@/lib/engine/runtime';
+import { withFileLock } from '@/lib/core/paths';
 import { POST as chat } from '@/app/api/chat/route';
 import { POST as stop } from '@/app/api/conversations/[id]/stop/route';
 import { reply } from '../scripted-model';
-import { projectVersions } from '@/lib/projects';
-import { DATABASE_FILE } from '@/lib/db';
+import { projectVersions } from '@/lib/content/projects';
+import { DATABASE_FILE } from '@/lib/store/db';
 import { bmadProject } from '../bmad-installs';
 import { jsonRequest, params, readSse, startHarness, type Harness } from './harness';
 

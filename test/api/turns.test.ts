@@ -1,7 +1,7 @@
 import { POST as chat } from '@/app/api/chat/route';
 import { GET as list } from '@/app/api/conversations/route';
 import { GET as getOne, PATCH } from '@/app/api/conversations/[id]/route';
-import { abortRunningTurns } from '@/lib/runtime/shutdown';
+import { abortRunningTurns } from '@/lib/engine/runtime/shutdown';
 import { reply, startScriptedModel } from '../scripted-model';
 import type { ChatMessage } from '../scripted-model/types';
 import { get, jsonRequest, params, readSse, startHarness, type Harness } from './harness';

@@ -1,4 +1,4 @@
-/** A recorded turn in the shape lib/stream emits: text, two tools (one failing), text, finish. */
+/** A recorded turn in the shape lib/model/stream emits: text, two tools (one failing), text, finish. */
 const chunks: Record<string, unknown>[] = [
   { type: 'start', messageId: 'm1' },
   { type: 'data-conversation', data: { conversationId: 'conv-1' } },

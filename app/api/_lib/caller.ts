@@ -1,7 +1,7 @@
-import { LOCAL_CALLER, type Caller } from '@/lib/access';
-import { allowedHostRules, isAllowedHost, type HostRule } from '@/lib/config/network';
+import { LOCAL_CALLER, type Caller } from '@/lib/core/access';
+import { allowedHostRules, isAllowedHost, type HostRule } from '@/lib/core/config/network';
 import { AppError } from '@/lib/errors';
-import { getRuntime } from '@/lib/runtime';
+import { getRuntime } from '@/lib/engine/runtime';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -19,7 +19,7 @@ describe('the routes answer errors of another copy with their code', () => {
   });
 
   it("shows what an error chooses to show beside its message: E_NOT_HEADLESS's skills, a validation's field", async () => {
-    const runs = secondCopy<typeof import('@/lib/runs/target')>('@/lib/runs/target');
+    const runs = secondCopy<typeof import('@/lib/engine/runs/target')>('@/lib/engine/runs/target');
     const notHeadless = toResponse(new runs.NotHeadlessError('bmad-help', 'p612', ['bmad-prd']), 'test');
     expect(notHeadless.status).toBe(422);
     expect(await notHeadless.json()).toMatchObject({ success: false, code: 'E_NOT_HEADLESS', skills: ['bmad-prd'] });

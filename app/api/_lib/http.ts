@@ -1,8 +1,8 @@
 import { NextResponse } from 'next/server';
 import type { z } from 'zod';
 import { AppError, isAppError } from '@/lib/errors';
-import { log } from '@/lib/log';
-import { sha256 } from '@/lib/results';
+import { log } from '@/lib/core/log';
+import { sha256 } from '@/lib/core/results';
 
 /**
  * Below this many bytes a JSON body goes out as it is. Next's gzip skips small bodies only when

@@ -1,7 +1,7 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { isAppError } from '@/lib/errors';
-import { log } from '@/lib/log';
-import type { Caller } from '@/lib/access';
+import { log } from '@/lib/core/log';
+import type { Caller } from '@/lib/core/access';
 import { documentResources, readDocumentText } from '@/lib/services';
 import { MCP_SERVER_TOOLS, type McpServerTool } from './tools';
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { chatTurn, getRun, turnBrief, journeyOf, listAgentsBrief, listDocumentsForModel, listProjectsBrief, readDocumentText, startRun } from '@/lib/services';
-import type { Caller } from '@/lib/access';
+import type { Caller } from '@/lib/core/access';
 
 /** What a tool of the app's MCP server runs with: who asks (the same caller as the REST API) and the request's signal. */
 export interface McpCall {

@@ -1,4 +1,4 @@
-import type { AgentListing, CommandListing } from '../../agents';
+import type { AgentListing, CommandListing } from '../../content/agents';
 import type { AgentSummary, CommandSummary } from '../../../types/api';
 import type { Assert, NoExtraFields } from './fields';
 

@@ -1,5 +1,5 @@
 import { toDetailView, toMessageViews, toSummaryView } from './conversations';
-import type { Conversation, StoredMessage } from '../../conversations/types';
+import type { Conversation, StoredMessage } from '../../store/conversations/types';
 
 const ts = '2026-01-01T00:00:00.000Z';
 

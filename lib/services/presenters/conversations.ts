@@ -1,5 +1,5 @@
-import { toolArgumentsView } from '../../llm/types';
-import type { Conversation, ConversationSummary, StoredMessage } from '../../conversations/types';
+import { toolArgumentsView } from '../../model/llm/types';
+import type { Conversation, ConversationSummary, StoredMessage } from '../../store/conversations/types';
 import type { ChatMessageView, ConversationDetail, ConversationSummaryView, FunctionCallView, MessagePartView, PersonRef, UsageView } from '../../../types/api';
 
 /**

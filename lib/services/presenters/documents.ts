@@ -1,5 +1,5 @@
-import type { OutputEntry } from '../../outputs';
-import type { DocumentFile, DocumentVersion, DocumentWriter, SavedDocument } from '../../projects';
+import type { OutputEntry } from '../../content/outputs';
+import type { DocumentFile, DocumentVersion, DocumentWriter, SavedDocument } from '../../content/projects';
 import type { OutputFileEntry, ProjectDocument, ProjectDocumentVersion, SavedDocumentView } from '../../../types/api';
 import type { Assert, NoExtraFields } from './fields';
 

@@ -1,4 +1,4 @@
-import type { Conversation, StoredMessage } from '../../conversations/types';
+import type { Conversation, StoredMessage } from '../../store/conversations/types';
 import { toMessageViews } from './conversations';
 
 export type ExportFormat = 'md' | 'json';

@@ -1,4 +1,4 @@
-import type { Journey, JourneyDocument, JourneyPhase, JourneyStep } from '../../projects';
+import type { Journey, JourneyDocument, JourneyPhase, JourneyStep } from '../../content/projects';
 import type { JourneyDocument as JourneyDocumentView, JourneyPhase as JourneyPhaseView, JourneyStep as JourneyStepView, ProjectJourney } from '../../../types/api';
 import type { Assert, NoExtraFields } from './fields';
 

@@ -1,4 +1,4 @@
-import type { ModelSetup } from '../../models';
+import type { ModelSetup } from '../../core/models';
 import type { ModelProfileView, ModelsData } from '../../../types/api';
 
 /** The model profiles for a picker: names, models and sizes, and what routes to each; never a key, never an endpoint address. */

@@ -1,4 +1,4 @@
-import type { InstallableRelease, InstallerTool, ProjectOverview } from '../../projects';
+import type { InstallableRelease, InstallerTool, ProjectOverview } from '../../content/projects';
 import type { InstallableReleaseView, ProjectView } from '../../../types/api';
 import type { Assert, NoExtraFields } from './fields';
 
