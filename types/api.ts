@@ -528,4 +528,6 @@ export interface BudgetView {
   /** This calendar month's spend of the project (UTC). */
   spent: SpendView;
   month: string;
+  /** This month's spend by the person whose conversations and runs made it, most first (`id` null: no account). */
+  byPerson: { id: string | null; name: string | null; spent: SpendView }[];
 }

@@ -62,7 +62,16 @@ beforeEach(() => {
     ],
     decisions: [{ runId: 'run_b', storyKey: '2-3-refund', kind: 'blocked', text: 'Which payment provider should the cart use?', since: new Date(Date.now() - 5 * 60_000).toISOString() }],
   };
-  budget = { monthlyTokens: 1_000_000, monthlyUsd: null, spent: { tokens: 6600, usd: 0.04 }, month: '2026-05' };
+  budget = {
+    monthlyTokens: 1_000_000,
+    monthlyUsd: null,
+    spent: { tokens: 6600, usd: 0.04 },
+    month: '2026-05',
+    byPerson: [
+      { id: 'u1', name: 'Ada', spent: { tokens: 6000, usd: 0.03 } },
+      { id: 'u2', name: 'Ed', spent: { tokens: 600, usd: 0.01 } },
+    ],
+  };
   (globalThis as { fetch?: unknown }).fetch = jest.fn(async (url: string, init: RequestInit = {}) => {
     const method = init.method ?? 'GET';
     const body = init.body ? (JSON.parse(String(init.body)) as Record<string, unknown>) : undefined;
@@ -166,6 +175,7 @@ it('gives a viewer no controls, an editor the story controls but no budget, and 
 
   render(<Board projectId="shop" role="owner" agents={[]} />);
   expect(await screen.findByTestId('budget-line')).toHaveTextContent('Budget for 2026-05: spent 6,600 tokens · $0.04 of 1,000,000 tokens.');
+  expect(screen.getByTestId('budget-people')).toHaveTextContent('By person: Ada 6,000 tokens · $0.03 · Ed 600 tokens · $0.01');
   await userEvent.click(screen.getByTestId('budget-edit'));
   await userEvent.clear(screen.getByTestId('budget-tokens'));
   await userEvent.type(screen.getByTestId('budget-tokens'), '-5');

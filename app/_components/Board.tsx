@@ -150,6 +150,11 @@ function BudgetLine({ projectId }: { projectId: string }) {
           </button>
         ) : null}
       </p>
+      {budget.byPerson?.length ? (
+        <p className="board-budget-people" data-testid="budget-people">
+          By person: {budget.byPerson.map((p) => `${p.name ?? (p.id ? 'a removed person' : 'without an account')} ${spendText(p.spent)}`).join(' · ')}
+        </p>
+      ) : null}
       {editing ? (
         <form className="board-form board-budget-form" onSubmit={save} aria-label="Monthly budget">
           <label className="build-field">

@@ -12,8 +12,15 @@ function spendView(s: { promptTokens: number; completionTokens: number; cost: nu
 
 async function budgetView(budget: ProjectBudget): Promise<BudgetView> {
   const month = monthOf();
-  const spent = await getRuntime().store.spend({ projectId: budget.projectId, since: month.since, until: month.until });
-  return { monthlyTokens: budget.monthlyTokens, monthlyUsd: budget.monthlyUsd, spent: spendView(spent), month: month.month };
+  const { store, accounts } = getRuntime();
+  const filter = { projectId: budget.projectId, since: month.since, until: month.until };
+  const [spent, owners] = await Promise.all([store.spend(filter), store.spendByOwner(filter)]);
+  const ids = owners.map((o) => o.ownerId).filter((id): id is string => !!id);
+  const people = accounts && ids.length ? await accounts.personSummaries(ids) : new Map<string, { name: string | null }>();
+  const byPerson = owners
+    .map((o) => ({ id: o.ownerId, name: o.ownerId ? (people.get(o.ownerId)?.name ?? null) : null, spent: spendView(o) }))
+    .sort((a, b) => b.spent.tokens - a.spent.tokens);
+  return { monthlyTokens: budget.monthlyTokens, monthlyUsd: budget.monthlyUsd, spent: spendView(spent), month: month.month, byPerson };
 }
 
 /** A project's monthly budget and this month's spend (UTC): whoever sees the project. */

@@ -146,7 +146,14 @@ describe("a project's monthly budget", () => {
   it("is read by whoever sees the project, with this month's spend from the usage kept", async () => {
     const seen = await budget('vic');
     expect(seen.status).toBe(200);
-    expect(seen.body.data).toEqual({ monthlyTokens: null, monthlyUsd: null, spent: { tokens: spentSoFar, usd: null }, month: monthOf().month });
+    expect(seen.body.data).toEqual({
+      monthlyTokens: null,
+      monthlyUsd: null,
+      spent: { tokens: spentSoFar, usd: null },
+      month: monthOf().month,
+      // Every run so far was Ed's: the month's spend is his, by name.
+      byPerson: [{ id: expect.any(String), name: 'ed', spent: { tokens: spentSoFar, usd: null } }],
+    });
     expect((await budget('bob')).status).toBe(404);
   });
 

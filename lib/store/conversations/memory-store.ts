@@ -69,7 +69,7 @@ export class MemoryConversationStore implements ConversationStore {
   /** Watchers of running turns, by lease token. */
   private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
   /** The usage ledger: one entry per model call of a project conversation. */
-  private readonly ledger: { conversationId: string; projectId: string; at: string; usage: Required<Usage>; cost?: number }[] = [];
+  private readonly ledger: { conversationId: string; projectId: string; ownerId: string | null; at: string; usage: Required<Usage>; cost?: number }[] = [];
 
   async create(input: CreateConversationInput): Promise<Conversation> {
     const c = prepareCreate(input, newConversationId);
@@ -156,15 +156,32 @@ export class MemoryConversationStore implements ConversationStore {
     total.completionTokens += u.completionTokens;
     total.cachedTokens += u.cachedTokens;
     if (c !== undefined) conversation.cost = (conversation.cost ?? 0) + c;
-    if (conversation.projectId) this.ledger.push({ conversationId: id, projectId: conversation.projectId, at: new Date().toISOString(), usage: u, ...(c !== undefined ? { cost: c } : {}) });
+    if (conversation.projectId) {
+      this.ledger.push({ conversationId: id, projectId: conversation.projectId, ownerId: conversation.ownerId ?? null, at: new Date().toISOString(), usage: u, ...(c !== undefined ? { cost: c } : {}) });
+    }
   }
 
   async spend(filter: SpendFilter): Promise<SpendTotals> {
+    return this.sum(filter, () => true);
+  }
+
+  async spendByOwner(filter: SpendFilter): Promise<(SpendTotals & { ownerId: string | null })[]> {
+    const owners = new Set(this.ledger.filter((e) => e.projectId === filter.projectId).map((e) => e.ownerId));
+    const out: (SpendTotals & { ownerId: string | null })[] = [];
+    for (const ownerId of owners) {
+      const s = this.sum(filter, (e) => e.ownerId === ownerId);
+      if (s.calls > 0) out.push({ ...s, ownerId });
+    }
+    return out;
+  }
+
+  private sum(filter: SpendFilter, keep: (e: { ownerId: string | null }) => boolean): SpendTotals {
     const only = filter.conversationIds ? new Set(filter.conversationIds) : null;
     const out = emptySpend();
     for (const e of this.ledger) {
       if (e.projectId !== filter.projectId || e.at < filter.since || (filter.until !== undefined && e.at >= filter.until)) continue;
       if (only && !only.has(e.conversationId)) continue;
+      if (!keep(e)) continue;
       out.promptTokens += e.usage.promptTokens;
       out.completionTokens += e.usage.completionTokens;
       out.cachedTokens += e.usage.cachedTokens;

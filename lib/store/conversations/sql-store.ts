@@ -365,6 +365,24 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     };
   }
 
+  async spendByOwner(filter: SpendFilter): Promise<(SpendTotals & { ownerId: string | null })[]> {
+    if (filter.conversationIds && filter.conversationIds.length === 0) return [];
+    const until = filter.until !== undefined ? sql` AND at < ${filter.until}` : sql``;
+    const only = filter.conversationIds ? sql` AND conversation_id IN (${sql.join(filter.conversationIds)})` : sql``;
+    const r = await sql<Record<string, unknown>>`SELECT owner_id AS o, COALESCE(SUM(prompt_tokens), 0) AS p, COALESCE(SUM(completion_tokens), 0) AS c, COALESCE(SUM(cached_tokens), 0) AS k,
+        COALESCE(SUM(cost), 0) AS usd, COUNT(*) AS calls, COUNT(*) - COUNT(cost) AS unpriced
+      FROM usage_ledger WHERE project_id = ${filter.projectId} AND at >= ${filter.since}${until}${only} GROUP BY owner_id`.execute(await this.q());
+    return r.rows.map((row) => ({
+      ownerId: typeof row.o === 'string' ? row.o : null,
+      promptTokens: Number(row.p ?? 0),
+      completionTokens: Number(row.c ?? 0),
+      cachedTokens: Number(row.k ?? 0),
+      cost: Number(row.usd ?? 0),
+      calls: Number(row.calls ?? 0),
+      unpriced: Number(row.unpriced ?? 0),
+    }));
+  }
+
   private usageQuery(id: string, usage: Usage, cost?: number): RawBuilder<unknown> {
     const u = cleanUsage(usage);
     const c = cleanCost(cost);

@@ -615,6 +615,27 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       expect(await store.spend({ projectId: project, since })).toEqual(all);
     });
 
+    it("sums a project's model calls by the person whose conversations made them", async () => {
+      const project = `owners${Math.random().toString(36).slice(2, 8)}`;
+      const since = new Date(Date.now() - 1000).toISOString();
+      const ada = await store.create({ agentId: 'pm', bundleName: 'bmm', projectId: project, ownerId: 'u-ada' });
+      const ada2 = await store.create({ agentId: 'pm', bundleName: 'bmm', projectId: project, ownerId: 'u-ada' });
+      const ed = await store.create({ agentId: 'pm', bundleName: 'bmm', projectId: project, ownerId: 'u-ed' });
+      const nobody = await newConv('pm', { projectId: project });
+      await store.addUsage(ada.id, { promptTokens: 100, completionTokens: 10 }, 0.25);
+      await store.addUsage(ada2.id, { promptTokens: 50, completionTokens: 5 });
+      await store.addUsage(ed.id, { promptTokens: 7, completionTokens: 3 }, 0.5);
+      await store.addUsage(nobody.id, { promptTokens: 1, completionTokens: 1 });
+      const rows = (await store.spendByOwner({ projectId: project, since })).sort((a, b) => String(a.ownerId).localeCompare(String(b.ownerId)));
+      expect(rows).toEqual([
+        { ownerId: null, promptTokens: 1, completionTokens: 1, cachedTokens: 0, cost: 0, calls: 1, unpriced: 1 },
+        { ownerId: 'u-ada', promptTokens: 150, completionTokens: 15, cachedTokens: 0, cost: 0.25, calls: 2, unpriced: 1 },
+        { ownerId: 'u-ed', promptTokens: 7, completionTokens: 3, cachedTokens: 0, cost: 0.5, calls: 1, unpriced: 0 },
+      ]);
+      expect(await store.spendByOwner({ projectId: project, since, conversationIds: [ed.id] })).toEqual([rows[2]]);
+      expect(await store.spendByOwner({ projectId: project, since: new Date(Date.now() + 60_000).toISOString() })).toEqual([]);
+    });
+
     it('commits nothing of a batch that fails', async () => {
       const c = await newConv();
       const lease = (await store.beginTurn(c.id))!;

@@ -271,6 +271,8 @@ export interface ConversationStore {
    * conversation does not take back what it spent.
    */
   spend(filter: SpendFilter): Promise<SpendTotals>;
+  /** The same sums for each person whose conversations made the calls (null: no owner, single-user mode). */
+  spendByOwner(filter: SpendFilter): Promise<(SpendTotals & { ownerId: string | null })[]>;
   /** Whether the store answers and its schema is current. */
   health(): Promise<StoreHealth>;
   close(): Promise<void>;
