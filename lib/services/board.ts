@@ -1,6 +1,8 @@
+import path from 'node:path';
 import type { Caller } from '../core/access';
 import { AppError, isAppError } from '../core/errors';
 import { log } from '../core/log';
+import { withFileLock } from '../core/paths';
 import type { Project } from '../content/projects';
 import { runBudgetProblem } from '../store/budgets';
 import { buildTarget, type Run } from '../engine/runs';
@@ -159,51 +161,57 @@ export async function startStory(caller: Caller, projectId: string, key: string,
   const project = await projectOf(caller, projectId, 'write');
   const input = await body();
   if (classifyKey(key)?.kind !== 'story') throw storyNotFound();
-  const rt = getRuntime();
   const lock = `${project.id}\0${key}`;
   if (starting.has(lock)) throw new AppError('E_STORY_BUSY', `Story "${key}" is being started.`);
   starting.add(lock);
+  // The check that no run builds the story and the run's making are one step on every instance: a
+  // start on another instance waits here, then finds this one's run and is refused.
   try {
-    const build = await rt.workspaces.getBuild(project.id);
-    if (!build.enabled) throw new AppError('E_BUILD_DISABLED', 'Build is not enabled for this project.');
-    const sprint = sprintProjectOf(project, build.baseBranch);
-    const board = await readBoard(sprint);
-    const story = findStory(board, key);
-    if (!story) throw storyNotFound();
-    if (board.uncommitted) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes to the sprint status; commit or discard them first.');
-    const busy = (await rt.runs.store.storyRuns(project.id)).find((r) => r.storyKey === key && (r.status === 'queued' || r.status === 'running'));
-    if (busy) throw new AppError('E_STORY_BUSY', `Story "${key}" has a ${busy.status} run (${busy.id}).`, { response: { runId: busy.id } });
-    if (input.model !== undefined && !rt.config.models.profiles.has(input.model)) {
-      throw new AppError('E_VALIDATION', `Unknown model profile "${input.model}". GET /api/models lists them.`, { field: 'model' });
-    }
-    checkBudget(input.budget);
-    await assertBudget(project.id);
-    await buildTarget(rt.projects, project, input.skill);
-
-    const person = committerOf(caller);
-    const ws = await storyWorkspace(caller, project, key);
-    const undoWorkspace = () => discardWorkspace(caller, project.id, ws.id).catch((e: unknown) => log.warn('board.undo_failed', { workspace: ws.id, message: String((e as Error)?.message ?? e).slice(0, 200) }));
-    let moved = false;
-    try {
-      moved = (await setStoryStatus(sprint, key, 'in-progress', person)).changed;
-      const { run } = await rt.runs.submit({
-        projectId: project.id,
-        ownerId: caller.id,
-        skill: input.skill ?? '',
-        inputs: input.inputs ?? '',
-        ...(input.model ? { model: input.model } : {}),
-        workspaceId: ws.id,
-        ...(input.budget ? { budget: input.budget } : {}),
-        story: { key, file: story.file, artifacts: sprint.artifacts },
-      });
-      log.info('board.story_started', { project: project.id, story: key, run: run.id, workspace: ws.id });
-      return { runId: run.id, workspace: ws };
-    } catch (e) {
-      await undoWorkspace();
-      if (moved && story.status) await setStoryStatus(sprint, key, story.status, person).catch(() => undefined);
-      throw e;
-    }
+    return await withFileLock(path.join(project.root, '.story-start', key), () => startLocked(caller, project, key, input));
   } finally {
     starting.delete(lock);
+  }
+}
+
+async function startLocked(caller: Caller, project: Project, key: string, input: StartInput): Promise<StoryStartView> {
+  const rt = getRuntime();
+  const build = await rt.workspaces.getBuild(project.id);
+  if (!build.enabled) throw new AppError('E_BUILD_DISABLED', 'Build is not enabled for this project.');
+  const sprint = sprintProjectOf(project, build.baseBranch);
+  const board = await readBoard(sprint);
+  const story = findStory(board, key);
+  if (!story) throw storyNotFound();
+  if (board.uncommitted) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes to the sprint status; commit or discard them first.');
+  const busy = (await rt.runs.store.storyRuns(project.id)).find((r) => r.storyKey === key && (r.status === 'queued' || r.status === 'running'));
+  if (busy) throw new AppError('E_STORY_BUSY', `Story "${key}" has a ${busy.status} run (${busy.id}).`, { response: { runId: busy.id } });
+  if (input.model !== undefined && !rt.config.models.profiles.has(input.model)) {
+    throw new AppError('E_VALIDATION', `Unknown model profile "${input.model}". GET /api/models lists them.`, { field: 'model' });
+  }
+  checkBudget(input.budget);
+  await assertBudget(project.id);
+  await buildTarget(rt.projects, project, input.skill);
+
+  const person = committerOf(caller);
+  const ws = await storyWorkspace(caller, project, key);
+  const undoWorkspace = () => discardWorkspace(caller, project.id, ws.id).catch((e: unknown) => log.warn('board.undo_failed', { workspace: ws.id, message: String((e as Error)?.message ?? e).slice(0, 200) }));
+  let moved = false;
+  try {
+    moved = (await setStoryStatus(sprint, key, 'in-progress', person)).changed;
+    const { run } = await rt.runs.submit({
+      projectId: project.id,
+      ownerId: caller.id,
+      skill: input.skill ?? '',
+      inputs: input.inputs ?? '',
+      ...(input.model ? { model: input.model } : {}),
+      workspaceId: ws.id,
+      ...(input.budget ? { budget: input.budget } : {}),
+      story: { key, file: story.file, artifacts: sprint.artifacts },
+    });
+    log.info('board.story_started', { project: project.id, story: key, run: run.id, workspace: ws.id });
+    return { runId: run.id, workspace: ws };
+  } catch (e) {
+    await undoWorkspace();
+    if (moved && story.status) await setStoryStatus(sprint, key, story.status, person).catch(() => undefined);
+    throw e;
   }
 }
