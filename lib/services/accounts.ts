@@ -80,15 +80,30 @@ export async function updatePerson(caller: Caller, id: string, body: BodyOf<{ ro
   // Role and state together or not at all.
   const person = await accountsOf().update(caller.id, id, { ...(patch.role !== undefined ? { role: patch.role } : {}), ...(patch.active !== undefined ? { active: patch.active } : {}) });
   if (!person) throw personNotFound(id);
-  if (patch.active === false) await getRuntime().runs.cancelByOwner(id);
+  if (patch.active === false) await endWorkOf(id);
   return person;
+}
+
+/**
+ * Someone who may no longer act stops acting at once: their runs are cancelled and every turn
+ * running in a conversation of theirs is asked to stop, on whichever instance runs it.
+ */
+async function endWorkOf(id: string): Promise<void> {
+  const { runs, store } = getRuntime();
+  await runs.cancelByOwner(id);
+  let cursor: string | undefined;
+  do {
+    const page = await store.list({ ownedOrSharedFor: id, limit: 200, ...(cursor ? { cursor } : {}) });
+    for (const c of page.items) if (c.ownerId === id && c.status === 'running') await store.requestStop(c.id).catch(() => false);
+    cursor = page.nextCursor;
+  } while (cursor);
 }
 
 /** A signed-in admin deletes a person: account, sessions, tokens and memberships, and cancels their runs; their conversations stay. */
 export async function removePerson(caller: Caller, id: string): Promise<{ id: string; removed: true }> {
   requireSignedInAdmin(caller);
   if (!(await accountsOf().removePerson(caller.id, id))) throw personNotFound(id);
-  await getRuntime().runs.cancelByOwner(id);
+  await endWorkOf(id);
   return { id, removed: true };
 }
 

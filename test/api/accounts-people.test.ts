@@ -87,11 +87,20 @@ describe('deactivating and deleting people', () => {
     const token = (await json(await createToken(req('POST', '/api/tokens', dee, { name: 'ci' })))).body.data.token as string;
     expect((await whoAmI({ token })).status).toBe(200);
     const conversation = await h.runtime.store.create({ agentId: 'pm', bundleName: 'b', ownerId: ids.dee! });
+    // A turn of theirs running in the chat: the deactivation asks it to stop.
+    const busy = await h.runtime.store.create({ agentId: 'pm', bundleName: 'b', ownerId: ids.dee! });
+    const lease = (await h.runtime.store.beginTurn(busy.id))!;
+    const heard: string[] = [];
+    const unwatch = h.runtime.store.watchTurn(lease, (signal) => heard.push(signal));
 
     // A member cannot do it; an admin can.
     expect((await patchUser(req('PATCH', `/api/users/${ids.root}`, dee, { active: false }), params({ id: ids.root! }))).status).toBe(403);
     const off = await json(await patchUser(req('PATCH', `/api/users/${ids.dee}`, admin, { active: false }), params({ id: ids.dee! })));
     expect(off).toMatchObject({ status: 200, body: { data: { id: ids.dee, status: 'deactivated' } } });
+    for (let i = 0; i < 50 && !heard.length; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(heard).toEqual(['stop']);
+    unwatch();
+    await h.runtime.store.endTurn(lease, 'stopped');
 
     for (const who of [dee, otherTab]) expect((await whoAmI(who)).status).toBe(401);
     expect(await whoAmI({ token })).toMatchObject({ status: 401, body: { code: 'E_UNAUTHENTICATED', error: expect.stringMatching(/deactivated/) } });
