@@ -180,8 +180,10 @@ sandboxed('a command', () => {
   it('holds a fork storm at the process limit and leaves nothing behind', async () => {
     const started = Date.now();
     const r = await run('bomb() { bomb | bomb & }; bomb; sleep 3', { timeoutMs: 15_000 }, { maxProcesses: 64 });
-    expect(['process_limit', 'time_limit']).toContain(r.stopped);
-    expect(r.stderr).toMatch(/Resource temporarily unavailable/);
+    // Which limit a storm meets first depends on the host's load: forks refused (EAGAIN), or
+    // refused for memory when its many shells fill the memory limit first; either way it is held.
+    expect(['process_limit', 'memory_limit', 'time_limit']).toContain(r.stopped);
+    expect(r.stderr).toMatch(/Resource temporarily unavailable|Cannot allocate memory/);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(await gone('bomb() {')).toEqual([]);
   });
