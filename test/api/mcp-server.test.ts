@@ -184,6 +184,9 @@ it('start_run and get_run: a headless run of bmad-prd ends complete with its PRD
     expect(run.status).toBe('complete');
     expect(run.result).toMatchObject({ status: 'complete' });
     expect(run.artifacts?.length).toBeGreaterThan(0);
+    const badBudget = await call('start_run', { projectId: 'shop', skill: 'bmad-prd', intent: 'create', inputs: 'x', budget: { tokens: -1 } });
+    expect(badBudget.isError).toBe(true);
+    expect(badBudget.content[0]!.text).toMatch(/^E_VALIDATION: .*budget\.tokens/);
     const notHeadless = await call('start_run', { projectId: 'shop', skill: 'bmad-code-review', inputs: 'x' });
     expect(notHeadless.isError).toBe(true);
     expect(notHeadless.content[0]!.text).toMatch(/no headless contract/);

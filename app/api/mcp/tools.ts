@@ -90,6 +90,7 @@ export const MCP_SERVER_TOOLS: McpServerTool[] = [
       intent: z.string().trim().min(1).max(100).optional().describe('The skill\'s intent, e.g. create, update, validate'),
       inputs: z.union([z.string().max(100_000), z.record(z.string(), z.unknown())]).describe('Everything the skill needs: text, or an object whose `files` are project paths to attach'),
       model: z.string().trim().min(1).max(64).optional(),
+      budget: z.object({ tokens: z.number().optional(), usd: z.number().optional() }).optional().describe("The run's own limit: it stops, blocked, when either is spent"),
     },
     run: (args, { caller }) => startRun(caller, args),
   }),
