@@ -1,13 +1,13 @@
 'use client';
 
 import './board.css';
+import { RUN_STATUS_WORDS } from '../_lib/runs';
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { AgentSummary } from '@/types/api';
 import type { ApiError } from '../_lib/api';
 import {
   BOARD_COLUMNS,
   COLUMN_NAMES,
-  RUN_WORDS,
   boardApi,
   boardErrorText,
   boardPermissions,
@@ -45,7 +45,7 @@ function StoryCard({ story, showStatus, onOpen }: { story: BoardStoryView; showS
         {showStatus ? <span className="board-card-label">{story.status ?? 'no status'}</span> : null}
         {story.run ? (
           <span className={`board-run board-run-${story.run.status}`} data-testid="board-card-run">
-            run {RUN_WORDS[story.run.status]}
+            run {RUN_STATUS_WORDS[story.run.status]}
           </span>
         ) : null}
         {story.spend ? <span className="board-card-spend">{spendText(story.spend)}</span> : null}

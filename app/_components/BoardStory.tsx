@@ -1,8 +1,9 @@
 'use client';
 
+import { RUN_STATUS_WORDS } from '../_lib/runs';
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { ApiError } from '../_lib/api';
-import { BOARD_COLUMNS, COLUMN_NAMES, RUN_WORDS, boardApi, boardErrorText, isBoardColumn, isRunActive, spendText, type BoardStoryView, type DecisionView } from '../_lib/board';
+import { BOARD_COLUMNS, COLUMN_NAMES, boardApi, boardErrorText, isBoardColumn, isRunActive, spendText, type BoardStoryView, type DecisionView } from '../_lib/board';
 import { useEscape } from '../_lib/escape';
 import { modalKeys } from '../_lib/focus';
 import { relativeTime } from '../_lib/format';
@@ -325,7 +326,7 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
       {story.run ? (
         <div data-testid="story-run" data-status={story.run.status}>
           <p>
-            <span className={`board-run board-run-${story.run.status}`}>{RUN_WORDS[story.run.status]}</span>
+            <span className={`board-run board-run-${story.run.status}`}>{RUN_STATUS_WORDS[story.run.status]}</span>
             {active ? <Spinner label="The run is working" /> : null}
             {run?.createdAt ? <span className="build-help"> · started {relativeTime(run.createdAt)}</span> : null}
             {run?.conversationId && onOpenConversation ? (

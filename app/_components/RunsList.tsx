@@ -4,23 +4,12 @@ import { useCallback, useEffect, useId, useRef, useState, type KeyboardEvent } f
 import { modalKeys } from '../_lib/focus';
 import { useEscape } from '../_lib/escape';
 import { relativeTime } from '../_lib/format';
-import { isActive, runsApi, type ChatMessageView, type RunItem } from '../_lib/runs';
+import { isActive, RUN_STATUS_WORDS, runsApi, type ChatMessageView, type RunItem } from '../_lib/runs';
 import { Markdown } from './Markdown';
 import { CloseIcon, Spinner } from './icons';
 
 /** While a run is queued or running, the list is asked for again this often. */
 const POLL_MS = 2000;
-
-const STATUS_WORDS: Record<RunItem['status'], string> = {
-  queued: 'queued',
-  running: 'running',
-  complete: 'complete',
-  partial: 'partial',
-  blocked: 'blocked',
-  failed: 'failed',
-  cancelled: 'cancelled',
-  interrupted: 'interrupted',
-};
 
 /**
  * The project's headless runs (started from CI or scripts with POST /api/runs), beside its
@@ -79,7 +68,7 @@ export function RunsList({ projectId, pollMs = POLL_MS, openDocument }: { projec
                 </span>
                 <span className="conv-meta">
                   <span className={`conv-status conv-status-${r.status}`} data-testid="run-status">
-                    {STATUS_WORDS[r.status]}
+                    {RUN_STATUS_WORDS[r.status]}
                   </span>
                   {` · ${relativeTime(r.createdAt)}`}
                 </span>
@@ -142,7 +131,7 @@ function RunDialog({ runId, initial, onClose, openDocument }: { runId: string; i
       <div ref={boxRef} className="modal modal-viewer" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} onKeyDown={onKeyDown} data-testid="run-dialog">
         <div className="viewer-head">
           <h2 id={`${id}-t`} className="viewer-title">
-            {run.skill} · <span data-testid="run-dialog-status">{STATUS_WORDS[run.status]}</span>
+            {run.skill} · <span data-testid="run-dialog-status">{RUN_STATUS_WORDS[run.status]}</span>
           </h2>
           <button ref={closeRef} type="button" className="icon-button" aria-label="Close run" onClick={onClose}>
             <CloseIcon />

@@ -5,6 +5,7 @@
  */
 import type { BoardStoryView, BoardView, BudgetView, DecisionView, ProjectView, StoryStartView } from '@/types/api';
 import { ApiError, request } from './api';
+import { isActive } from './runs';
 
 export type { BoardStoryView, BoardView, BudgetView, DecisionView, StoryStartView };
 
@@ -20,24 +21,12 @@ export const COLUMN_NAMES: Record<BoardColumn, string> = {
   done: 'Done',
 };
 
-export type RunStatus = NonNullable<BoardStoryView['run']>['status'];
-
-export const RUN_WORDS: Record<RunStatus, string> = {
-  queued: 'queued',
-  running: 'running',
-  complete: 'complete',
-  partial: 'partial',
-  blocked: 'blocked',
-  failed: 'failed',
-  cancelled: 'cancelled',
-  interrupted: 'interrupted',
-};
 
 export function isBoardColumn(status: string | null | undefined): status is BoardColumn {
   return !!status && (BOARD_COLUMNS as readonly string[]).includes(status);
 }
 
-export const isRunActive = (run: BoardStoryView['run'] | null | undefined): boolean => run?.status === 'queued' || run?.status === 'running';
+export const isRunActive = (run: BoardStoryView['run'] | null | undefined): boolean => !!run && isActive(run.status);
 
 /** Whether anything on the board may still change by itself: a run that has not ended. */
 export function hasActiveRuns(board: BoardView | null): boolean {

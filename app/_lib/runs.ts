@@ -35,4 +35,16 @@ export function isActive(status: RunItem['status']): boolean {
   return status === 'queued' || status === 'running';
 }
 
+/** A run's status as the screen says it. */
+export const RUN_STATUS_WORDS: Record<RunItem['status'], string> = {
+  queued: 'queued',
+  running: 'running',
+  complete: 'complete',
+  partial: 'partial',
+  blocked: 'blocked',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+};
+
 export type { ChatMessageView };
