@@ -65,8 +65,3 @@ export async function assertBudget(projectId: string): Promise<void> {
   const stop = await projectBudgetStop(getRuntime(), projectId);
   if (stop) throw new AppError('E_BUDGET', stop.message, { budget: stop.budget });
 }
-
-/** What a project's runs (their conversations) spent, over all time: a story's or a run's spend. */
-export async function spendOf(projectId: string, conversationIds: string[]): Promise<SpendView> {
-  return spendView(await getRuntime().store.spend({ projectId, since: '', conversationIds }));
-}

@@ -15,6 +15,6 @@ export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson,
 export { projectMcpServers } from './mcp-hub';
 export { turnWorkspace, placeIn, chatTurn, turnBrief, type TurnInput, type StreamedTurn, type AnsweredTurn } from './turns';
 export { runOf, startRun, listRuns, getRun, cancelRun, runEvents, type RunInput, type StartedRun } from './runs';
-export { getBudget, putBudget, assertBudget, spendOf } from './budgets';
+export { getBudget, putBudget, assertBudget } from './budgets';
 export { listDecisions, decisionOf } from './decisions';
 export { answerRun } from './run-answers';
