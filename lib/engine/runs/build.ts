@@ -4,6 +4,7 @@ import type { Project, ProjectCatalog } from '../../content/projects';
 import { trailingQuestion, type Reading } from './result';
 import type { RunTarget } from './target';
 import type { HeadlessContract, Run, RunEnd } from './types';
+import type { BuildResult } from '../sprint';
 
 /**
  * Runs of build skills. A build skill has no JSON contract: it ends by writing the story's status
@@ -18,15 +19,8 @@ export function isBuildRun(run: Pick<Run, 'skill' | 'storyKey'>): boolean {
   return run.storyKey !== undefined || BUILD_SKILLS.has(run.skill);
 }
 
-/** What the story's files say a build run came to (see lib/engine/sprint's buildResultOf). */
-export interface BuildVerdict {
-  outcome: 'complete' | 'blocked' | 'failed';
-  /** The status the skill wrote, or null. */
-  status: string | null;
-  reason?: string;
-  /** The file the status was read from, relative to the project. */
-  file: string | null;
-}
+/** What the story's files say a build run came to: the sprint's `buildResultOf`. */
+export type BuildVerdict = BuildResult;
 
 /** Reads a build run's end from its files; for the board, also moves its story (before the run shows its end). */
 export type BuildJudge = (run: Run) => Promise<BuildVerdict>;
