@@ -37,6 +37,10 @@ export interface CommandSettings {
   maxFileMb: number;
   /** Host folders mounted read-only at their own place, e.g. where node lives (COMMAND_READONLY_PATHS). */
   readonlyPaths: string[];
+  /** A workspace's checkout, temp folder and .git together, at most (WORKSPACE_MAX_MB). */
+  workspaceMaxMb: number;
+  /** Hosts (names, addresses or CIDR ranges) a setup line may reach although they are private or link-local (SETUP_ALLOW_HOSTS). */
+  setupAllowHosts: string[];
 }
 
 export const DEFAULT_COMMAND_SETTINGS: CommandSettings = {
@@ -45,7 +49,14 @@ export const DEFAULT_COMMAND_SETTINGS: CommandSettings = {
   maxProcesses: 256,
   maxFileMb: 1024,
   readonlyPaths: [],
+  workspaceMaxMb: 2048,
+  setupAllowHosts: [],
 };
+
+/** A list of hosts: comma or whitespace separated, empty entries dropped. */
+export function parseHostList(value: string | undefined): string[] {
+  return [...new Set((value ?? '').split(/[\s,]+/).map((h) => h.trim()).filter(Boolean))];
+}
 
 /** COMMAND_READONLY_PATHS: absolute folders, separated by commas or colons; `/` itself never. */
 export function parseReadonlyPaths(value: string | undefined): string[] {
@@ -86,6 +97,31 @@ export interface Config {
   /** WORKSPACES_ROOT: where workspaces' clones live (default DATA_DIR/workspaces). */
   workspacesRoot: string;
   commands: CommandSettings;
+  /** Remote repositories and forges (see docs/remotes.md). */
+  remotes: RemoteSettings;
+}
+
+export interface RemoteSettings {
+  /** SECRETS_KEY: 32 bytes (hex or base64) that encrypt forge tokens at rest; null when unset or not 32 bytes. */
+  secretsKey: Buffer | null;
+  /** SECRETS_KEY was set but is not 32 bytes of hex or base64 (the server refuses to store tokens, saying so). */
+  secretsKeyInvalid: boolean;
+  /** GIT_REMOTE_HOSTS: `host:port` entries a remote may use although they resolve to loopback, private or link-local addresses (plain http:// too). */
+  allowHosts: string[];
+  /** FORGE_POLL_SECONDS: how often open pull requests are polled when no webhook says more (0: never). */
+  pollSeconds: number;
+}
+
+/** SECRETS_KEY as 32 bytes: 64 hex digits or base64 of 32 bytes. */
+export function parseSecretsKey(value: string | undefined): { key: Buffer | null; invalid: boolean } {
+  const v = value?.trim();
+  if (!v) return { key: null, invalid: false };
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return { key: Buffer.from(v, 'hex'), invalid: false };
+  if (/^[A-Za-z0-9+/_-]+={0,2}$/.test(v)) {
+    const b = Buffer.from(v.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (b.length === 32) return { key: b, invalid: false };
+  }
+  return { key: null, invalid: true };
 }
 
 export const DEFAULT_LIMITS: ToolLimits = {
@@ -147,6 +183,17 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       maxProcesses: DEFAULT_COMMAND_SETTINGS.maxProcesses,
       maxFileMb: int(env.COMMAND_MAX_FILE_MB, DEFAULT_COMMAND_SETTINGS.maxFileMb, 1),
       readonlyPaths: parseReadonlyPaths(env.COMMAND_READONLY_PATHS),
+      workspaceMaxMb: int(env.WORKSPACE_MAX_MB, DEFAULT_COMMAND_SETTINGS.workspaceMaxMb, 16),
+      setupAllowHosts: parseHostList(env.SETUP_ALLOW_HOSTS),
     },
+    remotes: (() => {
+      const secrets = parseSecretsKey(env.SECRETS_KEY);
+      return {
+        secretsKey: secrets.key,
+        secretsKeyInvalid: secrets.invalid,
+        allowHosts: parseHostList(env.GIT_REMOTE_HOSTS).map((h) => h.toLowerCase()),
+        pollSeconds: int(env.FORGE_POLL_SECONDS, 120, 0),
+      };
+    })(),
   };
 }
