@@ -62,6 +62,8 @@ export interface SetupRequest extends Omit<CommandRequest, 'setup' | 'mounts' | 
   progressMs?: number;
   /** Where slirp4netns, nsenter and ip are looked for; the system's folders when not said. */
   networkToolDirs?: string[];
+  /** false: neither reuse an installed tree nor keep one (the package caches stay); the benchmark compares the two. */
+  reuseTrees?: boolean;
 }
 
 /**
@@ -207,7 +209,7 @@ export async function runSetup(req: SetupRequest, settings: CommandSettings, hos
   const notes: string[] = [];
   const elapsed = () => Math.round(performance.now() - started);
 
-  const trees = cacheReal ? path.join(cacheReal, 'trees') : null;
+  const trees = cacheReal && req.reuseTrees !== false ? path.join(cacheReal, 'trees') : null;
   const key = trees ? await treeKey(projectDir, relProject, req.command, env, settings).catch(() => null) : null;
   if (trees && key) {
     const reused = await restoreTree(req, settings, host, path.join(trees, key), projectDir);
@@ -255,7 +257,12 @@ export async function runSetup(req: SetupRequest, settings: CommandSettings, hos
   const timer = req.onProgress ? setInterval(tick, req.progressMs ?? PROGRESS_MS) : null;
   let r: Awaited<ReturnType<typeof runCommand>>;
   try {
-    r = await runCommand({ ...req, env, setup: true, mounts, prepare, onOutput: (_stream, chunk) => transcript.push(chunk) }, settings, host);
+    const { checkout: given, cwd, tmp, command, readOnlyInside, writableInside, gitIdentity, timeoutMs, signal } = req;
+    r = await runCommand(
+      { checkout: given, cwd, tmp, command, readOnlyInside, writableInside, gitIdentity, timeoutMs, signal, env, setup: true, mounts, prepare, onOutput: (_stream, chunk) => transcript.push(chunk) },
+      settings,
+      host,
+    );
   } finally {
     if (timer) clearInterval(timer);
   }
