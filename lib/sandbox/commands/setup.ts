@@ -205,12 +205,12 @@ export async function runSetup(req: SetupRequest, settings: CommandSettings, hos
     [tmpReal, '/tmp'],
     [cacheReal, CACHE_AT],
   ]);
-  const env = { ...(req.env ?? {}) };
+  const lineEnv = { ...(req.env ?? {}) };
   const notes: string[] = [];
   const elapsed = () => Math.round(performance.now() - started);
 
   const trees = cacheReal && req.reuseTrees !== false ? path.join(cacheReal, 'trees') : null;
-  const key = trees ? await treeKey(projectDir, relProject, req.command, env, settings).catch(() => null) : null;
+  const key = trees ? await treeKey(projectDir, relProject, req.command, lineEnv, settings).catch(() => null) : null;
   if (trees && key) {
     const reused = await restoreTree(req, settings, host, path.join(trees, key), projectDir);
     if (reused) {
@@ -225,10 +225,10 @@ export async function runSetup(req: SetupRequest, settings: CommandSettings, hos
     const packages = path.join(cacheReal, 'packages');
     await fs.mkdir(packages, { recursive: true, mode: 0o700 });
     mounts.push({ kind: 'rw', host: packages, at: CACHE_AT });
-    Object.assign(env, CACHE_ENV);
-    if (await yarnClassic(projectDir)) env.YARN_CACHE_FOLDER = `${CACHE_AT}/yarn`;
+    Object.assign(lineEnv, CACHE_ENV);
+    if (await yarnClassic(projectDir)) lineEnv.YARN_CACHE_FOLDER = `${CACHE_AT}/yarn`;
     // Only for pnpm's projects: npm warns of a setting it does not know.
-    if (await readPlain(path.join(projectDir, 'pnpm-lock.yaml'))) env.npm_config_store_dir = `${CACHE_AT}/pnpm`;
+    if (await readPlain(path.join(projectDir, 'pnpm-lock.yaml'))) lineEnv.npm_config_store_dir = `${CACHE_AT}/pnpm`;
   }
 
   let network: SetupRun['network'] = 'none';
@@ -259,7 +259,7 @@ export async function runSetup(req: SetupRequest, settings: CommandSettings, hos
   try {
     const { checkout: given, cwd, tmp, command, readOnlyInside, writableInside, gitIdentity, timeoutMs, signal } = req;
     r = await runCommand(
-      { checkout: given, cwd, tmp, command, readOnlyInside, writableInside, gitIdentity, timeoutMs, signal, env, setup: true, mounts, prepare, onOutput: (_stream, chunk) => transcript.push(chunk) },
+      { checkout: given, cwd, tmp, command, readOnlyInside, writableInside, gitIdentity, timeoutMs, signal, env: lineEnv, setup: true, mounts, prepare, onOutput: (_stream, chunk) => transcript.push(chunk) },
       settings,
       host,
     );

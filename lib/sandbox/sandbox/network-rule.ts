@@ -8,7 +8,8 @@
  * ranges, for the host's own addresses and the networks it is directly on; SETUP_ALLOW_HOSTS
  * entries get normal routes through slirp, and the kernel's longest-prefix match decides. slirp's
  * own link (10.0.2.0/24: the gateway is the host's loopback) is refused by policy rules that come
- * before every route, but for its DNS forwarder on port 53. No IPv6: slirp gets none.
+ * before every route, but for its DNS forwarder on port 53 (slirp sends whatever port is asked of
+ * it to the host's resolver, even one on the host's loopback). No IPv6: slirp gets none.
  *
  * `decide` answers for one address with the same table the namespace gets, so what the tests
  * check is what the kernel is given.
