@@ -16,6 +16,8 @@
  *   --only-context        just the context figures (section 7)
  *   --skip-instances      no Postgres / nginx section (8)
  *   --only-instances      just section 8: 1 vs 2 instances on Postgres behind nginx
+ *   --skip-setup          no workspace setup section (10: npm ci of a real project, twice, needs the npm registry)
+ *   --only-setup          just section 10
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,6 +31,7 @@ import { seedConversations } from './seed';
 import { contextFigures, contextMarkdown, type ContextFigures } from './context';
 import { fmt, summary, type Summary } from './stats';
 import { instancesFigures, instancesMarkdown, type InstancesFigures } from './instances';
+import { setupFigures, setupMarkdown, type SetupFigures } from './setup';
 
 process.env.LOG_LEVEL ??= 'silent'; // lib/ code run in this process (discovery, tools, seeding) stays quiet
 
@@ -58,6 +61,8 @@ const OPT = {
   onlyContext: flag('only-context'),
   skipInstances: flag('skip-instances'),
   onlyInstances: flag('only-instances'),
+  skipSetup: flag('skip-setup'),
+  onlySetup: flag('only-setup'),
 };
 
 const AGENT = 'product-lead';
@@ -416,6 +421,7 @@ interface Results {
   growth?: { stored: number; storedMessages: number; seedMs: number; overhead: PhaseResult[]; rssAfterStartMb: number };
   context?: ContextFigures;
   instances?: InstancesFigures | { error: string };
+  setup?: SetupFigures | { error: string };
   /** The bare relay driven like the plain phases, beside them in the same run. */
   relay?: RelayResult[];
   durationS?: number;
@@ -536,6 +542,9 @@ function markdown(r: Results): string {
   if (e?.workflow) {
     t.push(`| one model call to the first question of a \`*command\` workflow | ${e.workflow.withShortcut.roundTrips} with the shortcut, ${e.workflow.withoutShortcut.roundTrips} without | ${verdict(e.workflow.withShortcut.roundTrips === 1)} |`);
   }
+  if (r.setup && !('error' in r.setup)) {
+    t.push(`| second workspace of an unchanged lockfile ready in ≤ 40 % of the first's setup | ${(r.setup.second.ms / 1000).toFixed(1)} s vs ${(r.setup.first.ms / 1000).toFixed(1)} s (${(r.setup.ratio * 100).toFixed(0)} %) | ${verdict(r.setup.second.ok && r.setup.ratio <= 0.4)} |`);
+  }
   out.push('#### Targets\n\n' + t.join('\n'));
 
   if (e) {
@@ -623,6 +632,7 @@ function markdown(r: Results): string {
   if (relay) out.push(relay);
   if (r.context) out.push(contextMarkdown(r.context));
   if (r.instances) out.push('error' in r.instances ? `#### 8. Many instances\n\nNot measured: ${r.instances.error}` : instancesMarkdown(r.instances));
+  if (r.setup) out.push('error' in r.setup ? `#### 10. Workspace setup\n\nNot measured: ${r.setup.error}` : setupMarkdown(r.setup));
 
   out.push(
     '#### Method (one line per figure)\n\n' +
@@ -635,6 +645,7 @@ function markdown(r: Results): string {
         `6. Growth: 1 repeated on a fresh server whose database was seeded through SqliteConversationStore with ${OPT.stored.toLocaleString('en')} conversations; RSS = VmRSS of the server process tree after ${OPT.rssConversations.toLocaleString('en')} conversations × ${OPT.rssTurns} plain turns at 50 concurrent.`,
         `7. Context: a server with MODELS_FILE (profiles \`roomy\`, 128 k, and \`small\`, 8 k with 1 k kept for the answer, on the same scripted model); one conversation per profile, sequential; every request counted at the model server with lib/engine/context countRequest (cl100k_base); prefix share of request k = tokens of the tool schemas plus the leading messages equal (JSON) to those of request k−1, ÷ tokens of request k.`,
         '8. Many instances: two `next start` servers on one fresh Postgres database and one shared folder; plain turns at 20 concurrent (4 per conversation) through nginx (keep-alive to the upstreams), first with one instance as its only upstream, then with both round robin, after 60 warm-up turns on each; turns/s = turns ÷ phase wall time.',
+        '10. Workspace setup: lib/sandbox/commands runSetup in-process (bubblewrap, slirp4netns, the project\'s cache folder) on fresh `git clone`s of one commit of the npm package with a lockfile made from the registry once; first = empty package cache, its time includes keeping its node_modules; second = the same lockfile; tree reuse off = a third clone with the warm package cache only; wall time of each call.',
       ].join('\n'),
   );
   return out.join('\n\n');
@@ -653,26 +664,31 @@ async function main() {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    const { appDir, buildId } = await snapshotBuild(say);
-    results.buildId = buildId;
-    cleanups.push(() => fs.rmSync(appDir, { recursive: true, force: true }));
-    say(`production build ${buildId} copied to ${appDir}`);
-
-    if (OPT.onlyContext) {
-      const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
-      cleanups.push(() => model.stop());
-      const folders = await makeFolders('bench-context');
-      cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
-      results.context = await contextFigures(appDir, folders, model, { OPENAI_API_KEY: 'bench', MAX_ITERATIONS: '10' }, OPT.contextTurns, say);
-    } else if (OPT.onlyInstances) {
-      const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
-      cleanups.push(() => model.stop());
-      await instancesRun(results, appDir, model);
-    } else await fullRun(results, appDir, tmp, cleanups);
+    if (OPT.onlySetup) await setupRun(results);
+    else await benchApp(results, tmp, cleanups);
   } finally {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
   }
   report(results);
+}
+
+async function benchApp(results: Results, tmp: string, cleanups: (() => Promise<void> | void)[]) {
+  const { appDir, buildId } = await snapshotBuild(say);
+  results.buildId = buildId;
+  cleanups.push(() => fs.rmSync(appDir, { recursive: true, force: true }));
+  say(`production build ${buildId} copied to ${appDir}`);
+
+  if (OPT.onlyContext) {
+    const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
+    cleanups.push(() => model.stop());
+    const folders = await makeFolders('bench-context');
+    cleanups.push(() => fs.rmSync(folders.root, { recursive: true, force: true }));
+    results.context = await contextFigures(appDir, folders, model, { OPENAI_API_KEY: 'bench', MAX_ITERATIONS: '10' }, OPT.contextTurns, say);
+  } else if (OPT.onlyInstances) {
+    const model = await startModel(OPT.ttftMs, OPT.tokenDelayMs);
+    cleanups.push(() => model.stop());
+    await instancesRun(results, appDir, model);
+  } else await fullRun(results, appDir, tmp, cleanups);
 }
 
 async function fullRun(results: Results, appDir: string, tmp: string, cleanups: (() => Promise<void> | void)[]) {
@@ -741,6 +757,17 @@ async function fullRun(results: Results, appDir: string, tmp: string, cleanups: 
   }
 
   if (!OPT.skipInstances) await instancesRun(results, appDir, model);
+  if (!OPT.skipSetup) await setupRun(results);
+}
+
+/** Section 10; a machine without the sandbox or the registry gets the reason instead. */
+async function setupRun(results: Results) {
+  try {
+    results.setup = await setupFigures(say);
+  } catch (e) {
+    results.setup = { error: String((e as Error)?.message ?? e).slice(0, 300) };
+    say(`setup: not measured (${results.setup.error})`);
+  }
 }
 
 /** Section 8; a machine without Postgres or nginx gets the reason in the report instead. */

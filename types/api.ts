@@ -91,8 +91,8 @@ export interface HealthData {
   status: 'ok' | 'unavailable';
   /** The default profile. */
   llm: { configured: boolean; model: string };
-  /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap). */
-  capabilities?: { scripts: boolean; sandbox: boolean };
+  /** What the host can do: run the method's scripts (python3) in a sandbox (bubblewrap); give a workspace's setup line its network (slirp4netns; without it setup runs offline). */
+  capabilities?: { scripts: boolean; sandbox: boolean; setupNetwork: boolean };
   /** The conversation store: reachable, and its migrations (applied, known to this version, current). */
   store?: { kind: 'memory' | 'sqlite' | 'postgres'; ok: boolean; migrations: { applied: number; latest: number; current: boolean } };
 }
@@ -390,9 +390,12 @@ export interface BuildSettingsView {
 export interface WorkspaceSetupView {
   status: 'running' | 'ok' | 'failed' | 'skipped';
   exitCode?: number | null;
-  /** Its output, head and tail when long. */
+  /** Its output, stdout and stderr in the order they came, head and tail when long; while `running`, the output so far (stored about once a second). */
   output?: string;
   durationMs?: number;
+  /** When it started (ISO): while `running`, the elapsed time is now minus this. */
+  startedAt?: string;
+  /** When this outcome was stored. */
   at: string;
 }
 

@@ -3,6 +3,7 @@ import type { Project } from '../content/projects';
 import { problemLine, type Problem } from '../core/results';
 import { getRuntime, type Runtime } from '../engine/runtime';
 import { scriptCapabilities } from '../sandbox/scripts';
+import { setupNetworkCapability } from '../sandbox/commands';
 import type { AgentListing } from '../content/agents';
 import type { HealthData, ProjectDetail } from '../../types/api';
 import { agentViews } from './presenters/agents';
@@ -29,20 +30,20 @@ export function doctorView(diagnosis: Problem[], agents: AgentListing[]): Pick<P
 
 /**
  * Whether this instance can serve: its store reachable with a current schema (503 otherwise, so a
- * load balancer sends it nothing), the default model, what scripts may do, and each MCP server's
+ * load balancer sends it nothing), the default model, what scripts and setup lines may do, and each MCP server's
  * state as last seen (asking never connects one).
  */
 export async function health(): Promise<{ ready: boolean; data: HealthData & { mcp?: { servers: ReturnType<Runtime['mcp']['status']> } } }> {
   const { config, store, mcp } = getRuntime();
   // Probed once per process (a missing piece is asked again after a while), so this stays cheap.
-  const [caps, storeHealth] = await Promise.all([scriptCapabilities(config.scripts), store.health()]);
+  const [caps, setupNet, storeHealth] = await Promise.all([scriptCapabilities(config.scripts), setupNetworkCapability(config.scripts), store.health()]);
   const ready = storeHealth.ok && storeHealth.migrations.current;
   return {
     ready,
     data: {
       status: ready ? 'ok' : 'unavailable',
       llm: { configured: config.llm.configured, model: config.llm.model },
-      capabilities: { scripts: caps.scripts, sandbox: caps.sandbox },
+      capabilities: { scripts: caps.scripts, sandbox: caps.sandbox, setupNetwork: setupNet.available },
       store: storeHealth,
       ...(mcp.servers().length ? { mcp: { servers: mcp.status() } } : {}),
     },

@@ -7,7 +7,7 @@ import { getRuntime } from '../engine/runtime';
 import type { SetupOutcome, Workspace, WorkspaceDetail } from '../engine/workspaces';
 import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
 import { committerOf, projectOf } from './access';
-import { runWorkspaceSetup } from './setup';
+import { refuseDuringSetup, runWorkspaceSetup, setupStarting } from './setup';
 import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../engine/sprint';
 
 const ref = (p: Project) => ({ id: p.id, root: p.root });
@@ -56,7 +56,7 @@ export async function createWorkspace(caller: Caller, projectId: string, input: 
   const ws = await rt.workspaces.create(ref(project), { name: input.name, createdBy: caller.name || caller.email || caller.id });
   const build = await rt.workspaces.getBuild(project.id);
   if (!build.setup) return workspaceView(ws);
-  const running: SetupOutcome = { status: 'running', at: new Date().toISOString() };
+  const running: SetupOutcome = setupStarting();
   const row = (await rt.workspaces.recordSetup(ws.id, running)) ?? { ...ws, setup: running };
   runWorkspaceSetup(ref(project), row, build);
   return workspaceView(row);
@@ -90,6 +90,7 @@ export async function workspaceDiff(caller: Caller, projectId: string, id: strin
 export async function mergeWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceMergeView> {
   const project = await projectOf(caller, projectId, 'write');
   const rt = getRuntime();
+  refuseDuringSetup(await rt.workspaces.find(ref(project), id), rt.config.commands.timeoutMs);
   const person = committerOf(caller);
   const sprint = await sprintOfWorkspace(project, id, person);
   const m = await rt.workspaces
@@ -148,6 +149,7 @@ async function storyTo(sprint: SprintProject, key: string, status: string, perso
 /** Discards the workspace's checkout and branch (owners and editors). */
 export async function discardWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceView> {
   const project = await projectOf(caller, projectId, 'write');
+  refuseDuringSetup(await getRuntime().workspaces.find(ref(project), id), getRuntime().config.commands.timeoutMs);
   return workspaceView(await getRuntime().workspaces.discard(ref(project), id));
 }
 

@@ -29,7 +29,7 @@ describe('GET endpoints', () => {
       data: {
         status: 'ok',
         llm: { configured: true, model: 'scripted-test' },
-        capabilities: { scripts: expect.any(Boolean), sandbox: expect.any(Boolean) },
+        capabilities: { scripts: expect.any(Boolean), sandbox: expect.any(Boolean), setupNetwork: expect.any(Boolean) },
         store: { kind: 'memory', ok: true, migrations: { applied: 0, latest: 0, current: true } },
       },
     });

@@ -20,16 +20,19 @@ const capabilities = async (env: Record<string, string>) => {
 
 const hostReady = existsSync('/usr/bin/bwrap') && existsSync('/usr/bin/python3');
 
-(hostReady || process.env.CI ? it : it.skip)('scripts and sandbox are on where bubblewrap and python3 are installed', async () => {
-  expect(await capabilities({})).toEqual({ scripts: true, sandbox: true });
+const netReady = hostReady && existsSync('/usr/bin/slirp4netns') && existsSync('/usr/bin/nsenter');
+
+(hostReady || process.env.CI ? it : it.skip)('scripts and sandbox are on where bubblewrap and python3 are installed; setup has its network with slirp4netns', async () => {
+  expect(await capabilities({})).toEqual({ scripts: true, sandbox: true, setupNetwork: netReady || !!process.env.CI });
 });
 
-it('both are off without bubblewrap', async () => {
-  expect(await capabilities({ SANDBOX_BWRAP: '/nonexistent/bwrap' })).toEqual({ scripts: false, sandbox: false });
+it('all are off without bubblewrap', async () => {
+  expect(await capabilities({ SANDBOX_BWRAP: '/nonexistent/bwrap' })).toEqual({ scripts: false, sandbox: false, setupNetwork: false });
 });
 
 (hostReady || process.env.CI ? it : it.skip)('scripts are off without python3, the sandbox still on', async () => {
-  expect(await capabilities({ SCRIPT_PYTHON: '/usr/nonexistent/python3' })).toEqual({ scripts: false, sandbox: true });
+  // Commands (and setup) fall back to /usr/bin/python3 for their helpers.
+  expect(await capabilities({ SCRIPT_PYTHON: '/usr/nonexistent/python3' })).toEqual({ scripts: false, sandbox: true, setupNetwork: netReady || !!process.env.CI });
 });
 
 describe('the store', () => {

@@ -4,9 +4,12 @@ export type WorkspaceStatus = 'open' | 'merged' | 'discarded';
 export interface SetupOutcome {
   status: 'running' | 'ok' | 'failed' | 'skipped';
   exitCode?: number | null;
-  /** Its output, as kept by whoever ran it (already capped). */
+  /** Its output, as kept by whoever ran it (already capped); while running, the output so far. */
   output?: string;
   durationMs?: number;
+  /** When the setup started (ISO); absent on outcomes stored before it was kept. */
+  startedAt?: string;
+  /** When this outcome was stored. */
   at: string;
 }
 

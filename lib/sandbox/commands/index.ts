@@ -1,6 +1,5 @@
 export {
   runCommand,
-  runSetup,
   commandHost,
   parseStatus,
   diffStatus,
@@ -13,6 +12,6 @@ export {
   type CommandResult,
   type FileChange,
   type StoppedBy,
-  type SetupRun,
 } from './runner';
 export { uvShim, supportFiles } from './shim';
+export { runSetup, setupNetworkCapability, treeKey, CACHE_AT, type SetupRun, type SetupRequest } from './setup';

@@ -7,7 +7,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { DEFAULT_COMMAND_SETTINGS, type CommandSettings } from '../../core/config';
 import { HeadTail } from '../sandbox';
-import { runCommand, runSetup, type CommandHost, type CommandRequest } from '.';
+import { runCommand, type CommandHost, type CommandRequest } from '.';
 import { stoppedBy } from './runner';
 
 /**
@@ -293,17 +293,6 @@ for host, port in [('127.0.0.1', ${port}), ('1.1.1.1', 53)]:
       expect(r.stdout).toContain('BLOCKED 1.1.1.1');
       expect(r.stdout).toContain('CURL-BLOCKED');
       expect(r.stdout).not.toContain('REACHED');
-    });
-
-    it('reaches the host\'s network in setup mode, its output kept', async () => {
-      const r = await run(probe(), { setup: true });
-      expect(r.stdout).toContain('REACHED 127.0.0.1 HELLO-FROM-HOST');
-      expect(r.changes).toBeNull();
-      const setup = await runSetup({ checkout, cwd: checkout, tmp, command: `${probe()}; pwd; echo warn >&2; exit 3` }, settings, host);
-      expect(setup).toMatchObject({ ok: false, exitCode: 3, stopped: null });
-      expect(setup.output).toContain('REACHED 127.0.0.1 HELLO-FROM-HOST');
-      expect(setup.output).toMatch(/\/workspace\nwarn\n$/);
-      expect(setup.output).not.toContain(base);
     });
   });
 

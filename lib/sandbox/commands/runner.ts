@@ -5,7 +5,7 @@ import type { CommandSettings, ScriptSettings } from '../../core/config';
 import { gitIdentityEnv } from '../git/runner';
 import { log } from '../../core/log';
 import { isInside } from '../../core/paths';
-import { createRunCgroup, runSandboxed, type Mount, type RunOutcome } from '../sandbox';
+import { createRunCgroup, runSandboxed, type Mount, type RunOptions, type RunOutcome } from '../sandbox';
 import { scriptCapabilities } from '../scripts';
 import { supportFiles } from './shim';
 
@@ -54,8 +54,14 @@ export interface CommandRequest {
   env?: Record<string, string>;
   /** Author and committer of commits made inside (the person the turn is for). */
   gitIdentity?: { name: string; email: string };
-  /** The line is a project's setup: the host's network, no status check. */
+  /** The line is a project's setup: no status check (its network and mounts come with it: see setup.ts). */
   setup?: boolean;
+  /** More mounts after the command's own (a setup's package caches and resolv.conf); what is read-write here is treated as the checkout is after the command. */
+  mounts?: Mount[];
+  /** Between the sandbox's namespaces and its command (a setup's network): see RunOptions.prepare. */
+  prepare?: RunOptions['prepare'];
+  /** Each chunk of output as it comes, stdout and stderr in the order they came. */
+  onOutput?: RunOptions['onOutput'];
   /** Lower than the setting only. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -181,7 +187,7 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
   const mounts: Mount[] = [];
   for (const name of ['passwd', 'group', 'hosts', 'nsswitch.conf']) mounts.push({ kind: 'ro', host: path.join(support.etc, name), at: `/etc/${name}` });
   for (const dir of PUBLIC_ETC) mounts.push({ kind: 'ro-try', host: dir, at: dir });
-  if (req.setup) mounts.push({ kind: 'ro-try', host: '/etc/resolv.conf', at: '/etc/resolv.conf' });
+  mounts.push(...(req.mounts ?? []));
   if (req.tmp) {
     await fs.mkdir(req.tmp, { recursive: true });
     mounts.push({ kind: 'rw', host: await fs.realpath(req.tmp), at: '/tmp' });
@@ -245,8 +251,8 @@ export function stoppedBy(o: Pick<RunOutcome, 'timedOut' | 'stderr'>, memoryExce
 }
 
 /**
- * Runs one shell line in a workspace's checkout inside bubblewrap: no network (a setup line
- * shares the host's), nothing of the host but /usr, the operator's toolchain folders and a
+ * Runs one shell line in a workspace's checkout inside bubblewrap: no network (a setup line gets
+ * its own, see setup.ts), nothing of the host but /usr, the operator's toolchain folders and a
  * minimal /etc, a clean environment, limits on time, memory, processes and file size for the
  * whole process tree. Never throws for what the line does.
  */
@@ -285,7 +291,6 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
         env,
         command: ['/bin/bash', '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, req.command],
         disableUserns: host.disableUserns,
-        network: req.setup ? 'host' : 'none',
       },
       timeoutMs,
       maxOutputBytes: MAX_COMMAND_OUTPUT_BYTES,
@@ -293,12 +298,14 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
       maxReportBytes: MAX_STATUS_REPORT_BYTES,
       cgroup,
       signal: req.signal,
+      prepare: req.prepare,
+      onOutput: req.onOutput,
     });
     memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
   } finally {
     await cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
   }
-  const writable = [checkout, ...(req.tmp ? [await fs.realpath(req.tmp).catch(() => req.tmp as string)] : [])];
+  const writable = [checkout, ...(req.tmp ? [await fs.realpath(req.tmp).catch(() => req.tmp as string)] : []), ...(req.mounts ?? []).filter((m) => m.kind === 'rw').map((m) => m.host)];
   const defused = await clearSetId(writable);
   if (defused) log.warn('commands.setid_cleared', { files: defused });
   let changes: CommandResult['changes'] = null;
@@ -311,7 +318,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
       const again = await runSandboxed({
         bwrap: host.bwrap,
         spec: {
-          mounts: await mountsFor({ ...req, setup: false }, settings, host, checkout),
+          mounts: await mountsFor({ ...req, setup: false, mounts: [] }, settings, host, checkout),
           cwd: CHECKOUT_AT,
           env,
           command: ['/bin/bash', '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, '1', CHECKOUT_AT, ':'],
@@ -350,35 +357,4 @@ export async function commandHost(scripts: ScriptSettings): Promise<CommandHost 
   const caps = await scriptCapabilities(scripts);
   if (!caps.sandbox || !caps.bwrap) return { reason: caps.reason ?? 'the sandbox is not available' };
   return { bwrap: caps.bwrap, python: caps.python ?? '/usr/bin/python3', disableUserns: caps.disableUserns };
-}
-
-/** A project's setup line as a workspace keeps it: outcome, exit code, output (stdout then stderr). */
-export interface SetupRun {
-  ok: boolean;
-  exitCode: number | null;
-  stopped: StoppedBy | null;
-  /** At most about 1 MB, head and tail; never a server path (the checkout is /workspace). */
-  output: string;
-  durationMs: number;
-}
-
-/**
- * Runs a project's setup line once in a new workspace: the same sandbox as a command but with the
- * host's network (to install packages), no status check. The caller stores the outcome.
- */
-export async function runSetup(
-  req: Omit<CommandRequest, 'setup'>,
-  settings: CommandSettings,
-  host: CommandHost,
-): Promise<SetupRun> {
-  const r = await runCommand({ ...req, setup: true }, settings, host);
-  const output = [r.stdout, r.stderr].filter(Boolean).join(r.stdout.endsWith('\n') || !r.stdout ? '' : '\n');
-  const checkout = await fs.realpath(req.checkout).catch(() => req.checkout);
-  return {
-    ok: r.exitCode === 0 && !r.spawnError,
-    exitCode: r.exitCode,
-    stopped: r.stopped,
-    output: (r.spawnError ? `The sandbox could not be started: ${r.spawnError}` : output).split(checkout).join(CHECKOUT_AT),
-    durationMs: r.durationMs,
-  };
 }

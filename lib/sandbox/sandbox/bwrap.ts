@@ -26,11 +26,6 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** bwrap 0.8 can forbid further user namespaces inside; older ones cannot. */
   disableUserns?: boolean;
-  /**
-   * 'host' shares the server's network namespace (a project's setup line installing packages);
-   * anything else gets a namespace of its own with nothing but its loopback.
-   */
-  network?: 'none' | 'host';
 }
 
 /** The user the script runs as inside: never root, whoever runs the server. */
@@ -38,14 +33,14 @@ export const SANDBOX_UID = 1000;
 
 /**
  * Namespaces: a user namespace (mapped to the server's user, no capabilities), its own pids (so
- * everything it started dies with it), network (loopback only: nothing outside is reachable),
- * IPC, hostname and cgroup view. It dies with the server, cannot reach the server's terminal,
- * and no capability survives.
+ * everything it started dies with it), network (loopback only: nothing outside is reachable, but
+ * what a setup's network.ts adds before the command starts), IPC, hostname and cgroup view. It
+ * dies with the server, cannot reach the server's terminal, and no capability survives.
  */
-function isolation(network: 'none' | 'host'): string[] {
+function isolation(): string[] {
   return [
     '--unshare-user', '--uid', String(SANDBOX_UID), '--gid', String(SANDBOX_UID),
-    '--unshare-pid', ...(network === 'host' ? [] : ['--unshare-net']), '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
+    '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try',
     '--hostname', 'sandbox',
     '--die-with-parent', '--new-session', '--cap-drop', 'ALL',
   ];
@@ -77,7 +72,7 @@ function system(): string[] {
 }
 
 export function bwrapArgs(spec: SandboxSpec): string[] {
-  const args = isolation(spec.network ?? 'none');
+  const args = isolation();
   if (spec.disableUserns) args.push('--disable-userns');
   args.push(...system());
   for (const m of spec.mounts) {

@@ -2,3 +2,5 @@ export { bwrapArgs, SANDBOX_ENV, SANDBOX_UID, type Mount, type SandboxSpec } fro
 export { createRunCgroup, type RunCgroup } from './cgroup';
 export { runSandboxed, type RunOptions, type RunOutcome } from './run';
 export { HeadTail } from './output';
+export { attachSetupNetwork, currentRule, networkTools, setupResolvConf, SETUP_RESOLV_CONF, type AttachedNetwork, type NetworkTools } from './network';
+export { decide, setupRule, ipBatch, SLIRP, type NetRule, type NetRoute, type Decision, type HostAddress } from './network-rule';

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Readable, Writable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
 import { bwrapArgs, type SandboxSpec } from './bwrap';
 import { HeadTail } from './output';
@@ -19,6 +19,14 @@ export interface RunOptions {
   /** What fd 3 may bring at most (100 kB when not said); the rest is dropped. */
   maxReportBytes?: number;
   signal?: AbortSignal;
+  /**
+   * Runs once the sandbox's namespaces exist and before its command starts (bwrap's --info-fd and
+   * --block-fd), with the pid of the sandbox's first process (e.g. to give its network namespace a
+   * way out); what it returns runs after the sandbox has ended. A throw ends the sandbox unstarted.
+   */
+  prepare?: (pid: number) => Promise<() => Promise<void>>;
+  /** Each chunk of stdout and stderr as it comes, in the order it came. */
+  onOutput?: (stream: 'stdout' | 'stderr', chunk: Buffer) => void;
 }
 
 export interface RunOutcome {
@@ -51,7 +59,10 @@ const ENTER_CGROUPS = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; sh
 const CLOSE_GRACE_MS = 2_000;
 
 export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
-  const args = bwrapArgs(opts.spec);
+  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', 'pipe'];
+  // Two more pipes when something runs between the namespaces and the command: bwrap reports its child's pid on one and waits for a byte on the other.
+  const gate = opts.prepare ? { info: stdio.push('pipe') - 1, block: stdio.push('pipe') - 1 } : null;
+  const args = [...(gate ? ['--info-fd', String(gate.info), '--block-fd', String(gate.block)] : []), ...bwrapArgs(opts.spec)];
   const [file, argv] = opts.cgroup?.procsFiles.length
     ? ['/bin/sh', ['-c', ENTER_CGROUPS, 'sh', ...opts.cgroup.procsFiles, '--', opts.bwrap, ...args]]
     : [opts.bwrap, args];
@@ -67,7 +78,7 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     let settled = false;
     let exit: { code: number | null; signal: string | null } | null = null;
 
-    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true, env: {} as NodeJS.ProcessEnv });
+    const child = spawn(file, argv, { stdio, detached: true, env: {} as NodeJS.ProcessEnv });
 
     const kill = () => {
       if (child.pid === undefined || exit) return;
@@ -89,6 +100,12 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     const ht = opts.headTail ? [new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes), new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes)] : null;
     child.stdout?.on('data', ht ? (c: Buffer) => ht[0].push(c) : collect(out));
     child.stderr?.on('data', ht ? (c: Buffer) => ht[1].push(c) : collect(err));
+    if (opts.onOutput) {
+      const onOutput = opts.onOutput;
+      child.stdout?.on('data', (c: Buffer) => onOutput('stdout', c));
+      child.stderr?.on('data', (c: Buffer) => onOutput('stderr', c));
+    }
+    const prepared = gate ? openGate(child, gate, opts.prepare as NonNullable<RunOptions['prepare']>, kill) : Promise.resolve(null);
     let reported = 0;
     let reportCut = false;
     (child.stdio[3] as Readable | null)?.on('data', (chunk: Buffer) => {
@@ -108,12 +125,14 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     if (opts.signal?.aborted) onAbort();
 
-    const finish = (spawnError?: string) => {
+    const finish = async (spawnError?: string) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       opts.signal?.removeEventListener('abort', onAbort);
-      for (const s of [child.stdout, child.stderr, child.stdio[3] as Readable | null]) s?.destroy();
+      for (const s of child.stdio) s?.destroy();
+      const undo = await prepared;
+      await undo?.().catch(() => undefined);
       resolve({
         exitCode: exit?.code ?? null,
         signal: exit?.signal ?? null,
@@ -129,12 +148,43 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
         ...(spawnError ? { spawnError } : {}),
       });
     };
-    child.on('error', (e) => finish(e.message));
+    child.on('error', (e) => void finish(e.message));
     child.on('exit', (code, signal) => {
       exit = { code, signal };
       // The sandbox is gone; a pipe still held open past this is cut rather than waited on.
-      setTimeout(() => finish(), CLOSE_GRACE_MS).unref();
+      setTimeout(() => void finish(), CLOSE_GRACE_MS).unref();
     });
-    child.on('close', () => finish());
+    child.on('close', () => void finish());
   });
+}
+
+/**
+ * Reads bwrap's report of its child's pid, runs `prepare` with it, then lets the command start.
+ * Resolves to what undoes the preparation (null when it never ran); anything going wrong ends the
+ * sandbox before its command starts.
+ */
+async function openGate(child: ChildProcess, gate: { info: number; block: number }, prepare: NonNullable<RunOptions['prepare']>, kill: () => void): Promise<(() => Promise<void>) | null> {
+  const info = child.stdio[gate.info] as Readable | null;
+  const block = child.stdio[gate.block] as Writable | null;
+  info?.on('error', () => undefined);
+  block?.on('error', () => undefined);
+  try {
+    const text = await new Promise<string>((resolve, reject) => {
+      let got = '';
+      info?.on('data', (c: Buffer) => {
+        if (got.length < 64_000) got += c.toString('utf8');
+      });
+      info?.once('end', () => resolve(got));
+      info?.once('close', () => resolve(got));
+      child.once('error', reject);
+    });
+    const pid = Number((JSON.parse(text) as { 'child-pid'?: unknown })['child-pid']);
+    if (!Number.isInteger(pid) || pid <= 0) throw new Error('bwrap reported no child');
+    const undo = await prepare(pid);
+    block?.end('x');
+    return undo;
+  } catch {
+    kill();
+    return null;
+  }
 }
