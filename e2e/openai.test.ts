@@ -79,7 +79,8 @@ beforeAll(async () => {
   projectsRoot = path.join(folders.root, 'projects');
   await bmadProject('6.12.0', { parent: projectsRoot, name: 'acme' });
   await bmadProject('6.12.0', { parent: projectsRoot, name: 'globex' });
-  app = await startApp(folders, { AUTH: 'on', OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'e2e-model', PROJECTS_ROOT: projectsRoot });
+  // Logs on: the last test checks that no request crashed into a 500.
+  app = await startApp(folders, { AUTH: 'on', OPENAI_BASE_URL: model.url, OPENAI_MODEL: 'e2e-model', PROJECTS_ROOT: projectsRoot, LOG_LEVEL: 'info' });
   const setup = await call('POST', '/api/auth/setup', {}, { email: 'root@example.com', name: 'Root', password: 'root-password-1' });
   expect(setup.status).toBe(201);
   sessions.root = cookieOf(setup.headers);
@@ -292,3 +293,10 @@ function raw(urlPath: string, headers: Record<string, string>): Promise<{ status
     req.end();
   });
 }
+
+it('no request of this file crashed into a 500', () => {
+  const logs = app.logs();
+  expect(logs).toContain('"route":"POST /v1/chat/completions"');
+  expect(logs).not.toContain('"event":"request.crash"');
+  expect(logs).not.toMatch(/"event":"http\.request"[^\n]*"status":500/);
+});

@@ -13,7 +13,7 @@ export { listModels } from './models';
 export { listConversations, getConversation, updateConversation, deleteConversation, copyConversation, stopConversation, exportConversation, conversationAudit, visiblePage, detailFor, summariesFor, type ConversationQuery, type ConversationPatch } from './conversations';
 export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson, updatePerson, removePerson, setPersonPassword, changeOwnPassword, listTokens, createToken, revokeToken, listMembers, putMember, removeMember } from './accounts';
 export { projectMcpServers } from './mcp-hub';
-export { turnWorkspace, placeIn, chatTurn, openChatTurn, turnBrief, type OpenedChatTurn, type TurnInput, type StreamedTurn, type AnsweredTurn } from './turns';
+export { turnWorkspace, placeIn, chatTurn, turnBrief, type TurnInput, type StreamedTurn, type AnsweredTurn } from './turns';
 export { runOf, startRun, listRuns, getRun, cancelRun, runEvents, type RunInput, type StartedRun } from './runs';
 export { getBudget, putBudget, assertBudget } from './budgets';
 export { listDecisions, decisionOf } from './decisions';

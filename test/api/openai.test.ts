@@ -214,6 +214,24 @@ describe('POST /v1/chat/completions', () => {
     expect((await ask('scribe/scribe', [user('hi'), assistant('?'), user('on in c')], { metadata: { conversation_id: 'lc-1' } })).headers.get('x-bmad-conversation-id')).toBe(c);
   });
 
+  it('looks a history up within the client’s `user`, which never keys a chat by itself; another model in the same chat is another conversation', async () => {
+    h.model.setScript(() => reply.text('Same words.'));
+    const first = (u: string) => ask('scribe/scribe', [user('greetings')], { user: u });
+    const ann = (await first('ann')).headers.get('x-bmad-conversation-id')!;
+    const ben = (await first('ben')).headers.get('x-bmad-conversation-id')!;
+    expect(ben).not.toBe(ann);
+    const next = (u: string) => ask('scribe/scribe', [user('greetings'), assistant('Same words.'), user(`more from ${u}`)], { user: u });
+    expect((await next('ann')).headers.get('x-bmad-conversation-id')).toBe(ann);
+    expect((await next('ben')).headers.get('x-bmad-conversation-id')).toBe(ben);
+    // The same chat key, another agent: that agent's own conversation, holding the chat so far.
+    const c = (await ask('scribe/scribe', [user('start')], {}, { 'X-OpenWebUI-Chat-Id': 'switch' })).headers.get('x-bmad-conversation-id')!;
+    const switched = await ask('product-studio/product-lead', [user('start'), assistant('Same words.'), user('now you')], {}, { 'X-OpenWebUI-Chat-Id': 'switch' });
+    const other = switched.headers.get('x-bmad-conversation-id')!;
+    expect(other).not.toBe(c);
+    expect(await userTexts(other)).toEqual(['start', 'now you']);
+    expect((await detail(other)).agentId).toBe('product-lead');
+  });
+
   it('starts a conversation that holds a history no conversation continues (a chat begun elsewhere, another model)', async () => {
     h.model.setScript(() => reply.text('Noted.'));
     const before = new Set(await conversationIds());
