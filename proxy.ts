@@ -11,22 +11,28 @@ import { allowedHostRules, isAllowedHost } from '@/lib/core/config/network';
  * only loopback.
  */
 
+/** An error in the shape of the API the path belongs to: OpenAI's under /v1, ours elsewhere. */
+function refuse(path: string, status: number, code: string, message: string) {
+  if (path === '/v1' || path.startsWith('/v1/')) {
+    return NextResponse.json({ error: { message, type: status === 403 ? 'permission_error' : 'invalid_request_error', param: null, code } }, { status });
+  }
+  return NextResponse.json({ success: false, error: message, code }, { status });
+}
+
 export function proxy(request: NextRequest) {
+  const path = request.nextUrl.pathname;
   const host = request.headers.get('host');
   if (!isAllowedHost(host, allowedHostRules())) {
-    return NextResponse.json(
-      { success: false, error: 'This server does not answer to that host name. Its administrator lists the names it answers to in ALLOWED_HOSTS.', code: 'E_FORBIDDEN' },
-      { status: 403 },
-    );
+    return refuse(path, 403, 'E_FORBIDDEN', 'This server does not answer to that host name. Its administrator lists the names it answers to in ALLOWED_HOSTS.');
   }
   // Route parameters are decoded by Next before a handler runs; a malformed escape (`%ZZ`) would
   // end as a plain-text 500. Such paths are bad input: a 400 in the API's error shape.
-  if (request.nextUrl.pathname.startsWith('/api/conversations/')) {
-    for (const segment of request.nextUrl.pathname.split('/')) {
+  if (path.startsWith('/api/conversations/') || path.startsWith('/v1/')) {
+    for (const segment of path.split('/')) {
       try {
         decodeURIComponent(segment);
       } catch {
-        return NextResponse.json({ success: false, error: 'Invalid URL encoding in the path.', code: 'E_VALIDATION' }, { status: 400 });
+        return refuse(path, 400, 'E_VALIDATION', 'Invalid URL encoding in the path.');
       }
     }
   }

@@ -51,12 +51,14 @@ function httpLayerLines(files: string[]): number {
   return files.reduce((sum, f) => sum + lines(f), 0);
 }
 
-const routes = sourceFiles(API).filter((f) => path.basename(f) === 'route.ts');
+// The OpenAI-compatible endpoint (app/v1) is routes of the same kind, held to the same rules.
+const V1 = path.join(ROOT, 'app', 'v1');
+const routes = [...sourceFiles(API), ...sourceFiles(V1)].filter((f) => path.basename(f) === 'route.ts');
 const httpLayer = [...sourceFiles(path.join(API, '_lib')), ...sourceFiles(path.join(API, 'mcp'))];
 
 describe('app/api architecture', () => {
   it('sees every route', () => {
-    expect(routes.map(rel)).toEqual(expect.arrayContaining(['chat/route.ts', 'runs/route.ts', 'runs/[id]/events/route.ts', 'mcp/route.ts']));
+    expect(routes.map(rel)).toEqual(expect.arrayContaining(['chat/route.ts', 'runs/route.ts', 'runs/[id]/events/route.ts', 'mcp/route.ts', '../v1/chat/completions/route.ts', '../v1/models/route.ts']));
     expect(routes.length).toBeGreaterThan(30);
   });
 
@@ -70,6 +72,18 @@ describe('app/api architecture', () => {
 
   it(`app/api/_lib and app/api/mcp stay within ${MAX_HTTP_LAYER_LINES} lines`, () => {
     expect(httpLayerLines(httpLayer)).toBeLessThanOrEqual(MAX_HTTP_LAYER_LINES);
+  });
+
+  it('app/v1/_lib keeps HTTP concerns: from lib only lib/services, lib/errors and the log', () => {
+    const offending = sourceFiles(path.join(V1, '_lib')).flatMap((f) =>
+      importsOf(f)
+        .filter((spec) => {
+          const to = landing(f, spec);
+          return to !== null && to.startsWith('lib/') && !ALLOWED_FROM_LIB.test(to) && to !== 'lib/core/log';
+        })
+        .map((spec) => `${rel(f)} → ${spec}`),
+    );
+    expect(offending).toEqual([]);
   });
 
   it('the MCP server imports no route (nor a route folder\'s helper)', () => {

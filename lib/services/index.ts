@@ -18,3 +18,4 @@ export { runOf, startRun, listRuns, getRun, cancelRun, runEvents, type RunInput,
 export { getBudget, putBudget, assertBudget } from './budgets';
 export { listDecisions, decisionOf } from './decisions';
 export { answerRun } from './run-answers';
+export { listOpenAIModels, openAIModel, chatCompletion, openAIErrorView, OPENAI_MAX_BODY_BYTES, OPENAI_STREAM_HEADERS, type CompletionInput, type CompletionAnswer, type ChatKeys, type ClientMessage, type OpenAIErrorView } from './openai-compat';

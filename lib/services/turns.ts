@@ -66,6 +66,8 @@ export interface TurnInput {
   editMessageId?: string;
   model?: string;
   workspaceId?: string;
+  /** A new conversation only: what a client said before this message elsewhere (see ChatRequest.earlier). */
+  earlier?: { role: 'user' | 'assistant'; content: string }[];
 }
 
 export interface TurnOptions {
@@ -99,9 +101,39 @@ export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOp
 export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions & { stream: false }): Promise<AnsweredTurn>;
 export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions): Promise<StreamedTurn | AnsweredTurn>;
 export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOptions): Promise<StreamedTurn | AnsweredTurn> {
+  const { turn, abort, done } = await openChatTurn(caller, input, options.signal);
+  if (!options.stream) return { kind: 'answer', view: await answerOf(turn, done) };
+  const body = sseBody({
+    messageId: turn.messageId,
+    conversationId: turn.conversationId,
+    userMessageId: turn.userMessageId,
+    model: { profile: turn.profile, model: turn.model, ...(turn.price ? { price: turn.price } : {}) },
+    events: turn.events,
+    onTextWritten: turn.reportTextSent,
+    onCancel: abort,
+    // The caller gone is a cancel even where the server never cancels the body.
+    ...(options.signal ? { readerGone: options.signal } : {}),
+    onEnd: done,
+  });
+  return { kind: 'stream', conversationId: turn.conversationId, body, headers: { ...UI_STREAM_HEADERS } };
+}
+
+/** A started turn whose events its surface reads in a format of its own; `done` once they ended. */
+export interface OpenedChatTurn {
+  turn: TurnHandle;
+  /** Stops the turn, as the caller going away does. */
+  abort: () => void;
+  /** Call once when the turn's events ended (however): the turn is no longer tracked. */
+  done: () => void;
+}
+
+/**
+ * A turn started for a caller, the part every surface shares (chatTurn, the OpenAI-compatible
+ * endpoint): the access check, where it runs, the stop on `signal` and on shutdown, the turn itself.
+ */
+export async function openChatTurn(caller: Caller, input: TurnInput, signal?: AbortSignal): Promise<OpenedChatTurn> {
   const owner = await turnAccess(caller, input);
   const workspace = await turnWorkspace(caller, input);
-  const { signal } = options;
 
   // One controller for the whole turn: the caller going away or the stream being cancelled stops it.
   const controller = new AbortController();
@@ -113,9 +145,8 @@ export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOp
     signal?.removeEventListener('abort', abort);
   };
 
-  let turn: TurnHandle;
   try {
-    turn = await startTurn(
+    const turn = await startTurn(
       getRuntime(),
       {
         agentId: input.agentId,
@@ -124,30 +155,17 @@ export async function chatTurn(caller: Caller, input: TurnInput, options: TurnOp
         ...(input.editMessageId !== undefined ? { editMessageId: input.editMessageId } : {}),
         ...(input.projectId ? { projectId: input.projectId } : {}),
         ...(input.model ? { model: input.model } : {}),
+        ...(input.earlier?.length && !input.conversationId ? { earlier: input.earlier } : {}),
         ...owner,
         ...(workspace ? { workspace } : {}),
       },
       controller.signal,
     );
+    return { turn, abort, done };
   } catch (e) {
     done();
     throw e;
   }
-
-  if (!options.stream) return { kind: 'answer', view: await answerOf(turn, done) };
-  const body = sseBody({
-    messageId: turn.messageId,
-    conversationId: turn.conversationId,
-    userMessageId: turn.userMessageId,
-    model: { profile: turn.profile, model: turn.model, ...(turn.price ? { price: turn.price } : {}) },
-    events: turn.events,
-    onTextWritten: turn.reportTextSent,
-    onCancel: abort,
-    // The caller gone is a cancel even where the server never cancels the body.
-    ...(signal ? { readerGone: signal } : {}),
-    onEnd: done,
-  });
-  return { kind: 'stream', conversationId: turn.conversationId, body, headers: { ...UI_STREAM_HEADERS } };
 }
 
 /** Reads the turn to its end: its answer, or its error naming what it left in the store. */

@@ -3,11 +3,13 @@ import path from 'node:path';
 import { REPO, startHarness, type Harness } from './harness';
 
 /**
- * Every route of app/api, found on disk (so a new one cannot be forgotten), with every method it
- * exports, asked without credentials: 401 E_UNAUTHENTICATED, except the health check and Better
- * Auth's own routes (sign-in must be reachable signed out).
+ * Every route of app/api and of the OpenAI-compatible app/v1, found on disk (so a new one cannot
+ * be forgotten), with every method it exports, asked without credentials: 401 E_UNAUTHENTICATED
+ * (under /v1 in OpenAI's error shape), except the health check and Better Auth's own routes
+ * (sign-in must be reachable signed out).
  */
 const API = path.join(REPO, 'app/api');
+const V1 = path.join(REPO, 'app/v1');
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 const OPEN = [/^\/api\/health$/, /^\/api\/auth(\/|$)/];
 
@@ -26,8 +28,8 @@ interface Route {
 }
 
 function routes(): Route[] {
-  return routeFiles(API).map((file) => {
-    const segments = path.relative(API, path.dirname(file)).split(path.sep).filter(Boolean);
+  return [...routeFiles(API).map((file) => ({ file, root: API, prefix: '/api' })), ...routeFiles(V1).map((file) => ({ file, root: V1, prefix: '/v1' }))].map(({ file, root, prefix }) => {
+    const segments = path.relative(root, path.dirname(file)).split(path.sep).filter(Boolean);
     const params: Record<string, string | string[]> = {};
     const url = segments.map((s) => {
       const catchAll = /^\[\.\.\.(\w+)\]$/.exec(s);
@@ -37,7 +39,7 @@ function routes(): Route[] {
       return s;
     });
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    return { url: `/api/${url.join('/')}`.replace(/\/$/, ''), params, module: require(file) as Record<string, unknown> };
+    return { url: `${prefix}/${url.join('/')}`.replace(/\/$/, ''), params, module: require(file) as Record<string, unknown> };
   });
 }
 
@@ -52,7 +54,7 @@ afterAll(async () => {
 it('answers 401 on every route and method without a session or a token', async () => {
   const found = routes();
   // The walk sees the whole tree (a broken glob would pass vacuously).
-  expect(found.map((r) => r.url)).toEqual(expect.arrayContaining(['/api/chat', '/api/conversations/x1', '/api/conversations/x1/copy', '/api/projects/x1/members', '/api/tokens/x1', '/api/users', '/api/health', '/api/projects/x1/build', '/api/projects/x1/workspaces', '/api/projects/x1/workspaces/x1/diff', '/api/projects/x1/workspaces/x1/merge']));
+  expect(found.map((r) => r.url)).toEqual(expect.arrayContaining(['/api/chat', '/api/conversations/x1', '/api/conversations/x1/copy', '/api/projects/x1/members', '/api/tokens/x1', '/api/users', '/api/health', '/api/projects/x1/build', '/api/projects/x1/workspaces', '/api/projects/x1/workspaces/x1/diff', '/api/projects/x1/workspaces/x1/merge', '/v1/models', '/v1/models/x/y.md', '/v1/chat/completions', '/v1/x/y.md']));
   const asked: string[] = [];
   const wrong: string[] = [];
   for (const route of found) {
@@ -66,12 +68,13 @@ it('answers 401 on every route and method without a session or a token', async (
         const request = new Request(`http://localhost${route.url}?projectId=x1`, {
           method,
           headers: { 'content-type': 'application/json', ...credentials },
-          ...(hasBody ? { body: JSON.stringify({ agentId: 'x', message: 'hi', name: 'x', email: 'x@example.com', role: 'viewer', path: 'a', version: 'b' }) } : {}),
+          ...(hasBody ? { body: JSON.stringify({ agentId: 'x', message: 'hi', name: 'x', email: 'x@example.com', role: 'viewer', path: 'a', version: 'b', model: 'x/y', messages: [{ role: 'user', content: 'hi' }] }) } : {}),
         });
         const res: Response = await (handler as (r: Request, c: unknown) => Promise<Response>)(request, { params: Promise.resolve(route.params) });
         asked.push(`${method} ${route.url}`);
         const body = res.status === 401 ? await res.json() : null;
-        if (res.status !== 401 || body?.code !== 'E_UNAUTHENTICATED') wrong.push(`${method} ${route.url} ${Object.keys(credentials).join() || 'none'} → ${res.status}`);
+        const code = route.url.startsWith('/v1/') ? body?.error?.code : body?.code;
+        if (res.status !== 401 || code !== 'E_UNAUTHENTICATED') wrong.push(`${method} ${route.url} ${Object.keys(credentials).join() || 'none'} → ${res.status}`);
       }
     }
   }

@@ -41,11 +41,11 @@ export function toResponse(e: unknown, route: string): NextResponse {
 
 export const MAX_BODY_BYTES = 256 * 1024;
 
-const tooLarge = () => new AppError('E_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes.`);
+const tooLarge = (limit: number) => new AppError('E_TOO_LARGE', `The request body is larger than ${limit} bytes.`);
 
 /** Reads the body as text, counting bytes as they arrive: a chunked upload cannot fill the memory. */
-async function readBodyText(request: Request): Promise<string> {
-  if (Number(request.headers.get('content-length') ?? '0') > MAX_BODY_BYTES) throw tooLarge();
+export async function readBodyText(request: Request, limit = MAX_BODY_BYTES): Promise<string> {
+  if (Number(request.headers.get('content-length') ?? '0') > limit) throw tooLarge(limit);
   if (!request.body) return '';
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -54,9 +54,9 @@ async function readBodyText(request: Request): Promise<string> {
     const { done, value } = await reader.read();
     if (done) break;
     size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
+    if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      throw tooLarge();
+      throw tooLarge(limit);
     }
     chunks.push(value);
   }
@@ -64,8 +64,8 @@ async function readBodyText(request: Request): Promise<string> {
 }
 
 /** Reads and validates a JSON body: 413 when too large, 400 naming the field otherwise. */
-export async function readJson<S extends z.ZodType>(request: Request, schema: S): Promise<z.infer<S>> {
-  const text = await readBodyText(request);
+export async function readJson<S extends z.ZodType>(request: Request, schema: S, limit = MAX_BODY_BYTES): Promise<z.infer<S>> {
+  const text = await readBodyText(request, limit);
   let body: unknown;
   try {
     body = text ? JSON.parse(text) : undefined;

@@ -31,7 +31,9 @@ export type ApiErrorCode =
   | 'E_STORY_NOT_FOUND'
   | 'E_SPRINT_STATUS_INVALID'
   | 'E_STORY_BUSY'
-  | 'E_BUDGET';
+  | 'E_BUDGET'
+  /** An OpenAI-compatible request named a model (an agent) the caller may not use, or none there is. */
+  | 'E_MODEL_NOT_FOUND';
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
@@ -70,6 +72,7 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_STORY_BUSY: 409,
   // A run refused or stopped because its budget, or its project's month, is spent.
   E_BUDGET: 402,
+  E_MODEL_NOT_FOUND: 404,
 };
 
 /**

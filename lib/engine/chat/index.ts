@@ -3,3 +3,4 @@ export { startTurn, type ChatRequest, type TurnHandle } from './turn';
 export { SERVER_SHUTDOWN } from './shutdown-reason';
 export { collectTurn, type TurnSummary } from './collect';
 export { workspaceTurn, workspaceTmp, placeForRun, APP_IDENTITY, type TurnWorkspace } from './in-workspace';
+export type { TurnEvent, StopReason } from '../../model/loop';

@@ -42,6 +42,11 @@ export interface ChatRequest {
   messageAuthor?: MessageAuthor;
   /** Run in this workspace of the project: `{project-root}` is its checkout (see inCheckout). */
   workspace?: TurnWorkspace;
+  /**
+   * A new conversation only: what was said before this message elsewhere (a client that keeps the
+   * chat itself and sends it whole), stored ahead of the message so the agent reads it as history.
+   */
+  earlier?: { role: 'user' | 'assistant'; content: string }[];
 }
 
 /**
@@ -159,6 +164,16 @@ function userMessages(req: ChatRequest, deps: ChatDeps, id: string, text: string
   return out;
 }
 
+/** The earlier exchange a new conversation starts from: its user messages written by the turn's author. */
+function earlierMessages(req: ChatRequest, deps: ChatDeps): StoredMessage[] {
+  const stamp = clock(deps)().toISOString();
+  return (req.earlier ?? []).map((m): StoredMessage =>
+    m.role === 'user'
+      ? { id: newId('msg'), role: 'user', content: m.content, timestamp: stamp, ...(req.messageAuthor ? { author: req.messageAuthor } : {}) }
+      : { id: newId('msg'), role: 'assistant', content: m.content, timestamp: stamp },
+  );
+}
+
 async function openNew(deps: ChatDeps, req: ChatRequest, resolved: ResolvedAgent, place: TurnWorkspace | undefined): Promise<OpenedTurn> {
   const conversationId = newConversationId();
   const text = req.message ?? '';
@@ -186,7 +201,7 @@ async function openNew(deps: ChatDeps, req: ChatRequest, resolved: ResolvedAgent
     }
     // The user message (and its command's note) goes in with the lock: one commit.
     const userMessageId = newId('msg');
-    const lease = await deps.store.beginTurn(conversationId, userMessages(req, deps, userMessageId, text, command, true));
+    const lease = await deps.store.beginTurn(conversationId, [...earlierMessages(req, deps), ...userMessages(req, deps, userMessageId, text, command, true)]);
     if (!lease) throw busy(conversationId);
     const history = await deps.store.messages(conversationId);
     return { resolved, conversationId, userMessageId, command, lease, audit, ...chosen, ...framed, history, variables: activation.variables, ...(req.author ? { author: req.author } : {}), ...(place ? { place } : {}) };

@@ -1,6 +1,32 @@
 import type { TurnEvent } from '../loop/types';
 import { sse, UiStreamEncoder, type StreamModel } from './index';
 
+/**
+ * How a turn's events are written as server-sent events: the UI message stream by default;
+ * another wire format (OpenAI's chunks) brings its own. Frames are whole SSE events.
+ */
+export interface SseEncoder {
+  /** Written at once, before the first event. */
+  begin(): string[];
+  /** One event's frames; `continues`: only answer text that continues what was written (it may wait for the window). */
+  encode(event: TurnEvent): { frames: string[]; continues: boolean };
+  /** Written when the events end. */
+  end(): string[];
+}
+
+/** The UI message stream of POST /api/chat. */
+function uiEncoder(options: Pick<SseBodyOptions, 'messageId' | 'conversationId' | 'userMessageId' | 'model'>): SseEncoder {
+  const ui = new UiStreamEncoder(options.messageId, options.model);
+  return {
+    begin: () => ui.begin(options.conversationId, options.userMessageId).map(sse),
+    encode: (event) => {
+      const chunks = ui.encode(event);
+      return { frames: chunks.map(sse), continues: chunks.length > 0 && chunks.every((c) => c.type === 'text-delta') };
+    },
+    end: () => [sse('[DONE]')],
+  };
+}
+
 export interface SseBodyOptions {
   messageId: string;
   conversationId: string;
@@ -9,6 +35,8 @@ export interface SseBodyOptions {
   /** Named in `data-conversation`; its prices give `data-usage` a cost. */
   model?: StreamModel;
   events: AsyncIterable<TurnEvent>;
+  /** The wire format; the UI message stream (with `messageId`, `conversationId`, `userMessageId`, `model`) when absent. */
+  encoder?: SseEncoder;
   /**
    * Tokens that continue an answer already on screen are gathered into one write per this many
    * milliseconds. The first token of an answer, tool activity, step changes and the end of the turn
@@ -38,10 +66,10 @@ const DEFAULT_COALESCE_MS = 20;
 
 const encoder = new TextEncoder();
 
-/** The streamed answer of one turn: UI message stream chunks as Server-Sent Events, ending with [DONE]. */
+/** The streamed answer of one turn: UI message stream chunks (or the encoder's frames) as Server-Sent Events, ending with [DONE]. */
 export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   const windowMs = Math.max(0, options.coalesceMs ?? DEFAULT_COALESCE_MS);
-  const ui = new UiStreamEncoder(options.messageId, options.model);
+  const enc = options.encoder ?? uiEncoder(options);
   const iterator = options.events[Symbol.asyncIterator]();
   let pending: Promise<IteratorResult<TurnEvent>> | null = null;
   let buffered: string[] = [];
@@ -157,7 +185,7 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
   return new ReadableStream<Uint8Array>({
     start() {
       // Written with whatever the turn yields before it first waits (the step start), in one write.
-      for (const chunk of ui.begin(options.conversationId, options.userMessageId)) buffered.push(sse(chunk));
+      buffered.push(...enc.begin());
       deadline = performance.now();
     },
     async pull(ctrl) {
@@ -172,20 +200,19 @@ export function sseBody(options: SseBodyOptions): ReadableStream<Uint8Array> {
           if (detached) return;
           if (next === null) return write(ctrl);
           if (next.done) {
-            buffered.push(sse('[DONE]'));
+            buffered.push(...enc.end());
             write(ctrl);
             ctrl.close();
             end();
             return;
           }
-          const chunks = ui.encode(next.value);
-          if (!chunks.length) continue;
-          for (const chunk of chunks) buffered.push(sse(chunk));
+          const { frames, continues } = enc.encode(next.value);
+          if (!frames.length) continue;
+          buffered.push(...frames);
           if (next.value.type === 'text-delta') bufferedText += next.value.delta.length;
           // Only tokens that continue an answer already showing may wait for the window; the first
           // token of an answer, tool activity and step changes go out now.
           const now = performance.now();
-          const continues = chunks.every((c) => c.type === 'text-delta');
           deadline = Math.min(deadline, continues ? lastWrite + windowMs : now);
         }
       } catch (e) {

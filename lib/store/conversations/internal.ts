@@ -1,5 +1,5 @@
 import { AppError } from '../../core/errors';
-import type { Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, SpendTotals, StoredMessage, TurnOutcome, TurnSignal, Usage } from './types';
+import type { ClientChatMark, Compaction, CompactionMark, Conversation, ConversationStatus, CreateConversationInput, LastTurn, ListOptions, SpendTotals, StoredMessage, TurnOutcome, TurnSignal, Usage } from './types';
 import { DEFAULT_TITLE, TITLE_LIMIT, defaultTitle, isCommandMessage, normaliseTitle, previewOf, workflowTitle } from './title';
 import { isValidConversationId, isValidProjectId } from './ids';
 
@@ -384,4 +384,16 @@ export function prepareRename(title: string): string {
 
 export function duplicateId(id: string): AppError {
   return new AppError('E_VALIDATION', `A conversation with id "${id}" already exists.`, { field: 'id' });
+}
+
+/** A client chat mark the stores can keep: bounded keys, a sha256 digest, ids of our own form. */
+export function assertClientChatMark(mark: ClientChatMark): void {
+  const bounded = (v: unknown, max: number) => typeof v === 'string' && v.length <= max;
+  if (!bounded(mark.owner, 200) || !mark.owner || !bounded(mark.chat, 200) || !isClientChatDigest(mark.history) || !bounded(mark.messageId, 200) || !mark.messageId) {
+    throw new TypeError('A client chat mark needs an owner, a chat of at most 200 characters, a sha256 digest and a message id.');
+  }
+}
+
+export function isClientChatDigest(v: unknown): v is string {
+  return typeof v === 'string' && /^[0-9a-f]{64}$/.test(v);
 }

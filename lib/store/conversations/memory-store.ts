@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type {
+  ClientChatMark,
   CompactionMark,
   Conversation,
   ConversationStatus,
@@ -21,6 +22,7 @@ import type {
 import { isValidConversationId, newConversationId } from './ids';
 import {
   TitleState,
+  assertClientChatMark,
   assertMarks,
   assertMessage,
   assertVariables,
@@ -59,6 +61,8 @@ interface Entry {
   stopTurn?: string;
 }
 
+const clientChatKey = (owner: string, chat: string, history: string) => JSON.stringify([owner, chat, history]);
+
 /**
  * Conversations in this process's memory, for tests and throwaway runs. Same contract as the
  * SQLite store; everything handed in or out is a copy, so callers cannot change stored state
@@ -69,6 +73,8 @@ export class MemoryConversationStore implements ConversationStore {
   /** Watchers of running turns, by lease token. */
   private readonly watchers = new Map<string, (signal: TurnSignal) => void>();
   /** The usage ledger: one entry per model call of a project conversation. */
+  /** Client chat marks by owner, chat and history. */
+  private readonly clientChats = new Map<string, { conversationId: string; messageId: string }>();
   private readonly ledger: { conversationId: string; projectId: string; ownerId: string | null; at: string; usage: Required<Usage>; cost?: number }[] = [];
 
   async create(input: CreateConversationInput): Promise<Conversation> {
@@ -116,7 +122,20 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async delete(id: string): Promise<boolean> {
-    return isValidConversationId(id) && this.entries.delete(id);
+    if (!isValidConversationId(id) || !this.entries.delete(id)) return false;
+    for (const [key, mark] of this.clientChats) if (mark.conversationId === id) this.clientChats.delete(key);
+    return true;
+  }
+
+  async markClientChat(mark: ClientChatMark): Promise<void> {
+    assertClientChatMark(mark);
+    this.required(mark.conversationId);
+    this.clientChats.set(clientChatKey(mark.owner, mark.chat, mark.history), { conversationId: mark.conversationId, messageId: mark.messageId });
+  }
+
+  async findClientChat(owner: string, chat: string, history: string): Promise<{ conversationId: string; messageId: string } | null> {
+    const found = this.clientChats.get(clientChatKey(owner, chat, history));
+    return found ? { ...found } : null;
   }
 
   async messages(id: string): Promise<StoredMessage[]> {

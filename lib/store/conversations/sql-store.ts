@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type RawBuilder } from 'kysely';
 import type {
+  ClientChatMark,
   CompactionMark,
   Conversation,
   ConversationStatus,
@@ -23,6 +24,7 @@ import type {
 import { isValidConversationId, newConversationId } from './ids';
 import {
   TitleState,
+  assertClientChatMark,
   assertMarks,
   assertMessage,
   assertVariables,
@@ -543,6 +545,22 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     if (!watcher) return;
     this.unwatch(token);
     watcher(signal);
+  }
+
+  async markClientChat(mark: ClientChatMark): Promise<void> {
+    assertClientChatMark(mark);
+    if (!isValidConversationId(mark.conversationId)) throw notFound(mark.conversationId);
+    // One statement: the conversation must exist, and the newest mark of a key wins.
+    const r = await sql`INSERT INTO client_chats (owner_id, chat, history, conversation_id, message_id, at)
+        SELECT ${text(mark.owner)}, ${text(mark.chat)}, ${mark.history}, id, ${text(mark.messageId)}, ${new Date().toISOString()} FROM conversations WHERE id = ${mark.conversationId}
+        ON CONFLICT (owner_id, chat, history) DO UPDATE SET conversation_id = excluded.conversation_id, message_id = excluded.message_id, at = excluded.at`.execute(await this.q());
+    if (affected(r) !== 1) throw notFound(mark.conversationId);
+  }
+
+  async findClientChat(owner: string, chat: string, history: string): Promise<{ conversationId: string; messageId: string } | null> {
+    const { rows } = await sql<{ conversation_id: string; message_id: string }>`SELECT conversation_id, message_id FROM client_chats
+        WHERE owner_id = ${text(owner)} AND chat = ${text(chat)} AND history = ${text(history)}`.execute(await this.q());
+    return rows[0] ? { conversationId: rows[0].conversation_id, messageId: rows[0].message_id } : null;
   }
 
   async health(): Promise<StoreHealth> {

@@ -882,4 +882,42 @@ describe.each(factories)('%s (ConversationStore contract)', (_name, make) => {
       expect((await store.get(renamed.id))?.title).toBe('Renamed');
     });
   });
+
+  describe('client chat marks', () => {
+    const digest = (n: number) => n.toString(16).padStart(64, '0');
+
+    it('finds a mark by its owner, chat and history only; the newest mark of a key wins', async () => {
+      const a = await newConv();
+      const b = await newConv();
+      await store.markClientChat({ owner: 'ada', chat: 'chat:1', history: digest(1), conversationId: a.id, messageId: 'msg_1' });
+      expect(await store.findClientChat('ada', 'chat:1', digest(1))).toEqual({ conversationId: a.id, messageId: 'msg_1' });
+      // Another person, another chat, another history: nothing.
+      expect(await store.findClientChat('bob', 'chat:1', digest(1))).toBeNull();
+      expect(await store.findClientChat('ada', 'chat:2', digest(1))).toBeNull();
+      expect(await store.findClientChat('ada', '', digest(1))).toBeNull();
+      expect(await store.findClientChat('ada', 'chat:1', digest(2))).toBeNull();
+      await store.markClientChat({ owner: 'ada', chat: 'chat:1', history: digest(1), conversationId: b.id, messageId: 'msg_9' });
+      expect(await store.findClientChat('ada', 'chat:1', digest(1))).toEqual({ conversationId: b.id, messageId: 'msg_9' });
+      await store.markClientChat({ owner: 'ada', chat: '', history: digest(1), conversationId: a.id, messageId: 'msg_2' });
+      expect(await store.findClientChat('ada', '', digest(1))).toEqual({ conversationId: a.id, messageId: 'msg_2' });
+    });
+
+    it('forgets the marks of a deleted conversation; refuses an unknown conversation or a malformed mark', async () => {
+      const a = await newConv();
+      await store.markClientChat({ owner: 'ada', chat: '', history: digest(3), conversationId: a.id, messageId: 'msg_1' });
+      await store.delete(a.id);
+      expect(await store.findClientChat('ada', '', digest(3))).toBeNull();
+      await expect(store.markClientChat({ owner: 'ada', chat: '', history: digest(3), conversationId: a.id, messageId: 'msg_1' })).rejects.toThrow(expect.objectContaining({ code: 'E_CONVERSATION_NOT_FOUND' }));
+      const b = await newConv();
+      for (const bad of [
+        { owner: '', chat: '', history: digest(4) },
+        { owner: 'ada', chat: 'x'.repeat(201), history: digest(4) },
+        { owner: 'ada', chat: '', history: 'not-a-digest' },
+        { owner: 'ada', chat: '', history: digest(4).toUpperCase().replace(/0/g, 'A') },
+      ]) {
+        await expect(store.markClientChat({ ...bad, conversationId: b.id, messageId: 'msg_1' })).rejects.toThrow(TypeError);
+      }
+      expect(await store.findClientChat('ada', '', digest(4))).toBeNull();
+    });
+  });
 });

@@ -213,6 +213,23 @@ export interface SpendTotals {
   unpriced: number;
 }
 
+/**
+ * Where a client that keeps a chat itself and sends it whole with every request (an
+ * OpenAI-compatible client) stands in one of our conversations: after the history whose digest
+ * is `history`, the conversation goes on from the turn of user message `messageId`.
+ */
+export interface ClientChatMark {
+  /** Whose chat: a person's id (`local` in the single-user mode); a mark is found by its owner only. */
+  owner: string;
+  /** The client's chat, as the caller names it (at most 200 characters; '' when the history alone keys it). */
+  chat: string;
+  /** The digest of the history (64 lowercase hex digits, a sha256). */
+  history: string;
+  conversationId: string;
+  /** The stored user message of the turn that history ends with. */
+  messageId: string;
+}
+
 export interface ConversationStore {
   create(input: CreateConversationInput): Promise<Conversation>;
   get(id: string): Promise<Conversation | null>;
@@ -273,6 +290,14 @@ export interface ConversationStore {
   spend(filter: SpendFilter): Promise<SpendTotals>;
   /** The same sums for each person whose conversations made the calls (null: no owner, single-user mode). */
   spendByOwner(filter: SpendFilter): Promise<(SpendTotals & { ownerId: string | null })[]>;
+  /**
+   * Remembers a client chat's place (see ClientChatMark): the latest mark of an owner, chat and
+   * history replaces the one before. Deleting the conversation forgets its marks. Rejects with
+   * E_CONVERSATION_NOT_FOUND for unknown conversations, a TypeError for malformed marks.
+   */
+  markClientChat(mark: ClientChatMark): Promise<void>;
+  /** The place marked for that owner, chat and history, or null. */
+  findClientChat(owner: string, chat: string, history: string): Promise<{ conversationId: string; messageId: string } | null>;
   /** Whether the store answers and its schema is current. */
   health(): Promise<StoreHealth>;
   close(): Promise<void>;

@@ -52,6 +52,23 @@ function budgetDdl(key: string, big: string, real: string): string[] {
   ];
 }
 
+/** Where the chats of OpenAI-compatible clients stand in our conversations (ConversationStore.markClientChat). */
+function clientChatDdl(key: string): string[] {
+  return [
+    `CREATE TABLE client_chats (
+       owner_id        ${key} NOT NULL,
+       chat            ${key} NOT NULL,
+       history         ${key} NOT NULL,
+       conversation_id ${key} NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+       message_id      text NOT NULL,
+       at              text NOT NULL,
+       PRIMARY KEY (owner_id, chat, history)
+     )`,
+    // A conversation deleted takes its marks with it.
+    'CREATE INDEX client_chats_by_conversation ON client_chats (conversation_id)',
+  ];
+}
+
 /**
  * The Postgres schema history, oldest first, by name (Kysely orders them by name). Append only:
  * an edited migration would leave existing databases on a schema no code describes.
@@ -195,6 +212,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
        FROM messages m JOIN conversations c ON c.id = m.conversation_id
        WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body LIKE '%"usage":{"promptTokens":%'`,
   ),
+  '0009_client_chats': ddl(...clientChatDdl('text COLLATE "C"')),
 };
 
 /**
@@ -207,6 +225,9 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // The ledger and the runs' budget columns are in the first history: they touch its tables,
   // which an opener without it (the accounts store) migrates before they exist.
   '0002_budgets': ddl(...budgetDdl('text', 'integer', 'real')),
+  // SQLite checks a reference when rows are written, so the table may come before the
+  // conversations' first history has made the table it names.
+  '0003_client_chats': ddl(...clientChatDdl('text')),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';
