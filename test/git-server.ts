@@ -80,7 +80,7 @@ export async function startGitServer(opts: { user?: string; token?: string } = {
   await fsp.writeFile(path.join(dir, 'htpasswd'), `${user}:${hash}\n`, { mode: 0o600 });
 
   const socket = path.join(dir, 'fcgiwrap.sock');
-  const fcgi: ChildProcess = spawn('/usr/sbin/fcgiwrap', ['-s', `unix:${socket}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+  const fcgi: ChildProcess = spawn('/usr/sbin/fcgiwrap', ['-s', `unix:${socket}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: '/usr/bin:/bin' } as unknown as NodeJS.ProcessEnv });
   let fcgiErr = '';
   fcgi.stderr!.on('data', (d) => (fcgiErr += d));
   await waitFor(async () => fs.existsSync(socket), `fcgiwrap (${fcgiErr})`);

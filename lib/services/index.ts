@@ -3,7 +3,7 @@ export { getBuildSettings, putBuildSettings } from './build';
 export { createWorkspace, listWorkspaces, getWorkspace, workspaceDiff, mergeWorkspace, discardWorkspace, repositoryView, runWorkspaceView, workspaceView, workspaceForRun } from './workspaces';
 export { setupOf } from './setup';
 export { getBoard, moveStory, startStory, type StartInput } from './board';
-export { listProjects, listProjectsBrief, getProject, listInstallable, createProject } from './projects';
+export { listProjects, listProjectsBrief, getProject, listInstallable, createProject, startProject, type NewProjectRequest } from './projects';
 export { listAgents, listAgentsBrief, listBundles } from './agents';
 export { listDocuments, readProjectFile, saveProjectFile, conversationFiles, conversationFile, filesRootOf, readDocumentText, listDocumentsForModel, documentResources, documentPath, MAX_DOCUMENT_CHARS, type FileContent, type DocumentText } from './documents';
 export { documentVersions, documentAtVersion, documentDiff, restoreDocument } from './versions';
@@ -18,3 +18,4 @@ export { runOf, startRun, listRuns, getRun, cancelRun, runEvents, type RunInput,
 export { getBudget, putBudget, assertBudget } from './budgets';
 export { listDecisions, decisionOf } from './decisions';
 export { answerRun } from './run-answers';
+export { getRemote, putRemote, fetchRemote, cloneProject, type NewClone } from './remotes';

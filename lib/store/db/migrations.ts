@@ -53,6 +53,43 @@ function budgetDdl(key: string, big: string, real: string): string[] {
 }
 
 /**
+ * Projects' remote repositories (secrets sealed, never plain) and the clones that make projects
+ * from a URL: same columns in both dialects.
+ */
+function remoteDdl(key: string): string[] {
+  return [
+    `CREATE TABLE project_remotes (
+       project_id     ${key} PRIMARY KEY,
+       url            text NOT NULL,
+       forge          text,
+       api_url        text,
+       mode           text NOT NULL DEFAULT 'pull-request',
+       username       text,
+       token          text,
+       webhook_secret text,
+       status_branch  text,
+       last_fetch     text,
+       updated_by     text,
+       updated_at     ${key} NOT NULL
+     )`,
+    `CREATE TABLE project_clones (
+       project_id   ${key} PRIMARY KEY,
+       url          text NOT NULL,
+       branch       text,
+       status       text NOT NULL CHECK (status IN ('running', 'ready', 'failed')),
+       phase        text,
+       percent      integer,
+       message      text,
+       installed    integer,
+       created_by   text,
+       heartbeat_at ${key} NOT NULL,
+       created_at   ${key} NOT NULL,
+       updated_at   ${key} NOT NULL
+     )`,
+  ];
+}
+
+/**
  * The Postgres schema history, oldest first, by name (Kysely orders them by name). Append only:
  * an edited migration would leave existing databases on a schema no code describes.
  *
@@ -195,6 +232,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
        FROM messages m JOIN conversations c ON c.id = m.conversation_id
        WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body LIKE '%"usage":{"promptTokens":%'`,
   ),
+  '0009_remotes': ddl(...remoteDdl('text COLLATE "C"')),
 };
 
 /**
@@ -207,6 +245,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // The ledger and the runs' budget columns are in the first history: they touch its tables,
   // which an opener without it (the accounts store) migrates before they exist.
   '0002_budgets': ddl(...budgetDdl('text', 'integer', 'real')),
+  '0003_remotes': ddl(...remoteDdl('text')),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';
