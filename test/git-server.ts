@@ -30,8 +30,11 @@ export interface GitServer {
   repoUrl(name: string): string;
   /** The bare repository's folder on disk. */
   repoPath(name: string): string;
-  /** A bare repository with one commit of `files` on `branch` (default main), as the server serves it. */
-  createRepository(name: string, files?: Record<string, string>, opts?: { branch?: string }): string;
+  /**
+   * A bare repository with one commit of `files` on `branch` (default main), as the server serves
+   * it; with `from`, that folder's files (a BMAD project, say) are committed instead.
+   */
+  createRepository(name: string, files?: Record<string, string>, opts?: { branch?: string; from?: string }): string;
   /**
    * A teammate's push straight into the bare repository: a commit of `files` on top of `branch`
    * made in a scratch clone and pushed there (not through HTTP). Returns the new commit.
@@ -41,6 +44,14 @@ export interface GitServer {
   log(name: string, branch?: string): string[];
   /** A pre-receive hook that refuses updates of `branch` the way GitHub refuses a protected branch. */
   protectBranch(name: string, branch: string): void;
+  /**
+   * Holds the next push over HTTP to `name` in its pre-receive hook (after the client sent it, before
+   * the server updates the ref) until `release`: a test pushes as a teammate meanwhile, so the
+   * held push finds its branch moved. `held` resolves once a push is waiting.
+   */
+  holdPushes(name: string): { held: Promise<void>; release: () => void };
+  /** The bare repository's reflog of `branch` (every update, old and new value), oldest first. */
+  reflog(name: string, branch?: string): { old: string; new: string; message: string }[];
   /** The access log so far: `<status> <method> <uri> <user>` per request. */
   requests(): string[];
   /** Stops nginx and fcgiwrap and removes the server's folder. */
@@ -67,7 +78,7 @@ async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 
   throw new Error(`${what} did not start within ${timeoutMs} ms`);
 }
 
-export async function startGitServer(opts: { user?: string; token?: string } = {}): Promise<GitServer> {
+export async function startGitServer(opts: { user?: string; token?: string; /** nginx's limit_rate, e.g. `256k`: a clone long enough to watch its progress. */ rateLimit?: string } = {}): Promise<GitServer> {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'bmad-git-server-'));
   const reposRoot = path.join(dir, 'repos');
   const work = path.join(dir, 'work');
@@ -117,7 +128,7 @@ http {
       fastcgi_param GIT_CONFIG_NOSYSTEM 1;
       fastcgi_param HOME ${dir};
       fastcgi_pass unix:${socket};
-      fastcgi_buffering off;
+      ${opts.rateLimit ? `limit_rate ${opts.rateLimit};` : 'fastcgi_buffering off;'}
       fastcgi_read_timeout 300s;
     }
   }
@@ -158,14 +169,16 @@ http {
       fs.mkdirSync(path.dirname(bare), { recursive: true });
       sh(path.dirname(bare), ['init', '-q', '--bare', '-b', branch, bare]);
       sh(bare, ['config', 'http.receivepack', 'true']);
-      const src = path.join(work, `seed-${scratch++}`);
-      fs.mkdirSync(src);
-      sh(src, ['init', '-q', '-b', branch]);
+      // Every update of a ref is kept, so a test can see that none was forced.
+      sh(bare, ['config', 'core.logAllRefUpdates', 'always']);
+      const src = o.from ?? path.join(work, `seed-${scratch++}`);
+      fs.mkdirSync(src, { recursive: true });
+      if (!fs.existsSync(path.join(src, '.git'))) sh(src, ['init', '-q', '-b', branch]);
       writeFiles(src, files);
       sh(src, ['add', '-A']);
       sh(src, ['commit', '-q', '-m', 'initial']);
       sh(src, ['push', '-q', bare, `HEAD:refs/heads/${branch}`]);
-      fs.rmSync(src, { recursive: true, force: true });
+      if (!o.from) fs.rmSync(src, { recursive: true, force: true });
       return bare;
     },
     pushAsTeammate(name, files, o = {}) {
@@ -190,7 +203,8 @@ http {
         hook,
         `#!/bin/sh
 while read old new ref; do
-  if [ "$ref" = "refs/heads/${branch}" ]; then
+  # Pushes over HTTP are refused; a teammate's push straight into the repository (an admin's) is not.
+  if [ -n "$REMOTE_USER" ] && [ "$ref" = "refs/heads/${branch}" ]; then
     echo "error: GH006: Protected branch update failed for refs/heads/${branch}." >&2
     echo "error: Changes must be made through a pull request." >&2
     exit 1
@@ -200,6 +214,38 @@ exit 0
 `,
         { mode: 0o755 },
       );
+    },
+    holdPushes(name) {
+      const hooks = path.join(repoPath(name), 'hooks');
+      fs.mkdirSync(hooks, { recursive: true });
+      const hold = path.join(hooks, 'hold');
+      const waiting = path.join(hooks, 'waiting');
+      fs.rmSync(waiting, { force: true });
+      fs.writeFileSync(hold, '');
+      // Only pushes over HTTP (REMOTE_USER set) wait; the teammate's push straight into the repository does not.
+      fs.writeFileSync(
+        path.join(hooks, 'pre-receive'),
+        `#!/bin/sh\ncat >/dev/null\nif [ -n "$REMOTE_USER" ] && [ -e '${hold}' ]; then\n  touch '${waiting}'\n  n=0\n  while [ -e '${hold}' ] && [ $n -lt 600 ]; do sleep 0.05; n=$((n+1)); done\nfi\nexit 0\n`,
+        { mode: 0o755 },
+      );
+      const held = (async () => {
+        for (let i = 0; i < 1200 && !fs.existsSync(waiting); i++) await new Promise((r) => setTimeout(r, 25));
+        if (!fs.existsSync(waiting)) throw new Error('no push came to be held');
+      })();
+      return { held, release: () => fs.rmSync(hold, { force: true }) };
+    },
+    reflog(name, branch = 'main') {
+      const file = path.join(repoPath(name), 'logs', 'refs', 'heads', branch);
+      if (!fs.existsSync(file)) return [];
+      return fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => {
+          const [head, message = ''] = line.split('\t');
+          const [old, next] = head!.split(' ');
+          return { old: old!, new: next!, message };
+        });
     },
     requests() {
       try {

@@ -174,7 +174,10 @@ export function scrub(text: string, credential: RemoteCredential | null | undefi
   }
   // A URL with credentials never comes from here, but git may echo one a server redirected to.
   out = out.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/\s@]*@/gi, '$1***@');
-  return redactPaths(out);
+  // URLs (the remote's: never a file:// one) stay whole; server paths go.
+  const urls: string[] = [];
+  out = out.replace(/\b[a-z][a-z0-9+.-]*:\/\/[^\s'"`]+/gi, (u) => `\u0000${urls.push(u) - 1}\u0000`);
+  return redactPaths(out).replace(/\u0000(\d+)\u0000/g, (_, i: string) => urls[Number(i)] ?? '');
 }
 
 /**
@@ -330,7 +333,7 @@ export type PushOutcome = 'ok' | 'moved' | 'protected' | 'rejected';
 
 /**
  * A rejected ref, told apart: `moved` when the remote has commits the push lacks (non-fast-forward,
- * fetch first, a lease that no longer holds), `protected` when the server refused the branch as
+ * fetch first, a lease that no longer holds, the ref moved on the server while it was updated), `protected` when the server refused the branch as
  * protected (GitHub's GH006, GitLab's and Gitea's "protected branch" words, a hook declining it as
  * such), else `rejected`.
  */
@@ -338,7 +341,8 @@ export function pushOutcome(ref: PushedRef | undefined, messages: string): PushO
   if (!ref) return 'rejected';
   if (ref.flag !== '!') return 'ok';
   const reason = (ref.reason ?? '').toLowerCase();
-  if (/fetch first|non-fast-forward|stale info|already exists/.test(reason)) return 'moved';
+  // A ref the server found moved while it updated it (another push won the race) is the same case.
+  if (/fetch first|non-fast-forward|stale info|already exists|failed to update ref|cannot lock ref|failed to lock/.test(reason)) return 'moved';
   if (/protected/.test(reason) || /protected branch|gh006|not allowed to (push|force push)|is protected|protected from/.test(messages.toLowerCase())) return 'protected';
   return 'rejected';
 }
