@@ -121,3 +121,23 @@ describe('parsing', () => {
     expect(out).not.toContain('other@');
   });
 });
+
+describe('pinning', () => {
+  it('git connects to the address the rule checked, not to what it would resolve itself', async () => {
+    // `git.bmad.test` resolves nowhere but in this lookup; git reaching the server proves it used the checked address.
+    const name = `git.bmad.test:${server.port}`;
+    const remote = parseRemoteUrl(`http://${name}/team/app.git`, [name]);
+    const dir = emptyRepo();
+    const r = await remoteGit(['ls-remote'], ['HEAD'], {
+      cwd: dir,
+      remote,
+      allowHosts: [name],
+      credential: { username: server.user, password: server.token },
+      lookup: async () => [{ address: '127.0.0.1', family: 4 }],
+    });
+    expect([r.code, r.stdout.includes('HEAD')]).toEqual([0, true]);
+    // Resolving to a private address instead is refused before git runs, listed or not by another name.
+    await expect(remoteGit(['ls-remote'], ['HEAD'], { cwd: dir, remote, allowHosts: [], lookup: async () => [{ address: '10.0.0.1', family: 4 }] })).rejects.toMatchObject({ code: 'E_REMOTE_URL' });
+    fs.rmSync(dir, { recursive: true, force: true });
+  }, 30_000);
+});
