@@ -4,6 +4,7 @@ import path from 'node:path';
 import { MemoryRemoteStore } from './memory-store';
 import { RemoteService } from './service';
 import { guessForge } from './forge';
+import type { KeyRing } from '../../store/secrets';
 import { startGitServer, type GitServer } from '../../../test/git-server';
 import { commit, sh, tempDir } from '../../../test/git-repo';
 
@@ -26,10 +27,11 @@ const keys = { current: crypto.randomBytes(32), previous: [] };
 
 describe('remote settings', () => {
   it('refuse to store a token without SECRETS_KEY (saying what to set) or with a malformed one, storing nothing', async () => {
-    for (const [ring, words] of [
+    const cases: [KeyRing, string][] = [
       [{ current: null, previous: [] }, 'set SECRETS_KEY'],
       [{ current: null, previous: [], invalid: true }, 'is not 32 bytes'],
-    ] as const) {
+    ];
+    for (const [ring, words] of cases) {
       const store = new MemoryRemoteStore();
       const svc = new RemoteService({ store, keys: ring, allowHosts: [server.hostPort] });
       const e = await svc.put('p', { url: server.repoUrl('team/app'), token: 'tok_123' }, null).catch((x: Error & { code?: string }) => x);

@@ -197,19 +197,20 @@ export async function remoteGit(args: string[], tail: string[], opts: RemoteCall
     }
   }
   const base = await safeConfig(opts.cwd);
-  const env: Record<string, string> = { ...GIT_ENV, ...appendConfig(base, remotePairs(opts.remote, pinned.address === opts.remote.host ? null : pinned)) };
-  if (opts.remote.scheme === 'ssh') env.GIT_SSH_COMMAND = sshCommand(opts.remote, pinned.address === opts.remote.host ? null : pinned, opts.sshDir);
-  if (opts.credential) {
-    env.GIT_ASKPASS = askpass();
-    env.BMAD_GIT_USERNAME = opts.credential.username;
-    env.BMAD_GIT_PASSWORD = opts.credential.password;
-  }
-  return spawnRemote(['--no-pager', ...args, '--', opts.remote.url, ...tail], opts, env);
+  const pin = pinned.address === opts.remote.host ? null : pinned;
+  // The call's own environment (nothing of the server's): the token is in it for this call only.
+  const vars: Record<string, string> = {
+    ...GIT_ENV,
+    ...appendConfig(base, remotePairs(opts.remote, pin)),
+    ...(opts.remote.scheme === 'ssh' ? { GIT_SSH_COMMAND: sshCommand(opts.remote, pin, opts.sshDir) } : {}),
+    ...(opts.credential ? { GIT_ASKPASS: askpass(), BMAD_GIT_USERNAME: opts.credential.username, BMAD_GIT_PASSWORD: opts.credential.password } : {}),
+  };
+  return spawnRemote(['--no-pager', ...args, '--', opts.remote.url, ...tail], opts, vars);
 }
 
-function spawnRemote(args: string[], opts: RemoteCallOptions, env: Record<string, string>): Promise<RemoteResult> {
+function spawnRemote(args: string[], opts: RemoteCallOptions, vars: Record<string, string>): Promise<RemoteResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { cwd: opts.cwd, env: env as unknown as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn('git', args, { cwd: opts.cwd, env: vars as unknown as NodeJS.ProcessEnv, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const out: Buffer[] = [];
     let outBytes = 0;
     let cut = false;
