@@ -123,6 +123,10 @@ export async function beginClone(remotes: RemoteService, projectsRoot: string, r
 
 async function runClone(remotes: RemoteService, projectsRoot: string, id: string, branch: string, onReady?: (state: CloneState) => Promise<void>): Promise<CloneState> {
   const target = path.join(projectsRoot, id);
+  // What an interrupted clone of this id left behind (its server stopped mid-way) goes first.
+  for (const left of await fs.promises.readdir(path.join(projectsRoot, STAGING)).catch(() => [] as string[])) {
+    if (left.startsWith(`${id}-`) && /^[0-9a-f]{12}$/.test(left.slice(id.length + 1))) await removeTree(path.join(projectsRoot, STAGING, left));
+  }
   const staging = path.join(projectsRoot, STAGING, `${id}-${randomBytes(6).toString('hex')}`);
   const store = remotes.store;
   let writing: Promise<unknown> = Promise.resolve();

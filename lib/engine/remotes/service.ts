@@ -173,7 +173,7 @@ export class RemoteService {
     if (input.apiUrl !== undefined) {
       if (input.apiUrl === null) patch.apiUrl = null;
       else {
-        const api = parseRemoteUrl(input.apiUrl, this.opts.allowHosts);
+        const api = parseRemoteUrl(input.apiUrl, this.opts.allowHosts, { pathOptional: true });
         if (api.scheme === 'ssh') throw bad('apiUrl', 'must be an https:// URL');
         await checkRemoteHost(api, this.opts.allowHosts).catch((e: unknown) => {
           if (isAppError(e) && e.code === 'E_REMOTE_URL') throw new AppError('E_REMOTE_URL', e.message.replace('The remote URL', 'The API URL'), { field: 'apiUrl' });

@@ -155,3 +155,11 @@ describe('checkRemoteHost', () => {
     expect((e as Error).message).toContain('GIT_REMOTE_HOSTS');
   });
 });
+
+describe('an API URL', () => {
+  it('may have no path; the same rule otherwise', () => {
+    expect(parseRemoteUrl('https://api.github.com', [], { pathOptional: true })).toMatchObject({ host: 'api.github.com', path: '' });
+    expect(() => parseRemoteUrl('https://api.github.com', [])).toThrow('repository path is missing');
+    expect(() => parseRemoteUrl('file:///etc', [], { pathOptional: true })).toThrow('file://');
+  });
+});

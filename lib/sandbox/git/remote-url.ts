@@ -47,7 +47,7 @@ function checkHost(raw: string): string {
 const hostPortOf = (host: string, port: number) => `${net.isIPv6(host) ? `[${host}]` : host}:${port}`;
 
 /** Parses and checks a remote URL by the rule above (no name is resolved here: see checkRemoteHost). */
-export function parseRemoteUrl(input: unknown, allowHosts: readonly string[] = []): RemoteUrl {
+export function parseRemoteUrl(input: unknown, allowHosts: readonly string[] = [], opts: { pathOptional?: boolean } = {}): RemoteUrl {
   if (typeof input !== 'string') throw refuse('it must be a text');
   const value = input.trim();
   if (!value) throw refuse('it is empty');
@@ -82,7 +82,7 @@ export function parseRemoteUrl(input: unknown, allowHosts: readonly string[] = [
   const hostPort = hostPortOf(host, port);
   if (scheme === 'http' && !allowHosts.includes(hostPort)) throw refuse('plain http:// sends the token unencrypted; use https:// (http:// only for a host:port GIT_REMOTE_HOSTS lists)');
   const path = decodeURIComponent(u.pathname).replace(/^\/+/, '');
-  if (!path || path.startsWith('-')) throw refuse('the repository path is missing');
+  if ((!path && !opts.pathOptional) || path.startsWith('-')) throw refuse('the repository path is missing');
   const user = u.username ? decodeURIComponent(u.username) : undefined;
   if (user !== undefined && !/^[A-Za-z0-9_~][A-Za-z0-9._~-]{0,63}$/.test(user)) throw refuse('the ssh user name is not a plain name');
   return { scheme, host, port, hostPort, path, url: `${scheme}://${user ? `${user}@` : ''}${u.host.toLowerCase()}${u.pathname}`, ...(user ? { user } : {}) };
