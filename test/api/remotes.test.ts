@@ -264,6 +264,25 @@ describe('a project from a Git URL', () => {
     await h.runtime.accounts!.setMember('shop', people().vic.id, 'viewer');
   }, 180_000);
 
+  it('a clone that fails after the answer says failed with git’s words, and leaves no folder, no remote, no project', async () => {
+    // A branch naming an object the repository does not have: ls-remote lists it, the fetch fails.
+    const bare = server.createRepository('team/broken', { 'README.md': '# broken\n' });
+    fs.writeFileSync(path.join(bare, 'refs', 'heads', 'main'), `${'0123456789abcdef'.repeat(2)}01234567\n`);
+    const started = await create('admin', { id: 'broken', git: git('team/broken') });
+    expect(started.status).toBe(202);
+    const done = await until(() => project('admin', 'broken'), (a) => a.body.data?.clone?.status !== 'running');
+    expect(done.body.data).toMatchObject({ id: 'broken', clone: { status: 'failed' } });
+    expect(done.body.data.clone.message).toMatch(/127\.0\.0\.1/);
+    expect(done.text).not.toContain(TOKEN);
+    expect(done.text).not.toContain(projectsRoot);
+    expect(fs.existsSync(path.join(projectsRoot, 'broken'))).toBe(false);
+    expect(fs.readdirSync(path.join(projectsRoot, '.bmad-clones'))).toEqual([]);
+    expect(await h.runtime.remotes.get('broken')).toBeNull();
+    expect((await listProjects(req('GET', '/api/projects', 'admin')).then(answer)).body.data.map((p: { id: string }) => p.id)).not.toContain('broken');
+    // Another member does not see even the failure.
+    expect((await project('ada', 'broken')).status).toBe(404);
+  }, 60_000);
+
   it('a repository without a BMAD install is cloned, then given one by the create flow (committed on its branch)', async () => {
     const started = await create('admin', { git: { ...git('team/plain') } });
     expect(started.status).toBe(202);

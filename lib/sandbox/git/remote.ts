@@ -303,7 +303,7 @@ export function remoteFailure(result: Pick<GitResult, 'stderr'>, remote: RemoteU
     case 'unreachable':
       return new AppError('E_REMOTE_UNREACHABLE', `${where} could not be reached while ${doing}. git said: ${last}`, { host: remote.host });
     default:
-      return new AppError('E_REMOTE_REJECTED', `${where} refused while ${doing}. git said: ${last}`, { host: remote.host });
+      return new AppError('E_REMOTE_REJECTED', `${doing[0]!.toUpperCase()}${doing.slice(1)} at ${where} failed. git said: ${last}`, { host: remote.host });
   }
 }
 
