@@ -195,9 +195,13 @@ describe('architecture', () => {
     // Git on the server's side is a leaf: whoever needs git goes through its runner, it knows no one.
     ['git', ['workspaces', 'chat', 'tools', 'loop', 'runtime', 'conversations', 'projects', 'scripts', 'db', 'stream', 'llm', 'agents']],
     // Workspaces are used by tools, chat and runs, never the other way round.
-    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows']],
-    // The sprint engine works on git and files; routes and runs call it, it calls none of them.
-    ['sprint', ['chat', 'tools', 'loop', 'runtime', 'stream', 'llm', 'agents', 'runs', 'workflows', 'workspaces', 'conversations']],
+    ['workspaces', ['chat', 'tools', 'loop', 'runtime', 'projects', 'stream', 'llm', 'agents', 'runs', 'workflows', 'remotes']],
+    // The sprint engine works on git and files; routes and runs call it, it calls none of them (a remote it is handed, as SprintRemote).
+    ['sprint', ['chat', 'tools', 'loop', 'runtime', 'stream', 'llm', 'agents', 'runs', 'workflows', 'workspaces', 'conversations', 'remotes']],
+    // Remote repositories know git, the projects' folders and the database, never what uses them (sprint, workspaces, runs, turns).
+    ['remotes', ['chat', 'tools', 'loop', 'runtime', 'stream', 'llm', 'agents', 'runs', 'workflows', 'workspaces', 'sprint', 'auth']],
+    // Sealing secrets is a leaf of the store: it knows no store, no git, nothing that uses it.
+    ['secrets', ['db', 'conversations', 'auth', 'budgets', 'audit', 'git', 'remotes', 'chat', 'tools', 'runtime']],
   ])('lib/%s never imports a higher room', (room, forbidden) => {
     const offending = [...imports]
       .filter(([f]) => roomOf(f) === room)
@@ -217,9 +221,9 @@ describe('architecture', () => {
 
   // The stores' database, the lease identity and the shared helpers are lib/store/db's; the conversations
   // add only their first SQLite history, which the runtime passes on (tests open files with it).
-  it('runs, workspaces and accounts reach the database through lib/store/db, not the conversations', () => {
+  it('runs, workspaces, remotes and accounts reach the database through lib/store/db, not the conversations', () => {
     const offending = [...imports]
-      .filter(([f]) => !isTest(f) && ['runs', 'workspaces', 'auth'].includes(roomOf(f)))
+      .filter(([f]) => !isTest(f) && ['runs', 'workspaces', 'remotes', 'auth'].includes(roomOf(f)))
       .flatMap(([f, list]) => list.filter((i) => i.target && roomOf(i.target) === 'conversations').map((i) => `${rel(f)} → ${i.spec}`));
     expect(offending).toEqual([]);
   });

@@ -84,6 +84,10 @@ export interface ProjectDetail extends ProjectView {
   usage: UsageView;
   /** The git repository the project folder is in; null when none. */
   repository: RepositoryView | null;
+  /** The project's remote repository (never a secret), with where the base stands against it; null when none. */
+  remote?: RemoteView | null;
+  /** How the project was cloned from a Git URL (GET shows it while it runs, then ready or failed); absent for others. */
+  clone?: CloneView;
 }
 
 export interface HealthData {
@@ -533,4 +537,76 @@ export interface BudgetView {
   month: string;
   /** This month's spend by the person whose conversations and runs made it, most first (`id` null: no account). */
   byPerson: { id: string | null; name: string | null; spent: SpendView }[];
+}
+
+/** A project's remote repository (GET/PUT /api/projects/:id/remote): never a secret, only whether one is set. */
+export interface RemoteView {
+  /** The URL (never credentials). */
+  url: string;
+  /** `github`, `gitlab`, `gitea` (Forgejo too), or null: plain git. */
+  forge: 'github' | 'gitlab' | 'gitea' | null;
+  /** A self-hosted forge's API root; null: the forge's public one. */
+  apiUrl: string | null;
+  mode: 'pull-request' | 'push';
+  /** The user name sent with the token; null: the forge's usual one. */
+  username: string | null;
+  tokenSet: boolean;
+  webhookSecretSet: boolean;
+  lastFetch: RemoteFetchInfo | null;
+  /** `bmad/sprint-status` once the base refused status changes as protected; null: they go to the base. */
+  statusBranch: string | null;
+  /** The local base against the remote's as last fetched; null when the project folder is not a repository. */
+  base: RemoteBaseView | null;
+}
+
+export interface RemoteFetchInfo {
+  at: string;
+  ok: boolean;
+  branch: string;
+  head?: string | null;
+  /** A failed fetch's error code and words (never a token). */
+  code?: string;
+  message?: string;
+}
+
+export interface RemoteBaseView {
+  branch: string;
+  /** The server's base commit, and the remote's as last fetched (null: unknown). */
+  local: string | null;
+  remote: string | null;
+  /** Commits of the server's base the remote lacks, and the other way round (null: unknown). */
+  ahead: number | null;
+  behind: number | null;
+  state: 'up-to-date' | 'behind' | 'ahead' | 'diverged' | 'unknown';
+}
+
+/** POST /api/projects/:id/remote/fetch. */
+export interface RemoteFetchView {
+  branch: string;
+  remoteHead: string | null;
+  /** What became of the server's base: `fast-forwarded` to the remote's, `current`, or left alone (`ahead`, `diverged`, `blocked` by the project folder's changes). */
+  local: 'current' | 'created' | 'fast-forwarded' | 'ahead' | 'diverged' | 'blocked' | 'missing-on-remote';
+  base: RemoteBaseView;
+}
+
+/** A project being cloned from a Git URL. */
+export interface CloneView {
+  status: 'running' | 'ready' | 'failed';
+  url: string;
+  branch: string | null;
+  /** git's phase (`receiving objects`, `resolving deltas`...), `connecting`, `checking out`, `done`. */
+  phase: string | null;
+  percent: number | null;
+  /** A failed clone: git's words (never a token, never a server path). */
+  message: string | null;
+  /** Once ready: whether the repository holds a BMAD install (else POST /api/projects with `inClone` installs one). */
+  installed: boolean | null;
+  startedAt: string;
+  updatedAt: string;
+}
+
+/** POST /api/projects with `git` (202), and GET /api/projects/:id of a project still cloning (or whose clone failed). */
+export interface ProjectCloneView {
+  id: string;
+  clone: CloneView;
 }

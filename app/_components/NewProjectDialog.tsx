@@ -7,6 +7,7 @@ import { modalKeys } from '../_lib/focus';
 import { useEscape } from '../_lib/escape';
 import type { NewProjectInput } from '../_lib/types';
 import { Spinner } from './icons';
+import { GitProjectForm } from './GitProjectForm';
 
 type Field = 'name' | 'userName' | 'communicationLanguage' | 'documentLanguage';
 
@@ -43,6 +44,9 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
   const [version, setVersion] = useState(FALLBACK_RELEASE.version);
   const [tools, setTools] = useState<string[]>(DEFAULT_TOOLS);
   const [steps, setSteps] = useState<string[]>([]);
+  // Where the project comes from: BMAD's installer, or a Git repository cloned (then, without an install, given one).
+  const [source, setSource] = useState<'install' | 'git'>('install');
+  const [inClone, setInClone] = useState<string | null>(null);
   const mounted = useRef(true);
 
   useEffect(() => {
@@ -93,7 +97,7 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
       return;
     }
     setFieldErrors({});
-    const input: NewProjectInput = { name, bmadVersion: release.version, tools: tools.filter((t) => release.tools.some((x) => x.id === t)) };
+    const input: NewProjectInput = { name, bmadVersion: release.version, tools: tools.filter((t) => release.tools.some((x) => x.id === t)), ...(inClone ? { inClone: true } : {}) };
     for (const f of ['userName', 'communicationLanguage', 'documentLanguage'] as const) {
       const v = values[f].trim();
       if (v) input[f] = v;
@@ -131,9 +135,36 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
     <div className="modal-backdrop" onMouseDown={(e) => e.target === e.currentTarget && !busy && onCancel()}>
       {/* The dialog is a box around the form: a form element may not take the dialog role. */}
       <div ref={boxRef} className="modal modal-form" role="dialog" aria-modal="true" aria-labelledby={`${id}-t`} aria-busy={busy} onKeyDown={onKeyDown} data-testid="new-project-dialog">
-      <form onSubmit={(e) => void submit(e)} noValidate>
         <h2 id={`${id}-t`}>New project</h2>
-        <p className="form-lead">BMAD’s installer sets up the method in a new project folder. Its agents share the documents they write.</p>
+        {inClone ? null : (
+          <fieldset className="form-field project-source" disabled={busy}>
+            <legend>Start from</legend>
+            <label className="source-choice">
+              <input type="radio" name={`${id}-source`} checked={source === 'install'} onChange={() => setSource('install')} data-testid="source-install" /> A new folder (BMAD’s installer)
+            </label>
+            <label className="source-choice">
+              <input type="radio" name={`${id}-source`} checked={source === 'git'} onChange={() => setSource('git')} data-testid="source-git" /> A Git repository
+            </label>
+          </fieldset>
+        )}
+        {source === 'git' ? (
+          <GitProjectForm
+            onReady={onCreated}
+            onNeedsInstall={(cloned) => {
+              setInClone(cloned);
+              setValues((v) => ({ ...v, name: cloned }));
+              setSource('install');
+            }}
+            onBusy={setBusy}
+            onCancel={onCancel}
+          />
+        ) : (
+      <form onSubmit={(e) => void submit(e)} noValidate>
+        <p className="form-lead" data-testid="install-lead">
+          {inClone
+            ? `The repository is cloned as “${inClone}” but holds no BMAD install. BMAD’s installer sets up the method in it, and the install is committed on its branch.`
+            : 'BMAD’s installer sets up the method in a new project folder. Its agents share the documents they write.'}
+        </p>
         {FIELDS.map((f) => {
           const error = fieldErrors[f.key];
           const describedBy = [f.hint ? `${id}-${f.key}-hint` : '', error ? `${id}-${f.key}-error` : ''].filter(Boolean).join(' ');
@@ -154,7 +185,7 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
                 spellCheck={false}
                 aria-invalid={error ? true : undefined}
                 aria-describedby={describedBy || undefined}
-                readOnly={busy}
+                readOnly={busy || (f.key === 'name' && !!inClone)}
               />
               {f.hint ? (
                 <p id={`${id}-${f.key}-hint`} className="form-hint">
@@ -227,10 +258,11 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
           </button>
           {/* Not disabled while busy: a disabled button would drop the keyboard focus it holds. */}
           <button type="submit" className="button button-primary" aria-disabled={busy || undefined}>
-            {busy ? 'Creating…' : 'Create project'}
+            {busy ? 'Creating…' : inClone ? 'Install BMAD' : 'Create project'}
           </button>
         </div>
       </form>
+        )}
       </div>
     </div>
   );

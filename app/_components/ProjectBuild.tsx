@@ -17,6 +17,7 @@ import {
   type WorkspaceView,
 } from '../_lib/workspaces';
 import { WorkspacePanel } from './WorkspacePanel';
+import { RemoteSettings } from './RemoteSettings';
 import { PlusIcon, Spinner } from './icons';
 
 /** The repository line: branch, head and whether the checkout has uncommitted changes. */
@@ -402,6 +403,7 @@ export function ProjectBuild({ projectId, repository, canEdit, onOpenConversatio
         Build
       </h2>
       <RepositoryLine repository={repository} />
+      {repository ? <RemoteSettings projectId={projectId} canEdit={!!canEdit} /> : null}
       <BuildSettingsSection projectId={projectId} repository={repository} canEdit={canEdit} onChange={setBuild} />
       {enabled && isRepo ? (
         openId ? (

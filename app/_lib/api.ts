@@ -160,7 +160,12 @@ export const api = {
 
   projects: (signal?: AbortSignal) => request<ProjectView[]>('/api/projects', { signal }),
   /** A project with the doctor's diagnosis, its agents' broken menu items marked, and its total usage. */
-  project: (id: string, signal?: AbortSignal) => request<ProjectDetail>(`/api/projects/${enc(id)}`, { signal }),
+  project: async (id: string, signal?: AbortSignal) => {
+    const detail = await request<ProjectDetail | { id: string; clone: unknown }>(`/api/projects/${enc(id)}`, { signal });
+    // A project still being cloned (or not installed yet) is only its clone: not a project to open.
+    if (!('agents' in detail)) throw new ApiError(`Project "${id}" is not ready yet.`, 'E_PROJECT_NOT_FOUND', 404);
+    return detail;
+  },
   createProject: (input: NewProjectInput, signal?: AbortSignal) =>
     request<ProjectView>('/api/projects', { method: 'POST', body: JSON.stringify(input), signal }),
   projectFiles: async (projectId: string, signal?: AbortSignal): Promise<ProjectDocument[]> => {

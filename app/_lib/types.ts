@@ -118,4 +118,6 @@ export interface NewProjectInput {
   userName?: string;
   communicationLanguage?: string;
   documentLanguage?: string;
+  /** Install into the repository cloned as `name` (a finished clone without a BMAD install). */
+  inClone?: boolean;
 }

@@ -7,7 +7,7 @@ import type { Project } from '../content/projects';
 import { runBudgetProblem } from '../store/budgets';
 import { buildTarget, type Run } from '../engine/runs';
 import { getRuntime } from '../engine/runtime';
-import { classifyKey, readBoard, setStoryStatus, sprintProjectOf, validateChange, type Board, type BoardStory, type SprintProject } from '../engine/sprint';
+import { classifyKey, readBoard, setStoryStatus, validateChange, type Board, type BoardStory, type SprintProject } from '../engine/sprint';
 import { MAX_NAME } from '../engine/workspaces/names';
 import type { Workspace } from '../engine/workspaces';
 import type { BoardStoryView, BoardView, DecisionView, SpendView, StoryStartView } from '../../types/api';
@@ -15,13 +15,13 @@ import { committerOf, projectOf, type BodyOf } from './access';
 import { createWorkspace, discardWorkspace } from './workspaces';
 import { assertBudget } from './budgets';
 import { listDecisions } from './decisions';
+import { freshenForBoard, sprintOfProject } from './remotes';
 
 const storyNotFound = () => new AppError('E_STORY_NOT_FOUND', 'Story not found.');
 
 /** The project's sprint as the base branch of its build settings holds it. */
 async function sprintOf(project: Project): Promise<SprintProject> {
-  const build = await getRuntime().workspaces.getBuild(project.id);
-  return sprintProjectOf(project, build.baseBranch);
+  return sprintOfProject(project);
 }
 
 /** What the runs the app made for stories say of each story: its latest run, its workspace, its spend. */
@@ -80,6 +80,8 @@ export async function getBoard(caller: Caller, projectId: string): Promise<Board
   const project = await projectOf(caller, projectId, 'read');
   let board: Board;
   try {
+    // With a remote, the board reads what was fetched: fetched now unless that was moments ago.
+    await freshenForBoard(project);
     board = await readBoard(await sprintOf(project));
   } catch (e) {
     if (isAppError(e) && e.code === 'E_NOT_A_REPOSITORY') return { source: null, epics: [], decisions: [] };
@@ -177,7 +179,7 @@ async function startLocked(caller: Caller, project: Project, key: string, input:
   const rt = getRuntime();
   const build = await rt.workspaces.getBuild(project.id);
   if (!build.enabled) throw new AppError('E_BUILD_DISABLED', 'Build is not enabled for this project.');
-  const sprint = sprintProjectOf(project, build.baseBranch);
+  const sprint = await sprintOfProject(project, build.baseBranch);
   const board = await readBoard(sprint);
   const story = findStory(board, key);
   if (!story) throw storyNotFound();

@@ -9,6 +9,7 @@ import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDi
 import { committerOf, projectOf } from './access';
 import { refuseDuringSetup, runWorkspaceSetup, setupStarting } from './setup';
 import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../engine/sprint';
+import { sprintOfProject, workspaceStart } from './remotes';
 
 const ref = (p: Project) => ({ id: p.id, root: p.root });
 
@@ -53,7 +54,8 @@ export async function repositoryView(project: { root: string }): Promise<Reposit
 export async function createWorkspace(caller: Caller, projectId: string, input: { name: unknown }): Promise<WorkspaceView> {
   const project = await projectOf(caller, projectId, 'write');
   const rt = getRuntime();
-  const ws = await rt.workspaces.create(ref(project), { name: input.name, createdBy: caller.name || caller.email || caller.id });
+  // With a remote, the base is fetched first and the workspace starts from the remote's head.
+  const ws = await rt.workspaces.create(ref(project), { name: input.name, createdBy: caller.name || caller.email || caller.id, startAt: workspaceStart(project, caller) });
   const build = await rt.workspaces.getBuild(project.id);
   if (!build.setup) return workspaceView(ws);
   const running: SetupOutcome = setupStarting();
@@ -93,8 +95,10 @@ export async function mergeWorkspace(caller: Caller, projectId: string, id: stri
   refuseDuringSetup(await rt.workspaces.find(ref(project), id), rt.config.commands.timeoutMs);
   const person = committerOf(caller);
   const sprint = await sprintOfWorkspace(project, id, person);
+  // Push mode: the base caught up with the remote first, the merge pushed before the base moves.
+  const pushed = await rt.workspaces.find(ref(project), id).then((ws) => rt.remotes.pushModeMerge(ref(project), ws.base));
   const m = await rt.workspaces
-    .merge(ref(project), id, person, sprint ? { headFor: (head) => sprintNeutralHead(sprint.project, head, person) } : {})
+    .merge(ref(project), id, person, { ...(sprint ? { headFor: (head: string) => sprintNeutralHead(sprint.project, head, person) } : {}), ...(pushed ? { publish: pushed.publish } : {}) })
     .catch(async (e: unknown) => {
       if (isAppError(e) && e.code === 'E_MERGE_CONFLICT') {
         if (sprint?.story) await storyTo(sprint.project, sprint.story, 'review', person, true);
@@ -122,7 +126,7 @@ async function sprintOfWorkspace(project: Project, id: string, person: { name: s
   const rt = getRuntime();
   const ws = await rt.workspaces.find(ref(project), id);
   if (ws.status !== 'open') return null;
-  const sprint = sprintProjectOf(project, ws.base);
+  const sprint = await sprintOfProject(project, ws.base);
   if (!(await hasSprintStatus(sprint).catch(() => false))) return null;
   await rt.workspaces.sync(ref(project), ws);
   const story = await storyOf(project.id, ws.id);

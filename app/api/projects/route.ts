@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { createProject, listProjects } from '@/lib/services';
-import { handle, ndjsonResponse, ok, readJson } from '../_lib/http';
+import { listProjects, startProject } from '@/lib/services';
+import { handle, ndjsonResponse, ok, parseWith, readJson } from '../_lib/http';
 import { callerOf } from '../_lib/caller';
 
 export const dynamic = 'force-dynamic';
@@ -14,6 +14,14 @@ const NewProjectBody = z.object({
   userName: z.string().trim().min(1).max(100).optional(),
   communicationLanguage: z.string().trim().min(1).max(40).optional(),
   documentLanguage: z.string().trim().min(1).max(40).optional(),
+  inClone: z.boolean().optional(),
+});
+
+const Opt = (max: number) => z.string().trim().min(1).max(max).nullable().optional();
+const NewCloneBody = z.object({
+  id: z.string().trim().min(1).max(64).optional(),
+  name: z.string().trim().min(1).max(64).optional(),
+  git: z.object({ url: z.string().trim().min(1, 'url is required').max(2048), branch: z.string().trim().min(1).max(200).optional(), forge: Opt(20), apiUrl: Opt(2048), token: z.string().min(1).max(4096).nullable().optional(), username: Opt(100), mode: z.enum(['pull-request', 'push']).optional() }),
 });
 
 /** Every project the caller may see, with the problems reading its install finds (the doctor's diagnosis is in the detail). */
@@ -22,16 +30,20 @@ export async function GET(request: Request) {
 }
 
 /**
- * Creates a project with BMAD's installer. With `Accept: application/x-ndjson` the answer streams
- * the installer's steps as they happen, one JSON line each (`{"type":"step","text":...}`), then
- * `{"type":"done","status":201,"data":<project>}` or `{"type":"error","status","code","error"}`.
- * Whatever the request got wrong (400, 409) is answered as a plain error before anything streams.
+ * Creates a project. With `git` (admins): cloned from the URL, 202 `{ id, clone }` at once, the
+ * clone's progress in GET /api/projects/:id. Otherwise BMAD's installer makes it (`inClone`: into a
+ * repository cloned without one); with `Accept: application/x-ndjson` its steps stream as JSON lines
+ * (`step`, then `done` with the project or `error`). What the request got wrong is answered first.
  */
 export async function POST(request: Request) {
   return handle('POST /api/projects', request, async () => {
-    const install = await createProject(await callerOf(request), () => readJson(request, NewProjectBody));
-    if (!(request.headers.get('accept') ?? '').includes('application/x-ndjson')) return ok(await install(), { status: 201 });
+    const started = await startProject(await callerOf(request), async () => {
+      const body: unknown = await readJson(request, z.unknown());
+      return body && typeof body === 'object' && 'git' in body ? { git: () => parseWith(NewCloneBody, body) } : { install: parseWith(NewProjectBody, body) };
+    });
+    if ('clone' in started) return ok(started.clone, { status: 202 });
+    if (!(request.headers.get('accept') ?? '').includes('application/x-ndjson')) return ok(await started.install(), { status: 201 });
     // The install goes on without a reader: the project appears when it is done.
-    return ndjsonResponse('POST /api/projects', async (send) => send({ type: 'done', status: 201, data: await install((text) => send({ type: 'step', text })) }));
+    return ndjsonResponse('POST /api/projects', async (send) => send({ type: 'done', status: 201, data: await started.install((text) => send({ type: 'step', text })) }));
   });
 }

@@ -5,6 +5,7 @@ import yaml from 'js-yaml';
 import { AppError } from '../../core/errors';
 import { isValidProjectId, type Project, type ProjectCatalog } from './catalog';
 import { installerCli, runBmadInstaller } from './installer';
+import { readInstall } from './layout';
 
 export interface NewProject {
   name: string;
@@ -108,6 +109,8 @@ export interface ClaimedProject {
   /** Absolute, server side only. */
   target: string;
   input: NewProject;
+  /** The folder was there before (a repository cloned without an install): what it held then, by top-level name. */
+  existing?: string[];
 }
 
 /**
@@ -115,7 +118,7 @@ export interface ClaimedProject {
  * folder with an exclusive mkdir (409 when the name is taken), so two requests for one name
  * cannot both install. Everything a request can get wrong is answered here, before any install.
  */
-export async function claimProject(projects: ProjectCatalog, input: NewProject): Promise<ClaimedProject> {
+export async function claimProject(projects: ProjectCatalog, input: NewProject, opts: { existing?: boolean } = {}): Promise<ClaimedProject> {
   if (!isValidProjectId(input.name)) {
     throw new AppError('E_VALIDATION', 'Invalid name: use letters, digits, ".", "_" or "-" (at most 64, starting with a letter or digit).', { field: 'name' });
   }
@@ -138,6 +141,13 @@ export async function claimProject(projects: ProjectCatalog, input: NewProject):
   }
   await fs.mkdir(projects.projectsRoot, { recursive: true });
   const target = path.join(/*turbopackIgnore: true*/ projects.projectsRoot, input.name);
+  if (opts.existing) {
+    // A folder already there (a repository cloned from a URL) gets an install only when it has none.
+    const st = await fs.lstat(target).catch(() => null);
+    if (!st?.isDirectory()) throw new AppError('E_PROJECT_NOT_FOUND', `No folder "${input.name}" to install into.`);
+    if (await readInstall(target)) throw new AppError('E_PROJECT_EXISTS', `"${input.name}" already holds a BMAD install.`);
+    return { name: input.name, version, packageDir, tools, modules, target, input, existing: await fs.readdir(target) };
+  }
   try {
     await fs.mkdir(target);
   } catch (e) {
@@ -165,7 +175,11 @@ export async function installClaimed(projects: ProjectCatalog, claim: ClaimedPro
   }).catch((e: unknown) => ({ ok: false as const, message: e instanceof Error ? e.name : 'unknown error', durationMs: 0 }));
   const project = outcome.ok ? await projects.get(claim.name) : null;
   if (!project) {
-    await fs.rm(target, { recursive: true, force: true });
+    if (claim.existing) {
+      // Only what the installer added goes: the folder's own files stay as they were.
+      const before = new Set(claim.existing);
+      for (const name of await fs.readdir(target).catch(() => [] as string[])) if (!before.has(name)) await fs.rm(path.join(target, name), { recursive: true, force: true });
+    } else await fs.rm(target, { recursive: true, force: true });
     const reason = outcome.ok ? 'the install has no BMAD folder' : outcome.message.split(target).join(claim.name).split(projects.projectsRoot).join('…');
     throw new AppError('E_INSTALL_FAILED', `BMAD's installer could not set up "${claim.name}": ${reason}.`);
   }

@@ -106,6 +106,8 @@ export interface RemoteSettings {
   secretsKey: Buffer | null;
   /** SECRETS_KEY was set but is not 32 bytes of hex or base64 (the server refuses to store tokens, saying so). */
   secretsKeyInvalid: boolean;
+  /** SECRETS_KEY_PREVIOUS: keys tokens may still be sealed with during a rotation (read, then sealed again with secretsKey); malformed entries dropped. */
+  previousSecretsKeys: Buffer[];
   /** GIT_REMOTE_HOSTS: `host:port` entries a remote may use although they resolve to loopback, private or link-local addresses (plain http:// too). */
   allowHosts: string[];
   /** FORGE_POLL_SECONDS: how often open pull requests are polled when no webhook says more (0: never). */
@@ -191,6 +193,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       return {
         secretsKey: secrets.key,
         secretsKeyInvalid: secrets.invalid,
+        previousSecretsKeys: parseHostList(env.SECRETS_KEY_PREVIOUS).flatMap((k) => parseSecretsKey(k).key ?? []),
         allowHosts: parseHostList(env.GIT_REMOTE_HOSTS).map((h) => h.toLowerCase()),
         pollSeconds: int(env.FORGE_POLL_SECONDS, 120, 0),
       };

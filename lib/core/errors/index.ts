@@ -33,7 +33,15 @@ export type ApiErrorCode =
   | 'E_STORY_BUSY'
   | 'E_BUDGET'
   /** An OpenAI-compatible request named a model (an agent) the caller may not use, or none there is. */
-  | 'E_MODEL_NOT_FOUND';
+  | 'E_MODEL_NOT_FOUND'
+  | 'E_SECRETS_NOT_CONFIGURED'
+  | 'E_REMOTE_URL'
+  | 'E_REMOTE_AUTH'
+  | 'E_REMOTE_NOT_FOUND'
+  | 'E_REMOTE_UNREACHABLE'
+  | 'E_REMOTE_REJECTED'
+  | 'E_REMOTE_DIVERGED'
+  | 'E_REMOTE_CONFIG';
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
@@ -73,6 +81,21 @@ const STATUS: Record<ApiErrorCode, number> = {
   // A run refused or stopped because its budget, or its project's month, is spent.
   E_BUDGET: 402,
   E_MODEL_NOT_FOUND: 404,
+  // The server's own configuration (SECRETS_KEY), as E_LLM_NOT_CONFIGURED.
+  E_SECRETS_NOT_CONFIGURED: 503,
+  // A remote URL the rule refuses (scheme, credentials in it, a private address not listed).
+  E_REMOTE_URL: 400,
+  // The remote refused the token: not 401, which tells a client that its own credentials to this
+  // server failed (and to sign in again); the request was understood, the remote said no.
+  E_REMOTE_AUTH: 422,
+  E_REMOTE_NOT_FOUND: 404,
+  // The remote could not be reached: a gateway's failure, as E_LLM_UPSTREAM.
+  E_REMOTE_UNREACHABLE: 502,
+  // A push the remote refused (protected, or it kept moving): the remote's state, not the request's.
+  E_REMOTE_REJECTED: 409,
+  E_REMOTE_DIVERGED: 409,
+  // The project repository's own git config says something a remote call cannot run with (url rewrites, http settings).
+  E_REMOTE_CONFIG: 409,
 };
 
 /**

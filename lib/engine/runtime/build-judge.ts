@@ -3,6 +3,7 @@ import type { ProjectCatalog } from '../../content/projects';
 import type { BuildVerdict, Run } from '../runs';
 import { buildResultOf, setStoryStatus, sprintProjectOf, type SprintActor } from '../sprint';
 import type { WorkspaceService } from '../workspaces';
+import type { RemoteService } from '../remotes';
 
 const failed = (reason: string): BuildVerdict => ({ outcome: 'failed', status: null, reason, file: null });
 
@@ -13,7 +14,7 @@ const failed = (reason: string): BuildVerdict => ({ outcome: 'failed', status: n
  * ended sees the board already moved. A status change refused (the project folder's own edits to
  * the file) is logged and leaves the run's result as the files say.
  */
-export async function judgeBuildRun(deps: { projects: Pick<ProjectCatalog, 'get'>; workspaces: WorkspaceService }, run: Run, actor: SprintActor): Promise<BuildVerdict> {
+export async function judgeBuildRun(deps: { projects: Pick<ProjectCatalog, 'get'>; workspaces: WorkspaceService; remotes?: Pick<RemoteService, 'sprintRemote'> }, run: Run, actor: SprintActor): Promise<BuildVerdict> {
   if (!run.storyKey) return failed('The run names no story, so its result cannot be read from a story file.');
   const project = await deps.projects.get(run.projectId);
   if (!project) return failed('The project is gone.');
@@ -28,6 +29,9 @@ export async function judgeBuildRun(deps: { projects: Pick<ProjectCatalog, 'get'
   }
   const verdict = await buildResultOf({ root, artifacts: sprint.artifacts }, run.storyKey);
   if (verdict.outcome === 'complete') {
+    // With a remote, the move is pushed there (lib/engine/sprint).
+    const remote = deps.remotes ? await deps.remotes.sprintRemote({ id: project.id, root: project.root }).catch(() => null) : null;
+    if (remote) sprint = { ...sprint, remote };
     await setStoryStatus(sprint, run.storyKey, 'review', actor).catch((e: unknown) => {
       log.warn('sprint.review_failed', { runId: run.id, story: run.storyKey, message: String((e as Error)?.message ?? e).slice(0, 200) });
     });

@@ -22,6 +22,9 @@ import { monthOf, openBudgetStore, projectStop, type BudgetStop, type BudgetStor
 import { closeVersionStores } from '../../content/versions';
 import { PendingWork } from './work';
 import { judgeBuildRun } from './build-judge';
+import { openRemoteStore, RemoteService } from '../remotes';
+import { keyRingOf } from '../../store/secrets';
+import { log } from '../../core/log';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -45,6 +48,8 @@ export interface Runtime extends ChatDeps {
   work: PendingWork;
   /** Projects' monthly budgets (their spend is the conversation store's usage ledger). */
   budgets: BudgetStore;
+  /** Projects' remote repositories and the clones that make projects from a URL. */
+  remotes: RemoteService;
 }
 
 export interface RuntimeOptions {
@@ -78,6 +83,12 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       store: openWorkspaceStore(database),
       root: config.workspacesRoot,
       bwrap: config.scripts.bwrap,
+    }),
+    remotes: new RemoteService({
+      store: openRemoteStore(database),
+      keys: keyRingOf(config.remotes),
+      allowHosts: config.remotes.allowHosts,
+      sshDir: path.join(config.dataDir, 'ssh'),
     }),
     auditDir: path.join(config.dataDir, 'audit'),
     work,
@@ -114,6 +125,10 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       return judgeBuildRun(runtime, run, { ...who, run: run.id });
     },
   });
+  if (config.remotes.previousSecretsKeys?.length && config.remotes.secretsKey) {
+    // A rotation: every secret sealed with a previous key is sealed again with SECRETS_KEY.
+    work.track(runtime.remotes.rewrapSecrets().catch((e: unknown) => log.warn('remote.rewrap_failed', { message: String((e as Error)?.message ?? e).slice(0, 200) })));
+  }
   return { ...runtime, runs };
 }
 
@@ -153,6 +168,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   if (runtime.accounts && runtime.accounts !== keep.accounts) await runtime.accounts.close();
   await runtime.workspaces.store.close();
   await runtime.budgets.close();
+  await runtime.remotes.store.close();
 }
 
 /** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { AppError } from '../../core/errors';
 import { git, GitError } from '../../sandbox/git/runner';
 import { atTop, currentBranch, findRepositoryTop, resolveCommit } from '../../sandbox/git/repo';
+import { isAncestor } from '../../sandbox/git/fast-forward';
 import { splitFrontmatter } from '../../core/frontmatter';
 import { invalidStatusFile, MAX_STATUS_BYTES, parseStatusDocument, readEntries } from './parse';
 
@@ -20,13 +21,35 @@ export interface SprintProject {
   artifacts: string;
   /** The build settings' base branch; null: the branch the project folder has checked out. */
   baseBranch: string | null;
+  /** The project's remote repository, when it has one: the board reads what was fetched, status changes are pushed. */
+  remote?: SprintRemote | null;
+}
+
+/**
+ * A remote repository as the sprint needs it (lib/engine/remotes makes one): fetch a branch into
+ * its tracking ref, push a commit onto a branch (fast-forward only, never forced), and the branch
+ * status changes go to once the base refused them as protected.
+ */
+export interface SprintRemote {
+  /** STATUS_BRANCH once the base refused a status change as protected; null: the base. */
+  statusBranch: string | null;
+  /** Where a fetch leaves a branch's remote head (`refs/remotes/origin/<branch>`). */
+  trackingRef(branch: string): string;
+  /** Fetches a branch: its remote head, or null when the remote has no such branch. */
+  fetch(branch: string): Promise<string | null>;
+  /** Pushes a commit onto a branch: `moved` when the remote has commits it lacks, `protected` when refused as such. */
+  push(branch: string, commit: string): Promise<'ok' | 'moved' | 'protected'>;
+  /** Remembers that status changes go to the status branch from now on; its name. */
+  useStatusBranch(base: string): Promise<string>;
+  /** Told after every push to the status branch (the forges' part keeps its pull request current). */
+  pushedToStatusBranch(base: string): Promise<void>;
 }
 
 /** From a catalog project (`install.documentFolders`) and the build settings' base branch. */
-export function sprintProjectOf(project: { root: string; install: { documentFolders: Record<string, string> } }, baseBranch: string | null): SprintProject {
+export function sprintProjectOf(project: { root: string; install: { documentFolders: Record<string, string> } }, baseBranch: string | null, remote?: SprintRemote | null): SprintProject {
   const folders = project.install.documentFolders;
   const artifacts = folders.implementation_artifacts ?? `${folders.output_folder ?? '_bmad-output'}/implementation-artifacts`;
-  return { root: project.root, artifacts, baseBranch };
+  return { root: project.root, artifacts, baseBranch, ...(remote ? { remote } : {}) };
 }
 
 /** Where the sprint status is: the repository, the branch, and its paths in the repository and in the project. */
@@ -213,16 +236,35 @@ async function blobHeads(top: string, wanted: { blob: string; size: number }[]):
 }
 
 /**
+ * The commits a board is read at. Without a remote: the local base. With one: the story files from
+ * the remote's base as last fetched (the local base when it holds commits the remote lacks, or
+ * nothing was fetched yet), the status from the remote's status branch when the base is protected,
+ * else from that same commit.
+ */
+async function boardCommits(project: SprintProject, loc: SprintLocation): Promise<{ commit: string | null; statusCommit: string | null; branch: string }> {
+  const local = await resolveCommit(loc.top, loc.ref);
+  const remote = project.remote;
+  if (!remote) return { commit: local, statusCommit: null, branch: loc.branch };
+  const fetched = await resolveCommit(loc.top, remote.trackingRef(loc.branch));
+  const commit = fetched && (!local || (await isAncestor(loc.top, local, fetched))) ? fetched : (local ?? fetched);
+  if (remote.statusBranch) {
+    const status = await resolveCommit(loc.top, remote.trackingRef(remote.statusBranch));
+    if (status) return { commit, statusCommit: status, branch: remote.statusBranch };
+  }
+  return { commit, statusCommit: null, branch: loc.branch };
+}
+
+/**
  * The board of a project: the sprint status as the base branch holds it (committed, never the
  * working tree), epics in file order with their stories, each story's title and file from the
  * files beside the status file on that branch.
  */
 export async function readBoard(project: SprintProject): Promise<Board> {
   const loc = await locateSprint(project);
-  const commit = await resolveCommit(loc.top, loc.ref);
+  const { commit, statusCommit, branch } = await boardCommits(project, loc);
   const uncommitted = await hasLocalChanges(loc);
   if (!commit) return { source: null, epics: [], uncommitted };
-  const found = await statusTextAt(loc.top, commit, loc.fileInRepo);
+  const found = await statusTextAt(loc.top, statusCommit ?? commit, loc.fileInRepo);
   if (!found) return { source: null, epics: [], uncommitted };
   const entries = readEntries(parseStatusDocument(found.text));
   const epics = new Map<number, BoardEpic>();
@@ -260,7 +302,7 @@ export async function readBoard(project: SprintProject): Promise<Board> {
     if (title) story.title = title;
   }
   return {
-    source: { path: projectPathOf(loc, loc.fileInRepo), branch: loc.branch, commit },
+    source: { path: projectPathOf(loc, loc.fileInRepo), branch, commit: statusCommit ?? commit },
     epics: [...epics.values()].sort((a, b) => a.number - b.number),
     uncommitted,
   };

@@ -1,5 +1,6 @@
 export {
   readBoard,
+  type SprintRemote,
   hasLocalChanges,
   sprintProjectOf,
   locateSprint,

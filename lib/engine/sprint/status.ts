@@ -5,8 +5,9 @@ import { AppError } from '../../core/errors';
 import { GitError } from '../../sandbox/git/runner';
 import { atTop, currentBranch, resolveCommit } from '../../sandbox/git/repo';
 import { withFileLock } from '../../core/paths/file-lock';
-import { entryAt, gitAt, hasLocalChanges, locateSprint, statusTextAt, type SprintLocation, type SprintProject } from './board';
-import { classifyKey, setStatusInText, statusesFor } from './parse';
+import { fastForward, isAncestor } from '../../sandbox/git/fast-forward';
+import { entryAt, gitAt, hasLocalChanges, locateSprint, statusTextAt, type SprintLocation, type SprintProject, type SprintRemote } from './board';
+import { classifyKey, parseStatusDocument, readEntries, setStatusInText, statusesFor } from './parse';
 
 /** Who changes a status: a person, or a run on a person's behalf. */
 export interface SprintActor {
@@ -78,6 +79,7 @@ export async function setStoryStatus(project: SprintProject, key: unknown, statu
   const change = validateChange(key, status);
   const loc = await locateSprint(project);
   return withFileLock(lockKey(loc), async () => {
+    if (project.remote) return setOnRemote(loc, project.remote, change.key, change.status, by);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const done = await setOnce(loc, change.key, change.status, by);
       if (done) return done;
@@ -102,19 +104,8 @@ async function setOnce(loc: SprintLocation, key: string, status: string, by: Spr
   if (!edited) throw new AppError('E_STORY_NOT_FOUND', 'Story not found.');
   if (edited.text === current.text) return { key, from: edited.from, to: status, commit: old, changed: false, checkoutUpdated: false };
   const checkedOut = await checkedOutClean(loc);
-  const blob = (await gitOkAt(loc.top, ['hash-object', '-w', '--no-filters', '--stdin'], { input: edited.text })).trim();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmad-sprint-'));
-  let tree: string;
-  try {
-    const env = { GIT_INDEX_FILE: path.join(dir, 'index') };
-    await gitOkAt(loc.top, ['read-tree', old], { env });
-    await gitOkAt(loc.top, ['update-index', '--add', '--cacheinfo', `${current.mode},${blob},${loc.fileInRepo}`], { env });
-    tree = (await gitOkAt(loc.top, ['write-tree'], { env })).trim();
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
   const message = commitMessage(key, status, by);
-  const next = (await gitOkAt(loc.top, ['commit-tree', tree, '-p', old, '-F', '-'], { env: identityEnv(by), input: `${message}\n` })).trim();
+  const next = await commitFile(loc, old, edited.text, current.mode, [old], message, by);
   const set = await gitAt(loc.top, ['update-ref', '-m', message.slice(0, 200), loc.ref, next, old]);
   if (set.code !== 0) return null;
   let checkoutUpdated = false;
@@ -139,10 +130,113 @@ async function setOnce(loc: SprintLocation, key: string, status: string, by: Spr
   return { key, from: edited.from, to: status, commit: next, changed: true, checkoutUpdated };
 }
 
+/** A commit of `treeFrom`'s tree with the sprint status file replaced by `text`, on `parents`; no ref moved, no working tree. */
+async function commitFile(loc: SprintLocation, treeFrom: string, text: string, mode: string, parents: string[], message: string, by: SprintActor): Promise<string> {
+  const blob = (await gitOkAt(loc.top, ['hash-object', '-w', '--no-filters', '--stdin'], { input: text })).trim();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bmad-sprint-'));
+  let tree: string;
+  try {
+    const env = { GIT_INDEX_FILE: path.join(dir, 'index') };
+    await gitOkAt(loc.top, ['read-tree', treeFrom], { env });
+    await gitOkAt(loc.top, ['update-index', '--add', '--cacheinfo', `${mode},${blob},${loc.fileInRepo}`], { env });
+    tree = (await gitOkAt(loc.top, ['write-tree'], { env })).trim();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  return (await gitOkAt(loc.top, ['commit-tree', tree, ...parents.flatMap((p) => ['-p', p]), '-F', '-'], { env: identityEnv(by), input: `${message}\n` })).trim();
+}
+
 async function gitOkAt(top: string, args: string[], opts: { env?: Record<string, string>; input?: string } = {}): Promise<string> {
   const r = await gitAt(top, args, opts);
   if (r.code !== 0) throw new GitError(args[0] ?? 'git', r);
   return r.stdout;
+}
+
+/** Times a status change is pushed again when the remote moved under it, before giving up with E_REMOTE_REJECTED. */
+const REMOTE_ATTEMPTS = 8;
+
+/** Where a status change on a remote starts: the commit(s) it goes on, the tree it keeps, the status text it edits. */
+interface RemoteStart {
+  parents: string[];
+  treeFrom: string;
+  text: string;
+  mode: string;
+}
+
+async function statusesOf(text: string): Promise<Map<string, string | null>> {
+  return new Map(readEntries(parseStatusDocument(text)).map((e) => [e.key, e.status]));
+}
+
+/**
+ * The remote's head of `target`, fetched now. The base: its head. The status branch: its head
+ * when it holds the base's; the base's head when it does not exist yet; and when the base moved on
+ * since, a merge of both whose status file is the base's with the status branch's own changes
+ * applied again, key by key (the branch stays one pull request away from the base).
+ */
+async function remoteStart(loc: SprintLocation, remote: SprintRemote, target: string): Promise<RemoteStart> {
+  const base = await remote.fetch(loc.branch);
+  if (!base) throw new AppError('E_REMOTE_NOT_FOUND', `The remote has no branch "${loc.branch}".`);
+  const at = async (commit: string) => {
+    const found = await statusTextAt(loc.top, commit, loc.fileInRepo);
+    if (!found) throw new AppError('E_STORY_NOT_FOUND', `Story not found: the remote's ${loc.branch} has no sprint status.`);
+    return found;
+  };
+  const baseFile = await at(base);
+  if (target === loc.branch) return { parents: [base], treeFrom: base, text: baseFile.text, mode: baseFile.mode };
+  const head = await remote.fetch(target);
+  if (!head) return { parents: [base], treeFrom: base, text: baseFile.text, mode: baseFile.mode };
+  if (await isAncestor(loc.top, base, head)) {
+    const own = await at(head);
+    return { parents: [head], treeFrom: head, text: own.text, mode: own.mode };
+  }
+  const mb = (await gitAt(loc.top, ['merge-base', head, base])).stdout.trim();
+  const [was, now] = await Promise.all([mb ? statusTextAt(loc.top, mb, loc.fileInRepo) : null, statusTextAt(loc.top, head, loc.fileInRepo)]);
+  let text = baseFile.text;
+  if (now) {
+    const before = was ? await statusesOf(was.text) : new Map<string, string | null>();
+    for (const [key, to] of await statusesOf(now.text)) {
+      if (to === null || before.get(key) === to) continue;
+      text = setStatusInText(text, key, to)?.text ?? text;
+    }
+  }
+  return { parents: [head, base], treeFrom: base, text, mode: baseFile.mode };
+}
+
+/**
+ * A status change on a project with a remote: made on the remote's head of the base (fetched
+ * now), pushed there, never forced. The remote moved meanwhile: fetched again and the same one-key
+ * change made on its new head, so a teammate's changes to other keys stay, up to REMOTE_ATTEMPTS
+ * times. A base that refuses the push as protected sends this and every later change to
+ * STATUS_BRANCH. The local base follows the pushed commit when that loses nothing.
+ */
+async function setOnRemote(loc: SprintLocation, remote: SprintRemote, key: string, status: string, by: SprintActor): Promise<StatusChange> {
+  if (await hasLocalChanges(loc)) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes to the sprint status; commit or discard them first.');
+  let switched = false;
+  for (let attempt = 0; attempt < REMOTE_ATTEMPTS; attempt++) {
+    const target = remote.statusBranch ?? loc.branch;
+    const start = await remoteStart(loc, remote, target);
+    const edited = setStatusInText(start.text, key, status);
+    if (!edited) throw new AppError('E_STORY_NOT_FOUND', 'Story not found.');
+    if (edited.text === start.text && start.parents.length === 1) return { key, from: edited.from, to: status, commit: start.parents[0]!, changed: false, checkoutUpdated: false };
+    const message = commitMessage(key, status, by);
+    const next = await commitFile(loc, start.treeFrom, edited.text, start.mode, start.parents, start.parents.length > 1 ? `${message}\n\nWith ${loc.branch} merged in.` : message, by);
+    const outcome = await remote.push(target, next);
+    if (outcome === 'moved') continue;
+    if (outcome === 'protected') {
+      if (target !== loc.branch || switched) throw new AppError('E_REMOTE_REJECTED', `The remote refused the sprint status change on ${target} as a protected branch; allow pushes to ${target}.`);
+      remote.statusBranch = await remote.useStatusBranch(loc.branch);
+      switched = true;
+      attempt--;
+      continue;
+    }
+    let checkoutUpdated = false;
+    if (target === loc.branch) {
+      const checkedOut = (await currentBranch(loc.top)) === loc.branch;
+      checkoutUpdated = (await fastForward(loc.top, loc.branch, next)) === 'fast-forwarded' && checkedOut;
+    } else await remote.pushedToStatusBranch(loc.branch);
+    return { key, from: edited.from, to: status, commit: next, changed: true, checkoutUpdated };
+  }
+  throw new AppError('E_REMOTE_REJECTED', `The remote's ${remote.statusBranch ?? loc.branch} kept moving: the status change of ${key} did not land after ${REMOTE_ATTEMPTS} attempts; try again.`);
 }
 
 /** Whether the base branch holds a sprint status at all (a project without one has nothing to start from). */

@@ -48,6 +48,16 @@ export interface MergeResult {
   checkoutUpdated: boolean;
 }
 
+export interface MergeOptions {
+  /** The commit to merge in place of the branch's head (one on top of it), asked again on every attempt. */
+  headFor?: (head: string) => Promise<string>;
+  /**
+   * Called with the merge's result before the base is moved to it (push mode: pushed to the
+   * remote first); `retry` makes the merge again on the base as it is then.
+   */
+  publish?: (next: string, old: string) => Promise<'ok' | 'retry'>;
+}
+
 export interface SyncResult {
   /** The branch's commit in the project repository after the sync. */
   head: string | null;
@@ -180,13 +190,18 @@ export class WorkspaceService {
     return ws;
   }
 
-  async create(project: ProjectRef, input: { name: unknown; createdBy: string }): Promise<Workspace> {
+  /**
+   * `startAt`: where the workspace starts instead of the base's head (a commit the caller made sure
+   * of, e.g. the remote's base just fetched); asked with the base branch once it is known.
+   */
+  async create(project: ProjectRef, input: { name: unknown; createdBy: string; startAt?: (base: string) => Promise<string | undefined> }): Promise<Workspace> {
     const name = checkName(input.name);
     const build = await this.requireEnabled(project.id);
     const top = this.repoTop(project);
     const base = build.baseBranch ?? (await currentBranch(top));
     if (!base) throw new AppError('E_CONFLICT', 'The project folder has no branch checked out; set a base branch in the build settings.');
-    const baseCommit = await resolveCommit(top, `refs/heads/${base}`);
+    const start = input.startAt ? await input.startAt(base) : undefined;
+    const baseCommit = await resolveCommit(top, start ?? `refs/heads/${base}`);
     if (!baseCommit) throw new AppError('E_CONFLICT', `The base branch "${base}" has no commit.`);
     const branch = `bmad/${name}`;
     let ws: Workspace;
@@ -372,7 +387,7 @@ export class WorkspaceService {
    * checked out, it must be clean and is moved along. `headFor` gives the commit to merge in place
    * of the branch's head (one on top of it), asked again on every attempt, against the base as it is then.
    */
-  async merge(project: ProjectRef, id: string, person: Person, opts: { headFor?: (head: string) => Promise<string> } = {}): Promise<MergeResult> {
+  async merge(project: ProjectRef, id: string, person: Person, opts: MergeOptions = {}): Promise<MergeResult> {
     const ws = await this.find(project, id);
     if (ws.status !== 'open') throw new AppError('E_CONFLICT', `The workspace is ${ws.status}.`);
     const top = this.repoTop(project);
@@ -380,7 +395,7 @@ export class WorkspaceService {
     return this.locked(top, async () => {
       // Another instance may move the base between our read and our compare-and-swap: start over.
       for (let attempt = 0; attempt < 3; attempt++) {
-        const done = await this.mergeOnce(top, ws, person, opts.headFor);
+        const done = await this.mergeOnce(top, ws, person, opts);
         if (done) return done;
       }
       throw new AppError('E_CONFLICT', 'The base branch kept moving during the merge; try again.');
@@ -388,7 +403,7 @@ export class WorkspaceService {
   }
 
   /** One merge attempt; null when the base moved before it could be set. */
-  private async mergeOnce(top: string, ws: Workspace, person: Person, headFor?: (head: string) => Promise<string>): Promise<MergeResult | null> {
+  private async mergeOnce(top: string, ws: Workspace, person: Person, { headFor, publish }: MergeOptions): Promise<MergeResult | null> {
     const baseRef = `refs/heads/${ws.base}`;
     const old = await resolveCommit(top, baseRef);
     if (!old) throw new AppError('E_CONFLICT', `The base branch "${ws.base}" no longer exists.`);
@@ -422,6 +437,7 @@ export class WorkspaceService {
     }
     let checkoutUpdated = false;
     if (next !== old) {
+      if (publish && (await publish(next, old)) === 'retry') return null;
       const set = await git(['update-ref', '-m', `bmad: merge ${ws.branch}`, baseRef, next, old], { cwd: top });
       if (set.code !== 0) return null;
       if (checkedOut) {

@@ -70,6 +70,43 @@ function clientChatDdl(key: string): string[] {
 }
 
 /**
+ * Projects' remote repositories (secrets sealed, never plain) and the clones that make projects
+ * from a URL: same columns in both dialects.
+ */
+function remoteDdl(key: string): string[] {
+  return [
+    `CREATE TABLE project_remotes (
+       project_id     ${key} PRIMARY KEY,
+       url            text NOT NULL,
+       forge          text,
+       api_url        text,
+       mode           text NOT NULL DEFAULT 'pull-request',
+       username       text,
+       token          text,
+       webhook_secret text,
+       status_branch  text,
+       last_fetch     text,
+       updated_by     text,
+       updated_at     ${key} NOT NULL
+     )`,
+    `CREATE TABLE project_clones (
+       project_id   ${key} PRIMARY KEY,
+       url          text NOT NULL,
+       branch       text,
+       status       text NOT NULL CHECK (status IN ('running', 'ready', 'failed')),
+       phase        text,
+       percent      integer,
+       message      text,
+       installed    integer,
+       created_by   text,
+       heartbeat_at ${key} NOT NULL,
+       created_at   ${key} NOT NULL,
+       updated_at   ${key} NOT NULL
+     )`,
+  ];
+}
+
+/**
  * The Postgres schema history, oldest first, by name (Kysely orders them by name). Append only:
  * an edited migration would leave existing databases on a schema no code describes.
  *
@@ -213,6 +250,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
        WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body LIKE '%"usage":{"promptTokens":%'`,
   ),
   '0009_client_chats': ddl(...clientChatDdl('text COLLATE "C"')),
+  '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
 };
 
 /**
@@ -228,6 +266,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // SQLite checks a reference when rows are written, so the table may come before the
   // conversations' first history has made the table it names.
   '0003_client_chats': ddl(...clientChatDdl('text')),
+  '0004_remotes': ddl(...remoteDdl('text')),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';

@@ -1,0 +1,18 @@
+import type { StoreDatabase } from '../../store/db/store-database';
+import { MemoryRemoteStore } from './memory-store';
+import { SqlRemoteStore } from './sql-store';
+import type { RemoteStore } from './types';
+
+export * from './types';
+export { RemoteService, type RemoteServiceOptions, type RemoteInput, type RemoteInfo, type RemoteProject, type FetchOutcome, type SprintRemoteOf } from './service';
+export { beginClone, cloneView, type CloneRequest, type StartedClone } from './clone';
+export { baseState, fastForward, startCommit, trackingRef, isAncestor, commitFolder, type BaseState, type BaseRelation, type FastForward } from './base';
+export { guessForge, forgeName, tokenUser, type ForgeClient, type ForgeRegistry, type ForgeTarget, type RemoteHooks, type PullRequest, type PullRequestInput, type PullRequestState, type ChecksSummary, type CheckState, type Conditional, type WebhookVerifier } from './forge';
+export { MemoryRemoteStore } from './memory-store';
+export { SqlRemoteStore } from './sql-store';
+
+/** Remotes and clones in the stores' database (as lib/engine/workspaces' openWorkspaceStore). */
+export function openRemoteStore(database: StoreDatabase): RemoteStore {
+  if (database.kind === 'memory') return new MemoryRemoteStore();
+  return SqlRemoteStore.open(database, 2);
+}
