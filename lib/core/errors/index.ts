@@ -31,7 +31,8 @@ export type ApiErrorCode =
   | 'E_STORY_NOT_FOUND'
   | 'E_SPRINT_STATUS_INVALID'
   | 'E_STORY_BUSY'
-  | 'E_BUDGET';
+  | 'E_BUDGET'
+  | 'E_GIT_LOCKED';
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
@@ -70,6 +71,8 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_STORY_BUSY: 409,
   // A run refused or stopped because its budget, or its project's month, is spent.
   E_BUDGET: 402,
+  // A lock file a crashed git left in the project repository: a person removes it, the request is fine.
+  E_GIT_LOCKED: 409,
 };
 
 /**

@@ -39,6 +39,20 @@ function workspaceDdl(key: string): string[] {
   ];
 }
 
+/**
+ * Where a merged workspace went and who merged it, and what its last sync took from the clone
+ * (the clone's branch commit it carried or refused, why it refused, and the clone's commits whose
+ * changes to the method it left out and already said so): same in both dialects.
+ */
+const WORKSPACE_SYNC_DDL = [
+  'ALTER TABLE workspaces ADD COLUMN merged_into text',
+  'ALTER TABLE workspaces ADD COLUMN merged_at text',
+  'ALTER TABLE workspaces ADD COLUMN merged_by text',
+  'ALTER TABLE workspaces ADD COLUMN synced_from text',
+  'ALTER TABLE workspaces ADD COLUMN sync_refused text',
+  'ALTER TABLE workspaces ADD COLUMN sync_dropped text',
+];
+
 /** The projects' monthly limits: same columns in both dialects. */
 function budgetDdl(key: string, big: string, real: string): string[] {
   return [
@@ -195,6 +209,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
        FROM messages m JOIN conversations c ON c.id = m.conversation_id
        WHERE c.project_id IS NOT NULL AND m.role = 'assistant' AND m.body LIKE '%"usage":{"promptTokens":%'`,
   ),
+  '0009_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
 };
 
 /**
@@ -207,6 +222,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // The ledger and the runs' budget columns are in the first history: they touch its tables,
   // which an opener without it (the accounts store) migrates before they exist.
   '0002_budgets': ddl(...budgetDdl('text', 'integer', 'real')),
+  '0003_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';
