@@ -14,16 +14,30 @@ const MAX_PACKED_REFS_BYTES = 1024 * 1024;
  * beyond "same commit as last time".
  */
 export function readCloneHead(checkout: string, branch: string): string | null {
-  const gitDir = path.join(checkout, '.git');
+  return readBranchAt(checkout, branch);
+}
+
+/**
+ * The commit `refs/heads/<branch>` names in the repository whose working tree is `top` (its
+ * `.git` a folder), read from the ref's file or packed-refs; null when it is not plainly there.
+ */
+export function readBranchAt(top: string, branch: string): string | null {
+  const gitDir = path.join(top, '.git');
   if (!isRealDir(gitDir)) return null;
   const parts = ['refs', 'heads', ...branch.split('/')];
   let dir = gitDir;
   for (const part of parts.slice(0, -1)) {
     dir = path.join(dir, part);
-    if (!isRealDir(dir)) return packedRef(gitDir, branch);
+    const kind = kindOf(dir);
+    if (kind === 'missing') return packedRef(gitDir, branch);
+    if (kind !== 'dir') return null;
   }
-  const loose = readSmallFile(path.join(dir, parts[parts.length - 1]!), MAX_REF_BYTES);
-  if (loose === null) return packedRef(gitDir, branch);
+  const file = path.join(dir, parts[parts.length - 1]!);
+  // Only a ref that is not there is looked up in packed-refs: anything else in its place (a link,
+  // a folder) is read by nobody, and the caller syncs.
+  if (kindOf(file) === 'missing') return packedRef(gitDir, branch);
+  const loose = readSmallFile(file, MAX_REF_BYTES);
+  if (loose === null) return null;
   const sha = loose.trim();
   return SHA.test(sha) ? sha : null;
 }
@@ -39,6 +53,14 @@ function packedRef(gitDir: string, branch: string): string | null {
     }
   }
   return null;
+}
+
+function kindOf(p: string): 'missing' | 'dir' | 'other' {
+  try {
+    return fs.lstatSync(p).isDirectory() ? 'dir' : 'other';
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'other';
+  }
 }
 
 function isRealDir(p: string): boolean {

@@ -69,11 +69,11 @@ const cache = new Map<string, string[]>();
  * The pathspecs of the method as the base commit has it, for a project folder at `prefix`
  * (posix, relative to the repository's top; '' for the top). Empty when the base holds no method.
  */
-export async function methodPathspecs(top: string, prefix: string, base: string): Promise<string[]> {
+export async function methodPathspecs(top: string, prefix: string, base: string, config?: Record<string, string>): Promise<string[]> {
   const key = `${top}\0${prefix}\0${base}`;
   const known = cache.get(key);
   if (known) return known;
-  const at = async (args: string[], paths: string[]) => gitOk(['ls-tree', '-z', '--full-tree', ...args, base, '--', ...paths], { cwd: top, maxBytes: 16 * 1024 * 1024 });
+  const at = async (args: string[], paths: string[]) => gitOk(['ls-tree', '-z', '--full-tree', ...args, base, '--', ...paths], { cwd: top, maxBytes: 16 * 1024 * 1024, ...(config ? { config } : {}) });
   const tops = parseLsTree(await at([], prefix ? [`${prefix}/`] : [])).filter((e) => e.type === 'tree');
   const specs: string[] = [];
   for (const name of ['_bmad', 'bmad']) {
@@ -115,8 +115,8 @@ interface RangeCommit {
 }
 
 /** The range's commits, parents before children. */
-async function rangeCommits(top: string, base: string, head: string): Promise<RangeCommit[]> {
-  const out = await gitOk(['rev-list', '--topo-order', `--max-count=${MAX_GUARDED_COMMITS + 1}`, '--no-commit-header', '--format=%H %T %P', head, `^${base}`], { cwd: top });
+async function rangeCommits(top: string, base: string, head: string, config?: Record<string, string>): Promise<RangeCommit[]> {
+  const out = await gitOk(['rev-list', '--topo-order', `--max-count=${MAX_GUARDED_COMMITS + 1}`, '--no-commit-header', '--format=%H %T %P', head, `^${base}`], { cwd: top, ...(config ? { config } : {}) });
   const commits = out
     .split('\n')
     .filter((l) => l.trim())
@@ -135,13 +135,13 @@ async function rangeCommits(top: string, base: string, head: string): Promise<Ra
  * `.<tool>/skills/`, under the project folder), never with a hexadecimal id: none can pass for a
  * pair's line.
  */
-async function differingPairs(top: string, pairs: [string, string][], specs: string[]): Promise<{ differ: Set<string>; paths: string[]; more: boolean }> {
+async function differingPairs(top: string, pairs: [string, string][], specs: string[], config?: Record<string, string>): Promise<{ differ: Set<string>; paths: string[]; more: boolean }> {
   const differ = new Set<string>();
   const paths = new Set<string>();
   let more = false;
   if (!pairs.length) return { differ, paths: [], more };
   const lines = pairs.map(([a, b]) => `${a} ${b}\n`);
-  const out = await gitOk(['diff-tree', '--stdin', '-r', '--no-renames', '--name-only', '-z', '--', ...specs], { cwd: top, input: lines.join(''), maxBytes: 32 * 1024 * 1024 });
+  const out = await gitOk(['diff-tree', '--stdin', '-r', '--no-renames', '--name-only', '-z', '--', ...specs], { cwd: top, input: lines.join(''), maxBytes: 32 * 1024 * 1024, ...(config ? { config } : {}) });
   let at = 0;
   for (let k = 0; k < lines.length; k++) {
     if (!out.startsWith(lines[k]!, at)) throw new MethodGuardError('the changes to the installed method could not be read');
@@ -164,13 +164,13 @@ async function differingPairs(top: string, pairs: [string, string][], specs: str
  * The head to carry for the fetched `head`: itself when no commit since `base` changes the
  * method, else its rewrite. Throws MethodGuardError when the range cannot be checked whole.
  */
-export async function keepMethod(top: string, base: string, head: string, specs: string[]): Promise<Guarded> {
+export async function keepMethod(top: string, base: string, head: string, specs: string[], config?: Record<string, string>): Promise<Guarded> {
   if (!specs.length || head === base) return { head, dropped: null };
-  const commits = await rangeCommits(top, base, head);
+  const commits = await rangeCommits(top, base, head, config);
   if (!commits.length) return { head, dropped: null };
-  const baseTree = (await gitOk(['rev-parse', '--verify', `${base}^{tree}`], { cwd: top })).trim();
+  const baseTree = (await gitOk(['rev-parse', '--verify', `${base}^{tree}`], { cwd: top, ...(config ? { config } : {}) })).trim();
   const trees = [...new Set(commits.map((c) => c.tree))].filter((t) => t !== baseTree);
-  const vsBase = await differingPairs(top, trees.map((t) => [baseTree, t]), specs);
+  const vsBase = await differingPairs(top, trees.map((t) => [baseTree, t]), specs, config);
   const changed = new Set(trees.filter((t) => vsBase.differ.has(`${baseTree} ${t}`)));
   if (!changed.size) return { head, dropped: null };
   const rewritten = await rewrite(top, baseTree, commits, changed, specs);
@@ -179,7 +179,7 @@ export async function keepMethod(top: string, base: string, head: string, specs:
   const candidates = commits.filter((c) => changed.has(c.tree));
   const pairs: [string, string][] = [];
   for (const c of candidates) for (const p of c.parents) if (treeOf.has(p) && treeOf.get(p) !== c.tree) pairs.push([treeOf.get(p)!, c.tree]);
-  const vsParent = await differingPairs(top, pairs, specs);
+  const vsParent = await differingPairs(top, pairs, specs, config);
   const made = candidates.filter((c) => {
     const inRange = c.parents.filter((p) => treeOf.has(p));
     // A root of the range changed it against the base; a merge only when it differs from every parent.

@@ -11,8 +11,8 @@ import { gitDirs } from '../../sandbox/git/locks';
  */
 
 /** Bytes on disk of the objects reachable from `head` but from none of `not`. */
-export async function diskUsage(top: string, head: string, not: string[]): Promise<number> {
-  const out = await gitOk(['rev-list', '--objects', '--disk-usage', head, '--not', ...not], { cwd: top, timeoutMs: 300_000 });
+export async function diskUsage(top: string, head: string, not: string[], config?: Record<string, string>): Promise<number> {
+  const out = await gitOk(['rev-list', '--objects', '--disk-usage', head, '--not', ...not], { cwd: top, timeoutMs: 300_000, ...(config ? { config } : {}) });
   const n = Number(out.trim());
   return Number.isFinite(n) ? n : 0;
 }

@@ -12,7 +12,7 @@ export { gitIdentityEnv };
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../../sandbox/git/repo';
 import { log } from '../../core/log';
 import { branchProblem, checkName } from './names';
-import { readCloneHead } from './clone-head';
+import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
 import { diskUsage, pruneUnique } from './objects';
 import { cloneScript, cloneScriptOutcome, runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
@@ -471,17 +471,19 @@ export class WorkspaceService {
 
   /**
    * The sync's answer when the clone's branch names what the last sync took (or refused), or
-   * the project's branch itself; null when there may be something to carry.
+   * the project's branch itself; null when there may be something to carry. Both read from the
+   * refs' files when they plainly are there: nothing is spawned for a workspace with nothing new.
    */
   private async unchanged(top: string, ws: Workspace, cloneHead: string | null): Promise<Omit<SyncResult, 'committed'> | null> {
     if (!cloneHead) return null;
+    const branchHead = async () => readBranchAt(top, ws.branch) ?? (await resolveCommit(top, `refs/heads/${ws.branch}`));
     if (ws.syncedFrom === cloneHead) {
-      const head = await resolveCommit(top, `refs/heads/${ws.branch}`);
+      const head = await branchHead();
       return ws.syncRefused ? { head, synced: false, refused: refusalOf(ws.syncRefused) } : { head, synced: true };
     }
     if (ws.syncedFrom) return null;
     // A workspace no sync has recorded yet: its branch is where the clone was made.
-    const head = await resolveCommit(top, `refs/heads/${ws.branch}`);
+    const head = await branchHead();
     if (head !== cloneHead) return null;
     await this.opts.store.update(ws.id, { syncedFrom: cloneHead });
     return { head, synced: true };
@@ -490,7 +492,8 @@ export class WorkspaceService {
   /**
    * Under the repository's lock: weighs the clone's branch, fetches it into a ref of its own
    * (`refs/bmad/sync/<id>`, never the branch), weighs what came, leaves the method's changes out,
-   * and only then moves the branch. Anything refused is removed from the repository again.
+   * and only then moves the branch (and drops that ref, in one transaction). Anything refused is
+   * removed from the repository again. The repository's configuration is listed once for all of it.
    */
   private async carry(project: ProjectRef, top: string, id: string, dir: string, weighed: number | null): Promise<Omit<SyncResult, 'committed'>> {
     const ws = await this.opts.store.get(id);
@@ -500,56 +503,60 @@ export class WorkspaceService {
     const cloneHead = readCloneHead(dir, ws.branch);
     const same = await this.unchanged(top, ws, cloneHead);
     if (same) return same;
-    const current = () => resolveCommit(top, branchRef);
+    const config = await safeConfig(top);
+    const current = async () => (await refsNow(top, [branchRef], config)).get(branchRef) ?? null;
     if (!fs.existsSync(dir)) return { head: await current(), synced: false };
     const usage = weighed ?? (await this.readClone(ws, dir)).usage;
-    if (usage !== null && usage > this.maxBytes) return this.refuse(top, ws, cloneHead, tooLarge(usage, this.maxBytes));
+    if (usage !== null && usage > this.maxBytes) return this.refuse(ws, cloneHead, tooLarge(usage, this.maxBytes), await current());
     const hidden = `refs/bmad/sync/${ws.id}`;
-    const fetched = await this.fetchInto(top, ws, dir, hidden);
-    if ('refused' in fetched) return { head: await current(), synced: false, refused: fetched.refused };
-    if (!fetched.head) return { head: await current(), synced: false };
-    let keep = true;
+    const fetched = await this.fetchInto(top, ws, dir, hidden, config);
+    if (fetched.refused) return { head: await current(), synced: false, refused: fetched.refused };
+    const refs = await refsNow(top, [hidden, branchRef, `refs/heads/${ws.base}`], config);
+    const head = refs.get(hidden);
+    const old = refs.get(branchRef) ?? null;
+    if (!fetched.ok || !head) {
+      if (head) await git(['update-ref', '-d', hidden], { cwd: top, config });
+      return { head: old, synced: false };
+    }
+    let keep = false;
+    let hiddenGone = false;
     try {
-      const outcome = await this.admit(project, top, ws, fetched.head);
-      if ('refused' in outcome) {
-        keep = false;
-        return await this.refuse(top, ws, outcome.recordAs === false ? null : fetched.head, outcome.refused);
-      }
-      keep = outcome.head === fetched.head;
-      const set = await git(['update-ref', '-m', 'bmad: workspace synced', branchRef, outcome.head, (await current()) ?? ZERO], { cwd: top });
+      const outcome = await this.admit(project, top, ws, head, refs.get(`refs/heads/${ws.base}`) ?? null, config);
+      if ('refused' in outcome) return await this.refuse(ws, outcome.recordAs === false ? null : head, outcome.refused, old);
+      // The branch moves and the fetch's ref goes in one transaction.
+      const set = await git(['update-ref', '-m', 'bmad: workspace synced', '--stdin'], { cwd: top, config, input: `update ${branchRef} ${outcome.head} ${old ?? ZERO}\ndelete ${hidden}\n` });
       if (set.code !== 0) {
-        keep = false;
         const lock = lockFileIn(set.stderr);
-        if (lock) return { head: await current(), synced: false, refused: lockedRefusal(top, lock) };
+        if (lock) return { head: old, synced: false, refused: lockedRefusal(top, lock) };
         log.warn('workspace.sync_failed', { workspace: ws.id, message: lastLine(set) });
-        return { head: await current(), synced: false };
+        return { head: old, synced: false };
       }
+      hiddenGone = true;
+      keep = outcome.head === head;
       const dropped = outcome.dropped ? await this.newlyDropped(ws, outcome.dropped) : null;
-      await this.opts.store.update(ws.id, { syncedFrom: fetched.head, syncRefused: null, ...(dropped ? { syncDropped: dropped.kept } : {}) });
+      await this.opts.store.update(ws.id, { syncedFrom: head, syncRefused: null, ...(dropped ? { syncDropped: dropped.kept } : {}) });
       return { head: outcome.head, synced: true, ...(dropped?.fresh ? { dropped: dropped.fresh } : {}) };
     } finally {
-      await git(['update-ref', '-d', hidden], { cwd: top }).catch(() => undefined);
+      if (!hiddenGone) await git(['update-ref', '-d', hidden], { cwd: top, config }).catch(() => undefined);
       // What only the fetched head brought (a refused branch, or the commits rewritten without
       // their method changes) leaves the repository again.
-      if (!keep) await pruneUnique(top, [fetched.head]).catch((e: unknown) => log.warn('workspace.prune_failed', { workspace: ws.id, message: String((e as Error)?.message ?? e).slice(0, 300) }));
+      if (!keep) await pruneUnique(top, [head]).catch((e: unknown) => log.warn('workspace.prune_failed', { workspace: ws.id, message: String((e as Error)?.message ?? e).slice(0, 300) }));
     }
   }
 
   /** Fetches the clone's branch into `ref` of the project repository: upload-pack runs in bubblewrap, seeing the clone only. */
-  private async fetchInto(top: string, ws: Workspace, dir: string, ref: string): Promise<{ head: string | null } | { refused: SyncRefusal }> {
+  private async fetchInto(top: string, ws: Workspace, dir: string, ref: string, config: Record<string, string>): Promise<{ ok: boolean; refused?: SyncRefusal }> {
     const uploadPack = uploadPackCommand(this.opts.bwrap ?? 'bwrap', dir);
     // Objects stay loose (no pack of the workspace's own), so a discard can remove them one by one.
     const r = await git(
       ['-c', 'fetch.fsckObjects=true', '-c', 'fetch.unpackLimit=2147483647', 'fetch', '--quiet', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', `--upload-pack=${uploadPack}`, '--', SERVED_AT, `+refs/heads/${ws.branch}:${ref}`],
-      { cwd: top, timeoutMs: 600_000 },
+      { cwd: top, timeoutMs: 600_000, config },
     );
-    if (r.code !== 0) {
-      const lock = lockFileIn(r.stderr);
-      if (lock) return { refused: lockedRefusal(top, lock) };
-      log.warn('workspace.sync_failed', { workspace: ws.id, message: lastLine(r) });
-      return { head: null };
-    }
-    return { head: await resolveCommit(top, ref) };
+    if (r.code === 0) return { ok: true };
+    const lock = lockFileIn(r.stderr);
+    if (lock) return { ok: false, refused: lockedRefusal(top, lock) };
+    log.warn('workspace.sync_failed', { workspace: ws.id, message: lastLine(r) });
+    return { ok: false };
   }
 
   /**
@@ -562,14 +569,15 @@ export class WorkspaceService {
     top: string,
     ws: Workspace,
     head: string,
+    baseTip: string | null,
+    config: Record<string, string>,
   ): Promise<{ head: string; dropped: Dropped | null } | { refused: SyncRefusal; recordAs?: false }> {
-    const baseTip = await resolveCommit(top, `refs/heads/${ws.base}`);
-    const bytes = await diskUsage(top, head, [ws.baseCommit, ...(baseTip ? [baseTip] : [])]);
+    const bytes = await diskUsage(top, head, [ws.baseCommit, ...(baseTip ? [baseTip] : [])], config);
     if (bytes > this.maxBytes) return { refused: tooLarge(bytes, this.maxBytes) };
     const prefix = path.relative(top, path.resolve(project.root)).split(path.sep).join('/');
     try {
-      const specs = await methodPathspecs(top, prefix, ws.baseCommit);
-      return await keepMethod(top, ws.baseCommit, head, specs);
+      const specs = await methodPathspecs(top, prefix, ws.baseCommit, config);
+      return await keepMethod(top, ws.baseCommit, head, specs, config);
     } catch (e) {
       const refused: SyncRefusal = { code: 'E_CONFLICT', message: `the workspace's commits were not carried to ${ws.branch}: ${e instanceof MethodGuardError ? e.message : 'they could not be checked for changes to the installed method'}.` };
       if (e instanceof MethodGuardError) return { refused };
@@ -580,10 +588,10 @@ export class WorkspaceService {
   }
 
   /** Records a refusal for the clone's commit (so readers do not weigh it again) and answers it. */
-  private async refuse(top: string, ws: Workspace, cloneHead: string | null, refused: SyncRefusal): Promise<Omit<SyncResult, 'committed'>> {
+  private async refuse(ws: Workspace, cloneHead: string | null, refused: SyncRefusal, head: string | null): Promise<Omit<SyncResult, 'committed'>> {
     if (cloneHead) await this.opts.store.update(ws.id, { syncedFrom: cloneHead, syncRefused: refusalText(refused) });
     log.warn('workspace.sync_refused', { workspace: ws.id, code: refused.code });
-    return { head: await resolveCommit(top, `refs/heads/${ws.branch}`), synced: false, refused };
+    return { head, synced: false, refused };
   }
 
   /** The dropped commits not told before, and the list to keep (bounded). */
@@ -729,6 +737,20 @@ export class WorkspaceService {
     await removeTree(this.checkoutPath(ws));
     return updated;
   }
+}
+
+/** The commits `refs` name now, by one git for all of them; a ref that is not there is absent. */
+async function refsNow(top: string, refs: string[], config: Record<string, string>): Promise<Map<string, string>> {
+  const out = await gitOk(['for-each-ref', '--format=%(refname) %(objectname)', ...refs], { cwd: top, config });
+  const wanted = new Set(refs);
+  const map = new Map<string, string>();
+  for (const line of out.split('\n')) {
+    const at = line.lastIndexOf(' ');
+    const name = line.slice(0, at);
+    // for-each-ref also lists what is below a name; only the names asked for count.
+    if (wanted.has(name)) map.set(name, line.slice(at + 1).trim());
+  }
+  return map;
 }
 
 /** Every commit a ref's reflog names (bounded). */
