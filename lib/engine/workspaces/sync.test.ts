@@ -4,7 +4,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { commit, makeRepo, sh, tempDir, writeFiles } from '../../../test/git-repo';
 import { AppError } from '../../core/errors';
-import { turnCommitMessage, syncNotes } from '../chat/in-workspace';
 import { MemoryWorkspaceStore } from './memory-store';
 import { WorkspaceService, type ProjectRef } from './service';
 
@@ -131,7 +130,6 @@ describe('the quota', () => {
     expect(r.head).toBe(ws.baseCommit);
     expect(sh(s.repo, ['rev-parse', 'refs/heads/bmad/heavy']).trim()).toBe(ws.baseCommit);
     expect(du(path.join(s.repo, '.git')) - gitBefore).toBeLessThan(MB);
-    expect(syncNotes(r, ws.branch)[0]).toContain('was not carried to the project\'s branch bmad/heavy');
     // Remembered for that commit: readers do not weigh it again, and a merge is refused.
     const runs = s.bwrapRuns();
     expect((await s.service.sync(s.project, ws)).refused?.code).toBe('E_TOO_LARGE');
@@ -239,8 +237,6 @@ describe('the method', () => {
     const shape = (dir: string, rev: string) => sh(dir, ['log', '--format=%an|%ae|%ad|%cn|%ce|%cd|%B', `${ws.baseCommit}..${rev}`]);
     expect(shape(s.repo, branch)).toBe(shape(checkout, 'HEAD'));
     expect(() => sh(s.repo, ['cat-file', '-e', evil])).toThrow();
-    const notes = syncNotes(r, ws.branch);
-    expect(notes[0]).toMatch(/2 commit\(s\) .* `_bmad\/core\/tasks\/task.md`.*left out of the project's branch bmad\/guarded/);
     // Told once: the next sync (nothing new, or new work) carries the same rewrite and says nothing of it again.
     const again = commit(checkout, { 'src/later.txt': 'later\n' }, 'fourth');
     const next = await s.service.sync(s.project, ws);
@@ -331,19 +327,5 @@ describe('a stale git lock', () => {
     expect(sh(s.repo, ['rev-parse', 'main']).trim()).toBe(base);
     fs.rmSync(path.join(s.repo, '.git/index.lock'));
     expect((await s.service.merge(s.project, ws.id, alice)).fastForward).toBe(true);
-  });
-});
-
-describe('the turn commit', () => {
-  it('is titled after the story or the request, with the agent; one bounded line; the turn in the body', () => {
-    const turn = { agent: 'bmad-agent-dev', conversationId: 'conv-1', request: 'Add the flagFromName helper\nand tests', turnId: 'msg-1' };
-    expect(turnCommitMessage(turn, { key: '1-2-flag-from-name', title: 'flagFromName helper' })).toBe('Story 1-2: flagFromName helper — bmad-agent-dev\n\nStory: 1-2-flag-from-name\nConversation: conv-1\nTurn: msg-1\nAgent: bmad-agent-dev\n');
-    expect(turnCommitMessage(turn).split('\n')[0]).toBe('Add the flagFromName helper — bmad-agent-dev');
-    const long = turnCommitMessage({ ...turn, request: `\n\n${'word '.repeat(200)}\u0007\r\n` }).split('\n')[0]!;
-    expect(long.length).toBeLessThanOrEqual(100);
-    expect(long).toMatch(/^word word .*… — bmad-agent-dev$/);
-    expect(turnCommitMessage({ ...turn, request: '' }).split('\n')[0]).toBe('Agent turn — bmad-agent-dev');
-    expect(turnCommitMessage(turn, { key: '3-1-x', title: `evil\ntitle ${'x'.repeat(300)}` }).split('\n')[0]!.length).toBeLessThanOrEqual(100);
-    expect(turnCommitMessage(turn)).not.toContain('Changes of an agent turn');
   });
 });
