@@ -110,14 +110,17 @@ function lockedError(top: string, lock: string): AppError {
   return new AppError('E_GIT_LOCKED', lockedMessage(shown), { response: { lock: shown } });
 }
 
-/** The stored form of a refusal: its code, then its message. */
-function refusalText(r: SyncRefusal): string {
-  return `${r.code}: ${r.message}`;
+/** The stored form of a refusal: its code (with the quota it was over), then its message. */
+function refusalText(r: SyncRefusal, limit: number): string {
+  return `${r.code}${r.code === 'E_TOO_LARGE' ? `@${limit}` : ''}: ${r.message}`;
 }
 
-function refusalOf(text: string): SyncRefusal {
-  const m = /^(E_TOO_LARGE|E_CONFLICT): ([\s\S]*)$/.exec(text);
-  return m ? { code: m[1] as SyncRefusal['code'], message: m[2]! } : { code: 'E_CONFLICT', message: text };
+/** A stored refusal; null when it was over another quota than `limit` (the quota changed: weigh again). */
+function refusalOf(text: string, limit: number): SyncRefusal | null {
+  const m = /^(E_TOO_LARGE|E_CONFLICT)(?:@(\d+))?: ([\s\S]*)$/.exec(text);
+  if (!m) return { code: 'E_CONFLICT', message: text };
+  if (m[1] === 'E_TOO_LARGE' && Number(m[2]) !== limit) return null;
+  return { code: m[1] as SyncRefusal['code'], message: m[3]! };
 }
 
 const mb = (bytes: number) => `${Math.ceil(bytes / MB)} MB`;
@@ -478,8 +481,9 @@ export class WorkspaceService {
     if (!cloneHead) return null;
     const branchHead = async () => readBranchAt(top, ws.branch) ?? (await resolveCommit(top, `refs/heads/${ws.branch}`));
     if (ws.syncedFrom === cloneHead) {
-      const head = await branchHead();
-      return ws.syncRefused ? { head, synced: false, refused: refusalOf(ws.syncRefused) } : { head, synced: true };
+      if (!ws.syncRefused) return { head: await branchHead(), synced: true };
+      const refused = refusalOf(ws.syncRefused, this.maxBytes);
+      return refused ? { head: await branchHead(), synced: false, refused } : null;
     }
     if (ws.syncedFrom) return null;
     // A workspace no sync has recorded yet: its branch is where the clone was made.
@@ -589,7 +593,7 @@ export class WorkspaceService {
 
   /** Records a refusal for the clone's commit (so readers do not weigh it again) and answers it. */
   private async refuse(ws: Workspace, cloneHead: string | null, refused: SyncRefusal, head: string | null): Promise<Omit<SyncResult, 'committed'>> {
-    if (cloneHead) await this.opts.store.update(ws.id, { syncedFrom: cloneHead, syncRefused: refusalText(refused) });
+    if (cloneHead) await this.opts.store.update(ws.id, { syncedFrom: cloneHead, syncRefused: refusalText(refused, this.maxBytes) });
     log.warn('workspace.sync_refused', { workspace: ws.id, code: refused.code });
     return { head, synced: false, refused };
   }

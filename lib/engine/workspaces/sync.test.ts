@@ -28,6 +28,8 @@ interface Setup {
   repo: string;
   /** How many times bubblewrap was started (the clone's commit and weighing, and each fetch's upload-pack). */
   bwrapRuns: () => number;
+  /** Another service on the same rows and clones (another instance, or a restart), with its own quota. */
+  another: (maxMb: number) => WorkspaceService;
 }
 
 function setup(opts: { files?: Record<string, string>; maxMb?: number } = {}): Setup {
@@ -38,9 +40,10 @@ function setup(opts: { files?: Record<string, string>; maxMb?: number } = {}): S
   const counter = path.join(base, 'bwrap-runs');
   const bwrap = path.join(base, 'bwrap');
   fs.writeFileSync(bwrap, `#!/bin/sh\necho x >> '${counter}'\nexec /usr/bin/bwrap "$@"\n`, { mode: 0o755 });
-  const service = new WorkspaceService({ store: new MemoryWorkspaceStore(), root: path.join(base, 'workspaces'), bwrap, ...(opts.maxMb ? { maxBytes: opts.maxMb * MB } : {}) });
+  const store = new MemoryWorkspaceStore();
+  const make = (maxMb?: number) => new WorkspaceService({ store, root: path.join(base, 'workspaces'), bwrap, ...(maxMb ? { maxBytes: maxMb * MB } : {}) });
   const bwrapRuns = () => (fs.existsSync(counter) ? fs.readFileSync(counter, 'utf8').split('\n').filter(Boolean).length : 0);
-  return { service, project: { id: 'p1', root: repo }, repo, bwrapRuns };
+  return { service: make(opts.maxMb), project: { id: 'p1', root: repo }, repo, bwrapRuns, another: make };
 }
 
 async function enabled(s: Setup): Promise<void> {
@@ -137,6 +140,22 @@ describe('the quota', () => {
     const refusedMerge = await failure(s.service.merge(s.project, ws.id, alice));
     expect([refusedMerge.code, refusedMerge.status]).toEqual(['E_TOO_LARGE', 413]);
     expect(sh(s.repo, ['rev-parse', 'main']).trim()).toBe(ws.baseCommit);
+    // A server restarted with a larger quota weighs it again: carried.
+    const larger = s.another(128);
+    expect(await larger.sync(s.project, ws)).toMatchObject({ synced: true, head: sh(checkout, ['rev-parse', 'HEAD']).trim() });
+    expect(du(path.join(s.repo, '.git')) - gitBefore).toBeGreaterThan(32 * MB);
+    await larger.discard(s.project, ws.id);
+    expect(du(path.join(s.repo, '.git')) - gitBefore).toBeLessThan(MB);
+  });
+
+  it('carries a branch again once its history is back under the quota', async () => {
+    const s = setup({ maxMb: 32 });
+    await enabled(s);
+    const ws = await s.service.create(s.project, { name: 'heavy', createdBy: 'u1' });
+    const checkout = s.service.checkoutPath(ws);
+    commit(checkout, { 'big.bin': random(40 * MB) }, 'big');
+    const gitBefore = du(path.join(s.repo, '.git'));
+    expect((await s.service.sync(s.project, ws)).refused?.code).toBe('E_TOO_LARGE');
     // Under the quota again (history rewritten without them): carried.
     sh(checkout, ['reset', '-q', '--hard', ws.baseCommit]);
     const light = commit(checkout, { 'small.txt': 'small\n' }, 'small');
