@@ -213,6 +213,27 @@ describe('discard', () => {
   });
 });
 
+describe('syncs and discards at once', () => {
+  it('never remove an object another workspace is bringing in: two instances, shared contents, the repository stays whole', async () => {
+    const s = setup();
+    await enabled(s);
+    const other = s.another(2048);
+    for (let round = 0; round < 3; round++) {
+      const shared = { 'shared.txt': `the same content ${round}\n`, 'also.bin': random(64 * 1024) };
+      const a = await s.service.create(s.project, { name: `a${round}`, createdBy: 'u1' });
+      const b = await other.create(s.project, { name: `b${round}`, createdBy: 'u1' });
+      commit(other.checkoutPath(b), shared, 'b has it first');
+      await other.sync(s.project, b);
+      commit(s.service.checkoutPath(a), shared, 'a brings the same');
+      // a's fetch finds the objects there already; b's discard would remove them if it ran in between.
+      const [synced] = await Promise.all([s.service.sync(s.project, a), other.discard(s.project, b.id)]);
+      expect(synced.synced).toBe(true);
+      expect(sh(s.repo, ['show', `refs/heads/bmad/a${round}:shared.txt`])).toBe(shared['shared.txt']);
+      expect(sh(s.repo, ['fsck', '--connectivity-only', '--no-dangling'])).toBe('');
+    }
+  });
+});
+
 describe('the method', () => {
   const METHOD = {
     'README.md': '# shop\n',
