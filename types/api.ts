@@ -417,9 +417,26 @@ export interface WorkspaceView {
   /** Who made it. */
   createdBy: string;
   setup: WorkspaceSetupView | null;
+  /** A merged workspace: the commit its merge made or fast-forwarded to, the base branch it went into, when and by whom (a person's name). */
   mergedCommit?: string;
+  mergedInto?: string;
+  mergedAt?: string;
+  mergedBy?: string;
   createdAt: string;
   updatedAt: string;
+}
+
+/** What a list says of a workspace's setup: its outcome without its output (the workspace's own view has that). */
+export type WorkspaceSetupSummaryView = Omit<WorkspaceSetupView, 'output'>;
+
+/**
+ * One workspace of `GET /api/projects/:id/workspaces`: commits ahead of and behind its base (0 and
+ * 0 once merged; null when unknown) and its setup without output.
+ */
+export interface WorkspaceListItemView extends Omit<WorkspaceView, 'setup'> {
+  ahead: number | null;
+  behind: number | null;
+  setup: WorkspaceSetupSummaryView | null;
 }
 
 export interface WorkspaceFileView {

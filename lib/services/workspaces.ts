@@ -4,8 +4,8 @@ import { repositoryInfo } from '../sandbox/git';
 import { log } from '../core/log';
 import type { Project } from '../content/projects';
 import { getRuntime } from '../engine/runtime';
-import type { SetupOutcome, Workspace, WorkspaceDetail } from '../engine/workspaces';
-import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
+import type { SetupOutcome, Workspace, WorkspaceDetail, WorkspaceSummary } from '../engine/workspaces';
+import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceListItemView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
 import { committerOf, projectOf } from './access';
 import { refuseDuringSetup, runWorkspaceSetup, setupStarting } from './setup';
 import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../engine/sprint';
@@ -23,10 +23,34 @@ export function workspaceView(ws: Workspace): WorkspaceView {
     status: ws.status,
     createdBy: ws.createdBy,
     setup: ws.setup ? { ...ws.setup } : null,
-    ...(ws.mergedCommit ? { mergedCommit: ws.mergedCommit } : {}),
+    ...mergedFields(ws),
     createdAt: ws.createdAt,
     updatedAt: ws.updatedAt,
   };
+}
+
+/** Where a merged workspace went: its commit, the base it was merged into, when, by whom. */
+function mergedFields(ws: Workspace): Pick<WorkspaceView, 'mergedCommit' | 'mergedInto' | 'mergedAt' | 'mergedBy'> {
+  if (!ws.mergedCommit) return {};
+  return {
+    mergedCommit: ws.mergedCommit,
+    // Merged before the base was recorded: a workspace always merges into its base.
+    mergedInto: ws.mergedInto ?? ws.base,
+    ...(ws.mergedAt ? { mergedAt: ws.mergedAt } : {}),
+    ...(ws.mergedBy ? { mergedBy: ws.mergedBy } : {}),
+  };
+}
+
+/** A list's item: the workspace, its ahead/behind, and its setup's outcome without the output. */
+function listItemView(ws: WorkspaceSummary): WorkspaceListItemView {
+  const { setup, ...view } = workspaceView(ws);
+  let summary: WorkspaceListItemView['setup'] = null;
+  if (setup) {
+    const { output: _output, ...rest } = setup;
+    void _output;
+    summary = rest;
+  }
+  return { ...view, ahead: ws.ahead, behind: ws.behind, setup: summary };
 }
 
 function detailView(ws: WorkspaceDetail): WorkspaceDetailView {
@@ -64,10 +88,10 @@ export async function createWorkspace(caller: Caller, projectId: string, input: 
   return workspaceView(row);
 }
 
-/** The project's workspaces, newest first (whoever sees the project). */
-export async function listWorkspaces(caller: Caller, projectId: string): Promise<WorkspaceView[]> {
+/** The project's workspaces, newest first, with ahead/behind and without setup outputs (whoever sees the project). */
+export async function listWorkspaces(caller: Caller, projectId: string): Promise<WorkspaceListItemView[]> {
   const project = await projectOf(caller, projectId, 'read');
-  return (await getRuntime().workspaces.list(project.id)).map(workspaceView);
+  return (await getRuntime().workspaces.summaries(ref(project))).map(listItemView);
 }
 
 /** One workspace with its head, ahead/behind, changed files, commits and setup outcome. */
@@ -94,6 +118,9 @@ export async function mergeWorkspace(caller: Caller, projectId: string, id: stri
   const rt = getRuntime();
   refuseDuringSetup(await rt.workspaces.find(ref(project), id), rt.config.commands.timeoutMs);
   const person = committerOf(caller);
+  // A stale git lock or a branch its clone could not be brought to refuses the merge before the
+  // sprint status changes are taken.
+  await rt.workspaces.readyToMerge(ref(project), id);
   const sprint = await sprintOfWorkspace(project, id, person);
   // Push mode: the base caught up with the remote first, the merge pushed before the base moves.
   const pushed = await rt.workspaces.find(ref(project), id).then((ws) => rt.remotes.pushModeMerge(ref(project), ws.base));
@@ -128,7 +155,7 @@ async function sprintOfWorkspace(project: Project, id: string, person: { name: s
   if (ws.status !== 'open') return null;
   const sprint = await sprintOfProject(project, ws.base);
   if (!(await hasSprintStatus(sprint).catch(() => false))) return null;
-  await rt.workspaces.sync(ref(project), ws);
+  await rt.workspaces.syncOrRefuse(ref(project), ws);
   const story = await storyOf(project.id, ws.id);
   const { applied, ignored } = await applyWorkspaceStatusChanges(sprint, ws.branch, person);
   if (applied.length || ignored.length) log.info('workspace.sprint_changes', { project: project.id, workspace: ws.id, applied: applied.filter((c) => c.changed).length, ignored: ignored.length });

@@ -305,6 +305,10 @@ describe('the sprint board', () => {
       const ws = started[key]!.workspace;
       // The workspace's own edit of the file is there, on its branch.
       expect(statusIn(sh(repo.root, ['show', `${ws.branch}:${STATUS_PATH}`]), key)).toBe('done');
+      // The run's commits are titled after its story.
+      const title = ((await board('vic')).body.data.epics[0].stories as { key: string; title: string }[]).find((s) => s.key === key)!.title;
+      const subjects = sh(repo.root, ['log', '--format=%s', `main..${ws.branch}`]).trim().split('\n');
+      expect(subjects.some((s) => s.startsWith(`Story ${key.split('-').slice(0, 2).join('-')}: ${title} — `))).toBe(true);
       const m = await merge('ed', ws.id);
       expect(m.status).toBe(200);
       expect(m.body.data.workspace.status).toBe('merged');

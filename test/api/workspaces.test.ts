@@ -193,6 +193,7 @@ describe('workspaces', () => {
     const listed = await list('vic');
     expect(listed.status).toBe(200);
     expect(listed.body.data.map((w: { id: string }) => w.id)).toEqual([first]);
+    expect(listed.body.data[0]).toMatchObject({ id: first, status: 'open', ahead: 1, behind: 0, setup: null });
     const detail = await one('vic', first);
     expect(detail.status).toBe(200);
     expect(detail.body.data).toMatchObject({ id: first, status: 'open', ahead: 1, behind: 0, setup: null });
@@ -230,7 +231,11 @@ describe('workspaces', () => {
     expect((await discard('vic', first)).status).toBe(403);
     const m = await merge('ed', first);
     expect(m.status).toBe(200);
-    expect(m.body.data).toMatchObject({ fastForward: true, checkoutUpdated: true, workspace: { id: first, status: 'merged' } });
+    expect(m.body.data).toMatchObject({ fastForward: true, checkoutUpdated: true, workspace: { id: first, status: 'merged', mergedCommit: m.body.data.commit, mergedInto: 'main', mergedBy: 'Ed' } });
+    expect(Date.parse(m.body.data.workspace.mergedAt)).toBeGreaterThan(Date.now() - 120_000);
+    // Merged: where it went, never "1 ahead".
+    expect((await list('vic')).body.data.find((w: { id: string }) => w.id === first)).toMatchObject({ status: 'merged', mergedInto: 'main', ahead: 0, behind: 0 });
+    expect((await one('vic', first)).body.data).toMatchObject({ status: 'merged', mergedInto: 'main', mergedBy: 'Ed', ahead: 0 });
     expect(sh(shop, ['rev-parse', 'main']).trim()).toBe(m.body.data.commit);
     expect(fs.readFileSync(path.join(shop, 'src/app.txt'), 'utf8')).toBe('one\nTWO\nthree\n');
     const again = await merge('ed', first);
@@ -261,6 +266,28 @@ describe('workspaces', () => {
     expect(sh(shop, ['log', '-1', '--format=%cn <%ce>', 'main']).trim()).toBe('Ed <ed@example.com>');
     expect(fs.readFileSync(path.join(shop, 'src/other.txt'), 'utf8')).toBe('other\n');
   }, 90_000);
+
+  it('merge: a stale git lock in the project repository is 409 E_GIT_LOCKED naming it, changing nothing', async () => {
+    const id = (await create('ada', 'locked')).body.data.id as string;
+    await work(id, { 'src/locked.txt': 'locked\n' });
+    const base = sh(shop, ['rev-parse', 'main']).trim();
+    const branch = sh(shop, ['rev-parse', 'refs/heads/bmad/locked']).trim();
+    fs.writeFileSync(path.join(shop, '.git', 'index.lock'), '');
+    try {
+      const locked = await merge('ed', id);
+      expect([locked.status, locked.body.code, (locked.body as { lock?: string }).lock]).toEqual([409, 'E_GIT_LOCKED', '.git/index.lock']);
+      expect(locked.body.error).toContain('.git/index.lock');
+      expect(locked.body.error).not.toMatch(/uncommitted|changes the merge/);
+      noServerPath(locked);
+      expect(sh(shop, ['rev-parse', 'main']).trim()).toBe(base);
+      expect(sh(shop, ['rev-parse', 'refs/heads/bmad/locked']).trim()).toBe(branch);
+      expect((await one('vic', id)).body.data.status).toBe('open');
+      expect(fs.existsSync(path.join(shop, 'src/locked.txt'))).toBe(false);
+    } finally {
+      fs.rmSync(path.join(shop, '.git', 'index.lock'), { force: true });
+    }
+    expect((await discard('ada', id)).status).toBe(200);
+  }, 60_000);
 
   it('discard removes the checkout and the branch; the name is free again', async () => {
     const rows = (await list('ada')).body.data as { id: string; name: string }[];
@@ -310,6 +337,9 @@ describe('turns in a workspace', () => {
     expect(sh(shop, ['show', 'refs/heads/bmad/turns:src/app.txt'])).toContain('THREE');
     expect(sh(shop, ['show', 'refs/heads/bmad/turns:src/added.txt'])).toBe('added by the agent\n');
     expect(sh(shop, ['log', '-1', '--format=%an <%ae>', 'refs/heads/bmad/turns']).trim()).toBe('Ed <ed@example.com>');
+    // Titled after the request, with the agent; the conversation in the body.
+    expect(sh(shop, ['log', '-1', '--format=%s', 'refs/heads/bmad/turns']).trim()).toBe('work — bmad-agent-pm');
+    expect(sh(shop, ['log', '-1', '--format=%b', 'refs/heads/bmad/turns'])).toContain(`Conversation: ${a.body.data.conversationId}`);
     const detail = (await one('vic', wid)).body.data;
     expect(detail.ahead).toBe(1);
     expect(detail.files.map((f: { path: string }) => f.path).sort()).toEqual(['src/added.txt', 'src/app.txt']);
@@ -320,6 +350,56 @@ describe('turns in a workspace', () => {
     expect(sh(shop, ['show', 'refs/heads/bmad/turns:src/later.txt'])).toBe('later\n');
     expect(fs.existsSync(path.join(shop, 'src/later.txt'))).toBe(false);
   }, 120_000);
+
+  it("never carry a change of the installed method to the project's branch (update-index --skip-worktree, a direct git commit, a skill file), carry the rest, and tell the turn", async () => {
+    const id = (await create('ed', 'method')).body.data.id as string;
+    h.model.reset();
+    h.model.setScript([
+      reply.toolCalls([
+        {
+          name: 'run_command',
+          arguments: { command: 'h=$(echo changed | git hash-object -w --stdin) && git update-index --cacheinfo 100644,$h,_bmad/core/config.yaml && git update-index --skip-worktree _bmad/core/config.yaml && git diff --cached --name-only' },
+        },
+      ]),
+      reply.toolCalls([{ name: 'run_command', arguments: { command: 'git rm -q --cached _bmad/core/module-help.csv && git commit -q -m "Drop the help" && echo committed' } }]),
+      reply.toolCalls([{ name: 'run_command', arguments: { command: 'echo evil >> .claude/skills/bmad-agent-dev/SKILL.md && echo work > src/work.txt' } }]),
+      reply.text('done'),
+    ]);
+    const a = await send('ed', { message: 'Change the method\nplease', workspaceId: id });
+    expect(a.status).toBe(200);
+    const results = (a.body.data.message.functionCalls as { result: { exit_code?: number; stdout?: string } }[]).map((c) => c.result);
+    // Each attack ran: the index holds the change (the working tree, read-only, does not), and the commit was made.
+    expect(results.map((r) => r.exit_code)).toEqual([0, 0, 0]);
+    expect(results[0]!.stdout!.trim()).toBe('_bmad/core/config.yaml');
+    expect(results[1]!.stdout).toContain('committed');
+    const branch = 'refs/heads/bmad/method';
+    const commits = sh(shop, ['rev-list', `main..${branch}`]).trim().split('\n');
+    expect(commits.length).toBe(2);
+    // Every commit's tree has main's method and skills; the render folder is not the method's to keep.
+    for (const c of commits) expect(sh(shop, ['diff', '--name-only', 'main', c, '--', '_bmad', '.claude', ':(exclude)_bmad/render']).trim()).toBe('');
+    expect(sh(shop, ['show', `${branch}:src/work.txt`])).toBe('work\n');
+    expect(sh(shop, ['log', '--format=%s', `main..${branch}`]).trim().split('\n')).toEqual(['Change the method — bmad-agent-pm', 'Drop the help']);
+    // The turn is told, in its conversation; the model reads it on the next turn.
+    const conversationId = a.body.data.conversationId as string;
+    const notes = (await h.runtime.store.messages(conversationId)).filter((m) => m.role === 'system' && m.content.includes('installed BMAD method'));
+    expect(notes).toHaveLength(1);
+    expect((notes[0] as { content: string }).content).toMatch(/_bmad\/core\/config.yaml.*left out of the project's branch bmad\/method/s);
+    noServerPath(await answer(new Response(JSON.stringify(notes))));
+    h.model.setScript([reply.text('noted')]);
+    expect((await send('ed', { message: 'and now?', conversationId })).status).toBe(200);
+    const sent = JSON.stringify(h.model.chatRequests().at(-1)?.body ?? {});
+    expect(sent).toContain('[server note]');
+    expect(sent).toContain('left out of the project');
+    // Nothing new to say: told once.
+    expect((await h.runtime.store.messages(conversationId)).filter((m) => m.role === 'system' && m.content.includes('installed BMAD method'))).toHaveLength(1);
+    // A merge carries none of it into the base or the project folder.
+    const m = await merge('ed', id);
+    expect(m.status).toBe(200);
+    expect(fs.readFileSync(path.join(shop, '_bmad/core/config.yaml'), 'utf8')).toBe(sh(shop, ['show', `${commits[1]}:_bmad/core/config.yaml`]));
+    expect(sh(shop, ['diff', '--name-only', `${m.body.data.commit}~1`, m.body.data.commit, '--', '_bmad', '.claude']).trim()).toBe('');
+    expect(fs.existsSync(path.join(shop, '_bmad/core/module-help.csv'))).toBe(true);
+    expect(fs.readFileSync(path.join(shop, 'src/work.txt'), 'utf8')).toBe('work\n');
+  }, 180_000);
 
   it('are 404 for an unknown workspace or one of another project, 404/403 for those who may not write', async () => {
     const unknown = await send('ed', { message: 'x', workspaceId: 'ws_00000000-0000-0000-0000-000000000000' });
@@ -354,6 +434,10 @@ describe('setup', () => {
     const detail = (await one('vic', id)).body.data;
     expect(detail.setup).toMatchObject({ status: 'ok', exitCode: 0 });
     expect(detail.setup.output).toContain('network-config');
+    // The list says how the setup went, without its output.
+    const item = ((await list('vic')).body.data as { id: string; setup: Record<string, unknown> }[]).find((w) => w.id === id)!;
+    expect(item.setup).toMatchObject({ status: 'ok', exitCode: 0 });
+    expect(item.setup).not.toHaveProperty('output');
     noServerPath(await one('vic', id));
     const checkout = h.runtime.workspaces.checkoutPath({ id });
     expect(fs.readFileSync(path.join(checkout, 'setup-ran.txt'), 'utf8')).toBe('set up in /workspace\n');

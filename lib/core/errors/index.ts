@@ -41,7 +41,8 @@ export type ApiErrorCode =
   | 'E_REMOTE_UNREACHABLE'
   | 'E_REMOTE_REJECTED'
   | 'E_REMOTE_DIVERGED'
-  | 'E_REMOTE_CONFIG';
+  | 'E_REMOTE_CONFIG'
+  | 'E_GIT_LOCKED';
 
 const STATUS: Record<ApiErrorCode, number> = {
   E_VALIDATION: 400,
@@ -96,6 +97,8 @@ const STATUS: Record<ApiErrorCode, number> = {
   E_REMOTE_DIVERGED: 409,
   // The project repository's own git config says something a remote call cannot run with (url rewrites, http settings).
   E_REMOTE_CONFIG: 409,
+  // A lock file a crashed git left in the project repository: a person removes it, the request is fine.
+  E_GIT_LOCKED: 409,
 };
 
 /**

@@ -33,6 +33,19 @@ function shortcutCall(resolution: CommandResolution): ToolCall | null {
   return { id: newId('call'), name: 'execute_workflow', arguments: JSON.stringify(args) };
 }
 
+/** The turn's workspace commit and sync, told what the turn was; the notes it has for the conversation. */
+async function placeEnd(turn: RunningTurn, agent: string): Promise<string[]> {
+  const asked = turn.history.find((m) => m.id === turn.userMessageId);
+  const request = asked && asked.role === 'user' ? asked.content : '';
+  try {
+    const report = await turn.place!.end({ agent, conversationId: turn.conversationId, request, turnId: turn.userMessageId });
+    return report?.notes ?? [];
+  } catch (e) {
+    log.warn('workspace.turn_end_failed', { conversationId: turn.conversationId, error: e instanceof Error ? e.name : 'unknown' });
+    return [];
+  }
+}
+
 /** An opened turn as it runs: its answer's id, its signal and who reads its events. */
 export interface RunningTurn extends OpenedTurn {
   /** Id of the assistant message that answers. */
@@ -68,9 +81,11 @@ export async function* recordTurn(deps: ChatDeps, turn: RunningTurn): AsyncGener
     if (ended) return;
     ended = true;
     // A workspace's commit and sync come before the turn's end is written: whoever sees the turn
-    // ended finds its work on the branch.
-    if (turn.place) await turn.place.end().catch((e: unknown) => log.warn('workspace.turn_end_failed', { conversationId, error: e instanceof Error ? e.name : 'unknown' }));
-    await store.commit(conversationId, { ...(final ?? {}), end: { lease: turn.lease, outcome: how } });
+    // ended finds its work on the branch, and what the sync left out is said in the conversation.
+    const notes = turn.place ? await placeEnd(turn, resolved.agent.id) : [];
+    const batch: TurnBatch = final ?? {};
+    const messages = [...(batch.messages ?? []), ...notes.map((content): StoredMessage => ({ id: newId('sys'), role: 'system', content, timestamp: stamp() }))];
+    await store.commit(conversationId, { ...batch, ...(messages.length ? { messages } : {}), end: { lease: turn.lease, outcome: how } });
   };
   try {
     const { systemPrompt, tools: { definitions, dynamicTools } } = turn;

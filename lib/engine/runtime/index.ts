@@ -83,6 +83,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       store: openWorkspaceStore(database),
       root: config.workspacesRoot,
       bwrap: config.scripts.bwrap,
+      maxBytes: config.commands.workspaceMaxMb * 1024 * 1024,
     }),
     remotes: new RemoteService({
       store: openRemoteStore(database),
@@ -115,7 +116,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     placeOf: async (run) => {
       const person = accounts ? await accounts.personById(run.ownerId) : null;
       const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
-      return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId! }, who);
+      return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId!, ...(run.storyKey ? { storyKey: run.storyKey } : {}) }, who);
     },
     projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
     // A build run's story moves to review in the sprint status, committed for its owner and naming the run.

@@ -42,7 +42,11 @@ export class MemoryWorkspaceStore implements WorkspaceStore {
   async update(id: string, patch: WorkspacePatch, fromStatus?: WorkspaceStatus): Promise<Workspace | null> {
     const r = this.rows.get(id);
     if (!r || (fromStatus && r.status !== fromStatus)) return null;
-    const next: Workspace = { ...r, ...defined(patch), updatedAt: new Date().toISOString() };
+    const { syncRefused, ...rest } = patch;
+    const next: Workspace = { ...r, ...defined(rest), updatedAt: new Date().toISOString() };
+    if (syncRefused === null) delete next.syncRefused;
+    else if (syncRefused !== undefined) next.syncRefused = syncRefused;
+    if (next.syncDropped && !next.syncDropped.length) delete next.syncDropped;
     this.rows.set(id, next);
     return clone(next);
   }

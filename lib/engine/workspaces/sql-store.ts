@@ -13,6 +13,12 @@ interface WorkspaceRow {
   created_by: string;
   setup: string | null;
   merged_commit: string | null;
+  merged_into?: string | null;
+  merged_at?: string | null;
+  merged_by?: string | null;
+  synced_from?: string | null;
+  sync_refused?: string | null;
+  sync_dropped?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -37,6 +43,12 @@ function toWorkspace(r: WorkspaceRow): Workspace {
     createdBy: r.created_by,
     setup: r.setup !== null ? (JSON.parse(r.setup) as SetupOutcome) : null,
     ...(r.merged_commit !== null ? { mergedCommit: r.merged_commit } : {}),
+    ...(r.merged_into ? { mergedInto: r.merged_into } : {}),
+    ...(r.merged_at ? { mergedAt: r.merged_at } : {}),
+    ...(r.merged_by ? { mergedBy: r.merged_by } : {}),
+    ...(r.synced_from ? { syncedFrom: r.synced_from } : {}),
+    ...(r.sync_refused ? { syncRefused: r.sync_refused } : {}),
+    ...(r.sync_dropped ? { syncDropped: r.sync_dropped.split(' ').filter(Boolean) } : {}),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -138,6 +150,12 @@ export class SqlWorkspaceStore implements WorkspaceStore {
     if (patch.status !== undefined) set.status = patch.status;
     if (patch.setup !== undefined) set.setup = patch.setup === null ? null : JSON.stringify(patch.setup);
     if (patch.mergedCommit !== undefined) set.merged_commit = patch.mergedCommit;
+    if (patch.mergedInto !== undefined) set.merged_into = patch.mergedInto;
+    if (patch.mergedAt !== undefined) set.merged_at = patch.mergedAt;
+    if (patch.mergedBy !== undefined) set.merged_by = patch.mergedBy;
+    if (patch.syncedFrom !== undefined) set.synced_from = patch.syncedFrom;
+    if (patch.syncRefused !== undefined) set.sync_refused = patch.syncRefused;
+    if (patch.syncDropped !== undefined) set.sync_dropped = patch.syncDropped.join(' ');
     if (patch.baseCommit !== undefined) set.base_commit = patch.baseCommit;
     let q = (await this.db()).updateTable('workspaces').set(set).where('id', '=', id);
     if (fromStatus) q = q.where('status', '=', fromStatus);

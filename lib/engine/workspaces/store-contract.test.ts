@@ -100,6 +100,24 @@ describe.each(factories)('%s', (_label, make) => {
     expect((await s.b.get('ws_001'))!.status).toBe('merged');
   });
 
+  it('keeps where a workspace was merged and by whom, and what its last sync took from the clone', async () => {
+    await s.a.insert(row(1));
+    const at = new Date().toISOString();
+    const synced = await s.b.update('ws_001', { syncedFrom: 'c'.repeat(40), syncRefused: 'over the quota' });
+    expect(synced).toMatchObject({ syncedFrom: 'c'.repeat(40), syncRefused: 'over the quota' });
+    expect(await s.a.get('ws_001')).toMatchObject({ syncedFrom: 'c'.repeat(40), syncRefused: 'over the quota' });
+    // null clears the refusal; fields left out keep their values.
+    const cleared = await s.a.update('ws_001', { syncedFrom: 'd'.repeat(40), syncRefused: null, syncDropped: ['e'.repeat(40), 'f'.repeat(40)] });
+    expect(cleared!.syncedFrom).toBe('d'.repeat(40));
+    expect(cleared!.syncDropped).toEqual(['e'.repeat(40), 'f'.repeat(40)]);
+    expect(cleared!.syncRefused).toBeUndefined();
+    const merged = await s.b.update('ws_001', { status: 'merged', mergedCommit: 'b'.repeat(40), mergedInto: 'main', mergedAt: at, mergedBy: 'Ada Lovelace' }, 'open');
+    expect(merged).toMatchObject({ status: 'merged', mergedInto: 'main', mergedAt: at, mergedBy: 'Ada Lovelace', syncedFrom: 'd'.repeat(40) });
+    expect(await s.a.get('ws_001')).toEqual(merged);
+    const fresh = await s.a.insert(row(2));
+    for (const k of ['mergedInto', 'mergedAt', 'mergedBy', 'syncedFrom', 'syncRefused', 'syncDropped'] as const) expect(fresh[k]).toBeUndefined();
+  });
+
   it('keeps a name unique among a project\'s live workspaces, one winner when two insert at once', async () => {
     const results = await Promise.allSettled([s.a.insert(row(1)), s.b.insert(row(2, { name: 'story-1' }))]);
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);

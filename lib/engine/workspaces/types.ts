@@ -27,6 +27,16 @@ export interface Workspace {
   setup: SetupOutcome | null;
   /** The commit the merge made or fast-forwarded to. */
   mergedCommit?: string;
+  /** The base branch it was merged into, when, and by whom (a person's name). */
+  mergedInto?: string;
+  mergedAt?: string;
+  mergedBy?: string;
+  /** The clone's branch commit the last sync carried (or refused) into the project repository. */
+  syncedFrom?: string;
+  /** Why that commit was not carried (over the quota...); absent when it was. */
+  syncRefused?: string;
+  /** The clone's commits whose changes to the method were left out of the branch (and said so). */
+  syncDropped?: string[];
   createdAt: string;
   updatedAt: string;
 }
@@ -44,6 +54,12 @@ export interface CommitInfo {
   subject: string;
   author: string;
   date: string;
+}
+
+/** A workspace as a list shows it: ahead/behind its base (null when unknown: no branch, or past the list's bound). */
+export interface WorkspaceSummary extends Workspace {
+  ahead: number | null;
+  behind: number | null;
 }
 
 export interface WorkspaceDetail extends Workspace {
@@ -79,7 +95,10 @@ export interface NewWorkspace {
   createdBy: string;
 }
 
-export type WorkspacePatch = Partial<Pick<Workspace, 'status' | 'setup' | 'mergedCommit' | 'baseCommit'>>;
+export type WorkspacePatch = Partial<Pick<Workspace, 'status' | 'setup' | 'mergedCommit' | 'mergedInto' | 'mergedAt' | 'mergedBy' | 'baseCommit' | 'syncedFrom' | 'syncDropped'>> & {
+  /** null clears it. */
+  syncRefused?: string | null;
+};
 
 /** Thrown by a store when a name is taken in the project (by a workspace not discarded). */
 export class NameTakenError extends Error {

@@ -168,10 +168,15 @@ export interface GitOptions {
   trust?: string[];
   /** Added to GIT_ENV (identities, GIT_INDEX_FILE...). */
   env?: Record<string, string>;
-  input?: string;
+  /** stdin (a Buffer is written byte for byte). */
+  input?: string | Buffer;
+  /** stdout read as latin1 (one char per byte) rather than UTF-8: raw objects kept byte for byte. */
+  bytes?: boolean;
   timeoutMs?: number;
   /** stdout kept at most; git is killed once it has written more (the result says `cut`). */
   maxBytes?: number;
+  /** The overrides safeConfig gave for this repository, read once for many gits in a row. */
+  config?: Record<string, string>;
 }
 
 export interface GitResult {
@@ -236,7 +241,7 @@ function spawnGit(args: string[], opts: GitOptions): Promise<GitResult> {
       clearTimeout(timer);
       resolve({
         code: cut ? 0 : code ?? (signal ? 128 : 1),
-        stdout: Buffer.concat(out).toString('utf8'),
+        stdout: Buffer.concat(out).toString(opts.bytes ? 'latin1' : 'utf8'),
         stderr: Buffer.concat(err).toString('utf8').slice(0, MAX_STDERR),
         cut,
       });
@@ -286,7 +291,7 @@ export async function safeConfig(cwd: string, trust: string[] = []): Promise<Rec
 
 /** Runs `git <args>` safely at `cwd` (see above). Throws only when the repository's configuration cannot be read; otherwise read `code`. */
 export async function git(args: string[], opts: GitOptions): Promise<GitResult> {
-  const config = await safeConfig(opts.cwd, opts.trust);
+  const config = opts.config ?? (await safeConfig(opts.cwd, opts.trust));
   // The caller's env may add identities or an index file, never replace the overrides.
   return spawnGit(['--no-pager', ...args], { ...opts, env: { ...(opts.env ?? {}), ...config } });
 }

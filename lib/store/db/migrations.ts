@@ -39,6 +39,20 @@ function workspaceDdl(key: string): string[] {
   ];
 }
 
+/**
+ * Where a merged workspace went and who merged it, and what its last sync took from the clone
+ * (the clone's branch commit it carried or refused, why it refused, and the clone's commits whose
+ * changes to the method it left out and already said so): same in both dialects.
+ */
+const WORKSPACE_SYNC_DDL = [
+  'ALTER TABLE workspaces ADD COLUMN merged_into text',
+  'ALTER TABLE workspaces ADD COLUMN merged_at text',
+  'ALTER TABLE workspaces ADD COLUMN merged_by text',
+  'ALTER TABLE workspaces ADD COLUMN synced_from text',
+  'ALTER TABLE workspaces ADD COLUMN sync_refused text',
+  'ALTER TABLE workspaces ADD COLUMN sync_dropped text',
+];
+
 /** The projects' monthly limits: same columns in both dialects. */
 function budgetDdl(key: string, big: string, real: string): string[] {
   return [
@@ -251,6 +265,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   ),
   '0009_client_chats': ddl(...clientChatDdl('text COLLATE "C"')),
   '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
+  '0011_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
 };
 
 /**
@@ -267,6 +282,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   // conversations' first history has made the table it names.
   '0003_client_chats': ddl(...clientChatDdl('text')),
   '0004_remotes': ddl(...remoteDdl('text')),
+  '0005_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';
