@@ -81,10 +81,12 @@ main(sys.argv[1:])
 `;
 }
 
-/** Files every command sandbox gets: an /etc with only what programs need, and the uv shim. */
+/** Files every command sandbox gets: an /etc with only what programs need, the uv shim, the wrapper's bash. */
 export interface SupportFiles {
   etc: string;
   bin: string;
+  /** `bash`: a copy of the host's, execute-only. */
+  libexec: string;
 }
 
 const made = new Map<string, Promise<SupportFiles>>();
@@ -108,12 +110,19 @@ export function supportFiles(python: string): Promise<SupportFiles> {
       const root = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-command-support-'));
       const etc = path.join(root, 'etc');
       const bin = path.join(root, 'bin');
+      const libexec = path.join(root, 'libexec');
       await fs.mkdir(etc);
       await fs.mkdir(bin);
+      await fs.mkdir(libexec);
+      // A program the sandbox's user may run but not read starts non-dumpable: no process inside
+      // may trace it, read its memory, environment or descriptors. The wrapper runs as this.
+      await fs.copyFile(await fs.realpath('/bin/bash'), path.join(libexec, 'bash'));
+      await fs.chmod(path.join(libexec, 'bash'), 0o111);
+      await fs.chmod(libexec, 0o755);
       for (const [name, text] of Object.entries(ETC)) await fs.writeFile(path.join(etc, name), text, { mode: 0o644 });
       await fs.writeFile(path.join(bin, 'uv'), uvShim(python), { mode: 0o755 });
       await fs.chmod(root, 0o755);
-      return { etc, bin };
+      return { etc, bin, libexec };
     })();
     p.catch(() => made.delete(python));
     made.set(python, p);

@@ -1,4 +1,4 @@
-export { bwrapArgs, SANDBOX_ENV, SANDBOX_UID, type Mount, type SandboxSpec } from './bwrap';
+export { bwrapArgs, bwrapOptions, SANDBOX_ENV, SANDBOX_UID, type Mount, type SandboxSpec } from './bwrap';
 export { createRunCgroup, type RunCgroup } from './cgroup';
 export { runSandboxed, type RunOptions, type RunOutcome } from './run';
-export { HeadTail } from './output';
+export { HeadTail, Transcript, stripAnsi, type TranscriptChunk } from './output';

@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
-import { bwrapArgs, type SandboxSpec } from './bwrap';
-import { HeadTail } from './output';
+import { bwrapOptions, type SandboxSpec } from './bwrap';
+import { HeadTail, Transcript, type TranscriptChunk } from './output';
 
 export interface RunOptions {
   bwrap: string;
@@ -16,6 +16,8 @@ export interface RunOptions {
    */
   headTail?: { headBytes: number; tailBytes: number };
   cgroup?: RunCgroup | null;
+  /** Also keep stdout and stderr in the order they came, bounded so (see Transcript). */
+  transcript?: { headBytes: number; tailBytes: number };
   /** What fd 3 may bring at most (100 kB when not said); the rest is dropped. */
   maxReportBytes?: number;
   signal?: AbortSignal;
@@ -37,6 +39,10 @@ export interface RunOutcome {
   report: string;
   /** What was written on fd 3 went past maxReportBytes: `report` is its beginning only. */
   reportCut: boolean;
+  /** The last bytes written on fd 3 (up to 1 kB), kept even when `report` was cut. */
+  reportTail: string;
+  /** stdout and stderr chunks in order, when asked for. */
+  transcript?: TranscriptChunk[];
   /** The sandbox could not be started at all. */
   spawnError?: string;
 }
@@ -50,8 +56,14 @@ const ENTER_CGROUPS = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; sh
 /** After the sandbox exits, how long its pipes may stay open before they are cut. */
 const CLOSE_GRACE_MS = 2_000;
 
+/** The descriptor bwrap reads its options from (0-2 are stdio, 3 the report channel). */
+const ARGS_FD = 4;
+
 export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
-  const args = bwrapArgs(opts.spec);
+  // Options (host paths among them) go on a descriptor; only the command stays on bwrap's own
+  // command line, which is pid 1's (or its reaper's) inside and readable there.
+  const options = Buffer.from(bwrapOptions(opts.spec).map((a) => `${a}\0`).join(''));
+  const args = ['--args', String(ARGS_FD), '--', ...opts.spec.command];
   const [file, argv] = opts.cgroup?.procsFiles.length
     ? ['/bin/sh', ['-c', ENTER_CGROUPS, 'sh', ...opts.cgroup.procsFiles, '--', opts.bwrap, ...args]]
     : [opts.bwrap, args];
@@ -67,7 +79,11 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     let settled = false;
     let exit: { code: number | null; signal: string | null } | null = null;
 
-    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], detached: true, env: {} as NodeJS.ProcessEnv });
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env: {} as NodeJS.ProcessEnv });
+    const argsPipe = child.stdio[ARGS_FD] as Writable | null;
+    // bwrap reads to the end before anything else; an early exit closes the pipe (EPIPE, ignored).
+    argsPipe?.on('error', () => undefined);
+    argsPipe?.end(options);
 
     const kill = () => {
       if (child.pid === undefined || exit) return;
@@ -87,14 +103,19 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
       kept += part.length;
     };
     const ht = opts.headTail ? [new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes), new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes)] : null;
-    child.stdout?.on('data', ht ? (c: Buffer) => ht[0].push(c) : collect(out));
-    child.stderr?.on('data', ht ? (c: Buffer) => ht[1].push(c) : collect(err));
+    const onOut = ht ? (c: Buffer) => ht[0].push(c) : collect(out);
+    const onErr = ht ? (c: Buffer) => ht[1].push(c) : collect(err);
+    const order = opts.transcript ? new Transcript(opts.transcript.headBytes, opts.transcript.tailBytes) : null;
+    child.stdout?.on('data', order ? (c: Buffer) => (onOut(c), order.push('stdout', c)) : onOut);
+    child.stderr?.on('data', order ? (c: Buffer) => (onErr(c), order.push('stderr', c)) : onErr);
     let reported = 0;
     let reportCut = false;
+    let reportTail = Buffer.alloc(0);
     (child.stdio[3] as Readable | null)?.on('data', (chunk: Buffer) => {
       if (reported < (opts.maxReportBytes ?? 100_000)) report.push(chunk);
       else reportCut = true;
       reported += chunk.length;
+      reportTail = Buffer.concat([reportTail, chunk.subarray(-1024)]).subarray(-1024);
     });
 
     const timer = setTimeout(() => {
@@ -126,6 +147,8 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
         durationMs: Math.round(performance.now() - started),
         report: Buffer.concat(report).toString('utf8'),
         reportCut,
+        reportTail: reportTail.toString('latin1'),
+        ...(order ? { transcript: order.chunks() } : {}),
         ...(spawnError ? { spawnError } : {}),
       });
     };
