@@ -16,3 +16,6 @@ export {
   type SetupRun,
 } from './runner';
 export { uvShim, supportFiles } from './shim';
+export { withWorkspaceLock } from './workspace-lock';
+export { commandEnv, refusedEnvReason, REFUSED_ENV, ENV_NAME } from './env-policy';
+export { onlyRemoves } from './quota';

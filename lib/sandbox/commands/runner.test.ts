@@ -203,6 +203,51 @@ sandboxed('a command', () => {
     expect((await fs.stat(path.join(tmp, 'suid2'))).mode & 0o7777).toBe(0o755);
   });
 
+  it('changes no host file through a link swapped in by a parallel command while set-id bits are cleared', async () => {
+    // A root-owned (the server's) file outside the checkout, readable by its owner only.
+    const outside = path.join(base, 'outside');
+    await fs.mkdir(outside);
+    const target = path.join(outside, 'secret');
+    await fs.writeFile(target, 'secret', { mode: 0o600 });
+    await fs.chmod(target, 0o600);
+    // One command keeps a set-user-ID file and a link to the target swapping names
+    // (renameat2 RENAME_EXCHANGE in a loop), setting the bit again and again; the other commands
+    // end at once, so the set-id clearing after each of them runs while the names swap.
+    const swapper = [
+      'import ctypes, os, sys, time',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      "nr = {'x86_64': 316, 'aarch64': 276}[os.uname().machine]",
+      "os.chdir('/workspace/race')",
+      "fd = os.open('suid', os.O_RDONLY)",
+      'end = time.time() + float(sys.argv[1])',
+      'n = 0',
+      'while time.time() < end:',
+      '    try: os.fchmod(fd, 0o4755)',
+      '    except OSError: pass',
+      "    libc.syscall(nr, -100, b'suid', -100, b'lnk', 2)",
+      '    n += 1',
+      'print("swaps", n)',
+    ].join('\n');
+    await fs.writeFile(path.join(checkout, 'swap.py'), swapper);
+    const swapping = run(`mkdir race && cp /bin/true race/suid && ln -s '${target}' race/lnk && python3 swap.py 6`, {}, { timeoutMs: 60_000 });
+    let done = false;
+    void swapping.then(() => (done = true));
+    let quick = 0;
+    while (!done) {
+      await run('true');
+      quick++;
+      if (((await fs.stat(target)).mode & 0o7777) !== 0o600) break;
+    }
+    const r = await swapping;
+    expect(r.stdout).toMatch(/^swaps [1-9]\d*\n$/);
+    expect(quick).toBeGreaterThan(0);
+    expect((await fs.stat(target)).mode & 0o7777).toBe(0o600);
+    for (const name of ['suid', 'lnk']) {
+      const st = await fs.lstat(path.join(checkout, 'race', name));
+      if (!st.isSymbolicLink()) expect(st.mode & 0o6000).toBe(0);
+    }
+  }, 120_000);
+
   it('cannot write a file past the file size limit', async () => {
     const r = await run('head -c 3000000 /dev/zero > big.bin', {}, { maxFileMb: 1 });
     expect(r.exitCode).not.toBe(0);
