@@ -96,7 +96,8 @@ export interface CommandResult {
 
 /**
  * The sandbox's pid 1: an execute-only copy of bash (see shim.ts), so no process inside may
- * trace it, read its memory or descriptors, or signal it. It sets the process limits, records
+ * trace it, read its memory or descriptors, or signal it. It closes every descriptor the server
+ * was started with (only stdio and the report channel go on), sets the process limits, records
  * git status, runs the line (in a subshell that exports the line's environment: the wrapper's own
  * is fixed, so no project variable reaches it), then ends every other process of the sandbox, records git
  * status again, ends what that started (a repository's filters run there) and clears set-id bits
@@ -107,6 +108,7 @@ export interface CommandResult {
  * the line — never spliced into this text.
  */
 const WRAPPER = `
+fds=(/proc/self/fd/*); for f in "\${fds[@]##*/}"; do [ "$f" -gt 3 ] && [ -e "/proc/self/fd/$f" ] && exec {f}>&-; done
 ulimit -S -H -c 0 2>/dev/null
 [ "$1" = 0 ] || ulimit -S -H -f "$1" || exit 125
 [ "$2" = 0 ] || ulimit -S -H -u "$2" || exit 125
