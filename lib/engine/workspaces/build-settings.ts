@@ -39,7 +39,7 @@ export function validateBuild(patch: Partial<BuildSettings>): Partial<BuildSetti
     for (const [k, v] of entries) {
       if (!ENV_NAME.test(k)) throw bad('env', `has an invalid variable name "${k.slice(0, 40)}"`);
       const refused = refusedEnvReason(k);
-      if (refused) throw bad('env', `may not set ${k}: it ${refused}`, { key: k });
+      if (refused) throw bad('env', `may not set ${k}: it ${refused}`, { response: { key: k } });
       if (typeof v !== 'string' || v.includes('\0') || v.length > 4096) throw bad('env', `value of ${k} must be a text of at most 4096 characters`);
     }
     out.env = Object.fromEntries(entries) as Record<string, string>;
