@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants, existsSync, promises as fs } from 'node:fs';
+import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CommandSettings, ScriptSettings } from '../../core/config';
 import { gitIdentityEnv } from '../git/runner';
 import { log } from '../../core/log';
 import { isInside } from '../../core/paths';
-import { createRunCgroup, runSandboxed, type Mount, type RunOutcome, type TranscriptChunk } from '../sandbox';
+import { clearSetIdNoFollow, createRunCgroup, runSandboxed, type Mount, type RunOutcome, type TranscriptChunk } from '../sandbox';
 import { scriptCapabilities } from '../scripts';
 import { commandEnv } from './env-policy';
 import { lastUsage, measure, onlyRemoves, rememberUsage, watchQuota } from './quota';
@@ -232,14 +232,11 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
 
 let warnedNoProcessLimit = false;
 
-const SETID = 0o6000;
-
 /**
  * The last resort when the sandbox's own clearing did not finish (it was cut off, and so was the
  * clean-up sandbox after it): set-id bits cleared from the host, after every process of the
  * command is gone and under the workspace's lock, following no link: find(1) lists (it follows
- * none), each file is opened without following a last-moment link, checked by its descriptor to be
- * inside the folder, and changed through that descriptor.
+ * none), clearSetIdNoFollow changes each through its own descriptor.
  */
 async function clearSetIdOnHost(dirs: string[]): Promise<number> {
   const found = await new Promise<string[]>((resolve) => {
@@ -248,20 +245,7 @@ async function clearSetIdOnHost(dirs: string[]): Promise<number> {
     );
   });
   let cleared = 0;
-  for (const file of found) {
-    const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY).catch(() => null);
-    if (!handle) continue;
-    try {
-      const [st, where] = await Promise.all([handle.stat(), fs.readlink(`/proc/self/fd/${handle.fd}`).catch(() => '')]);
-      if (!(st.isFile() || st.isDirectory()) || !(st.mode & SETID) || !dirs.some((d) => isInside(d, where))) continue;
-      await handle.chmod(st.mode & 0o1777);
-      cleared++;
-    } catch {
-      // Gone or refused: nothing to clear.
-    } finally {
-      await handle.close().catch(() => undefined);
-    }
-  }
+  for (const file of found) if (await clearSetIdNoFollow(file, dirs)) cleared++;
   return cleared;
 }
 
@@ -420,9 +404,13 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
     memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
   } finally {
     req.signal?.removeEventListener('abort', onAbort);
-    // Every process of the command is gone once its cgroup is (or bwrap's pid 1 is).
-    await cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
   }
+  const dispose = () => cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
+  // The wrapper's pid 1 ended by itself: the kernel ended every other process of the sandbox
+  // before bwrap saw it go, so the empty group is removed meanwhile. Cut off from outside, the
+  // group is emptied (every process killed) before anything looks at the checkout again.
+  if (finished(outcome, nonce)) void dispose();
+  else await dispose();
   const usedBytes = quota ? await quota.finish() : null;
   const overQuota = quota?.exceeded ?? false;
 

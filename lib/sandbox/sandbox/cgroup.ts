@@ -132,8 +132,28 @@ async function limitMemory(dir: string, version: 1 | 2, bytes: number): Promise<
   return ok;
 }
 
-/** A cgroup for one run, or null when the host does not let the server make one. */
+/** One group made ahead for the next run with the same limits, so a run does not wait for the mkdirs. */
+let spare: { key: string; group: Promise<RunCgroup | null> } | null = null;
+
+/**
+ * A cgroup for one run, or null when the host does not let the server make one. Each run gets a
+ * fresh group; the next one is made in the background meanwhile.
+ */
 export async function createRunCgroup(limits: { maxProcesses: number; memoryBytes: number }): Promise<RunCgroup | null> {
+  const key = `${limits.maxProcesses}:${limits.memoryBytes}`;
+  const ready = spare?.key === key ? spare.group : null;
+  if (spare && !ready) void spare.group.then((g) => g?.dispose()).catch(() => undefined);
+  const next = makeRunCgroup(limits);
+  next.catch(() => undefined);
+  spare = { key, group: next };
+  if (ready) {
+    const group = await ready.catch(() => null);
+    if (group) return group;
+  }
+  return makeRunCgroup(limits);
+}
+
+async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number }): Promise<RunCgroup | null> {
   cached ??= hierarchies();
   const found = await cached;
   const name = `run-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;

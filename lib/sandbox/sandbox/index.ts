@@ -2,3 +2,4 @@ export { bwrapArgs, bwrapOptions, SANDBOX_ENV, SANDBOX_UID, type Mount, type San
 export { createRunCgroup, type RunCgroup } from './cgroup';
 export { runSandboxed, type RunOptions, type RunOutcome } from './run';
 export { HeadTail, Transcript, stripAnsi, type TranscriptChunk } from './output';
+export { clearSetIdNoFollow } from './setid';
