@@ -216,7 +216,7 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
   if (tmp) mounts.push({ kind: 'rw', host: tmp, at: '/tmp' });
   for (const p of settings.readonlyPaths) mounts.push({ kind: 'ro-try', host: p, at: p });
   mounts.push({ kind: 'ro', host: support.bin, at: SHIM_AT });
-  mounts.push({ kind: 'ro', host: support.libexec, at: LIBEXEC_AT });
+  if (support.libexec) mounts.push({ kind: 'ro', host: support.libexec, at: LIBEXEC_AT });
   mounts.push({ kind: 'rw', host: checkout, at: CHECKOUT_AT });
   for (const dir of req.readOnlyInside ?? []) {
     const real = await fs.realpath(dir).catch(() => null);
@@ -374,6 +374,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
   const env = wrapperEnv(lineEnv(req, settings), nonce);
   const limits = limitsFor(settings, heldByCgroup);
   const mounts = await mountsFor(req, settings, host, checkout, tmpReal);
+  const wrapper = (await supportFiles(host.python)).libexec ? `${LIBEXEC_AT}/bash` : '/bin/bash';
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   req.signal?.addEventListener('abort', onAbort, { once: true });
@@ -388,7 +389,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
         mounts,
         cwd,
         env,
-        command: [`${LIBEXEC_AT}/bash`, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, 'run', req.command],
+        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, 'run', req.command],
         disableUserns: host.disableUserns,
         network: req.setup ? 'host' : 'none',
         asPid1: true,
@@ -425,7 +426,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
         mounts: await mountsFor({ ...req, setup: false }, settings, host, checkout, tmpReal),
         cwd: CHECKOUT_AT,
         env: wrapperEnv({}, nonce),
-        command: [`${LIBEXEC_AT}/bash`, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, needStatus ? '1' : '0', CHECKOUT_AT, 'clean', ':'],
+        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, needStatus ? '1' : '0', CHECKOUT_AT, 'clean', ':'],
         disableUserns: host.disableUserns,
         asPid1: true,
       },

@@ -1,4 +1,6 @@
-import { promises as fs } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
+import { log } from '../../core/log';
+import { mountOptions } from '../sandbox';
 import os from 'node:os';
 import path from 'node:path';
 import { BOOTSTRAP, UV_FLAGS, UV_VALUED, UV_WITH } from '../scripts';
@@ -85,8 +87,8 @@ main(sys.argv[1:])
 export interface SupportFiles {
   etc: string;
   bin: string;
-  /** `bash`: a copy of the host's, execute-only. */
-  libexec: string;
+  /** `bash`: a copy of the host's, execute-only; null where no folder of the server allows running programs. */
+  libexec: string | null;
 }
 
 const made = new Map<string, Promise<SupportFiles>>();
@@ -102,12 +104,24 @@ const ETC: Record<string, string> = {
   'nsswitch.conf': 'passwd: files\ngroup: files\nhosts: files dns\n',
 };
 
-/** Made once per process and interpreter, in the server's temp folder, read-only inside. */
+/** The server's temp folder, or the first other one whose mount lets programs run (a `noexec` /tmp is common). */
+async function supportBase(): Promise<{ dir: string; exec: boolean }> {
+  for (const dir of [os.tmpdir(), '/var/tmp', '/var/lib', '/run']) {
+    const real = await fs.realpath(dir).catch(() => null);
+    if (!real) continue;
+    const options = mountOptions(real);
+    if (options && !options.includes('noexec') && (await fs.access(real, constants.W_OK).then(() => true, () => false))) return { dir: real, exec: true };
+  }
+  return { dir: os.tmpdir(), exec: false };
+}
+
+/** Made once per process and interpreter, in the server's temp folder (see supportBase), read-only inside. */
 export function supportFiles(python: string): Promise<SupportFiles> {
   let p = made.get(python);
   if (!p) {
     p = (async () => {
-      const root = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-command-support-'));
+      const base = await supportBase();
+      const root = await fs.mkdtemp(path.join(base.dir, 'bmad-command-support-'));
       const etc = path.join(root, 'etc');
       const bin = path.join(root, 'bin');
       const libexec = path.join(root, 'libexec');
@@ -122,7 +136,8 @@ export function supportFiles(python: string): Promise<SupportFiles> {
       for (const [name, text] of Object.entries(ETC)) await fs.writeFile(path.join(etc, name), text, { mode: 0o644 });
       await fs.writeFile(path.join(bin, 'uv'), uvShim(python), { mode: 0o755 });
       await fs.chmod(root, 0o755);
-      return { etc, bin, libexec };
+      if (!base.exec) log.warn('commands.wrapper_unprotected', { reason: 'no folder of the server allows running programs (noexec): the wrapper runs as /bin/bash, which processes of a command may trace' });
+      return { etc, bin, libexec: base.exec ? libexec : null };
     })();
     p.catch(() => made.delete(python));
     made.set(python, p);

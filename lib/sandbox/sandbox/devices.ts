@@ -19,11 +19,17 @@ const NOBODY = 65534;
 
 let made: Array<[string, string]> | null = null;
 
-/** Whether the mount holding `dir` allows device files (no `nodev` among its options). */
-function allowsDevices(dir: string): boolean {
+/** The options of the mount holding `dir` (a real path), from /proc/self/mountinfo; null when unknown. */
+export function mountOptions(dir: string): string[] | null {
   let best = '';
-  let nodev = true;
-  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+  let options: string[] | null = null;
+  let text = '';
+  try {
+    text = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return null;
+  }
+  for (const line of text.split('\n')) {
     const f = line.split(' ');
     if (f.length < 6) continue;
     // Mount points escape spaces and the like as octal.
@@ -31,10 +37,10 @@ function allowsDevices(dir: string): boolean {
     const inside = at === '/' || dir === at || dir.startsWith(`${at}/`);
     if (inside && at.length >= best.length) {
       best = at;
-      nodev = f[5].split(',').includes('nodev');
+      options = f[5].split(',');
     }
   }
-  return best !== '' && !nodev;
+  return options;
 }
 
 /**
@@ -53,7 +59,8 @@ export function safeDevices(): Array<[string, string]> {
     let dir: string | null = null;
     try {
       const real = realpathSync(base);
-      if (!allowsDevices(real)) continue;
+      const options = mountOptions(real);
+      if (!options || options.includes('nodev')) continue;
       dir = mkdtempSync(path.join(real, 'bmad-sandbox-dev-'));
       const script = NODES.map(([name, major, minor]) => `mknod -m 666 "$1/${name}" c ${major} ${minor}`).join(' && ');
       execFileSync('/bin/sh', ['-c', `${script} && chown ${NOBODY}:${NOBODY} "$1"/* && chmod 755 "$1"`, 'sh', dir], { env: { PATH: '/usr/bin:/bin' } as unknown as NodeJS.ProcessEnv, stdio: 'ignore', timeout: 10_000 });

@@ -3,3 +3,4 @@ export { createRunCgroup, type RunCgroup } from './cgroup';
 export { runSandboxed, type RunOptions, type RunOutcome } from './run';
 export { HeadTail, Transcript, stripAnsi, type TranscriptChunk } from './output';
 export { clearSetIdNoFollow } from './setid';
+export { mountOptions } from './devices';
