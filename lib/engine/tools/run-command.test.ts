@@ -192,6 +192,20 @@ sandboxed('run_command', () => {
     expect(sent).toContain('ok  two  spaces');
   });
 
+  it('lets no server path through, even one a command reads from mountinfo and splits with escape codes or across streams', async () => {
+    const find = 'p=$(awk \'$5=="/workspace"{print $4}\' /proc/self/mountinfo)';
+    for (const command of [
+      `${find}; printf '%s\\033[0m%s\\n' "\${p:0:6}" "\${p:6}"`,
+      `${find}; printf '%s' "\${p:0:6}"; sleep 0.2; echo err >&2; sleep 0.2; printf '%s\\n' "\${p:6}"`,
+    ]) {
+      const r = (await run({ command })) as Ran & { transcript: Array<{ stream: string; text: string }> };
+      expect(r.exit_code).toBe(0);
+      expectNoServerPath(r);
+      const visible = r.transcript.map((c) => c.text).join('').replace(/\u001b\[[0-9;]*m/g, '');
+      expect(visible).not.toContain(path.dirname(project));
+    }
+  });
+
   it('counts the whole call in duration_ms, the hook after it included', async () => {
     const r = await run({ command: 'true' }, { commands: { ...ctx.commands!, afterCommand: () => new Promise((resolve) => setTimeout(resolve, 300)) } });
     expect(r.ok).toBe(true);

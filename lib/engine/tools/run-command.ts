@@ -161,14 +161,15 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
   if (result.changesUnknown) hints.push('Too many files are untracked or changed in the workspace to tell which ones this command changed (files_changed is null); run `git status` for them, and add folders like node_modules to .gitignore.');
   if (syncFailed) hints.push('The workspace could not be synced after the command; its changes are kept in the workspace.');
   const files = result.changes?.files.map((f) => ({ path: virtualOfChange(p, f.path), status: f.status.trim() || f.status }));
-  const stdout = show(result.stdout);
-  const stderr = show(result.stderr);
+  // Escape codes out before the paths are mapped: a code inside a path would hide it from the mapping.
+  const stdout = show(stripAnsi(result.stdout));
+  const stderr = show(stripAnsi(result.stderr));
   return {
     ok: true,
     command: show(line.text),
     exit_code: result.exitCode,
-    stdout: stripAnsi(stdout),
-    stderr: stripAnsi(stderr),
+    stdout,
+    stderr,
     duration_ms: Math.round(performance.now() - started),
     stopped: result.stopped,
     ...(result.truncated ? { truncated: true } : {}),
@@ -183,16 +184,16 @@ const mb = (bytes: number) => Math.round(bytes / (1024 * 1024));
 
 /**
  * The transcript with server paths mapped like stdout and stderr. A path a command split between
- * chunks of one stream (another stream's chunk in between) would pass the mapping piece by
- * piece: when a stream's chunks mapped one by one differ from the stream mapped whole, the
- * transcript gives up the order for that stream's safety and holds each stream whole.
+ * chunks of one stream (another stream's chunk in between), or inside escape codes a browser
+ * hides, would pass the mapping piece by piece: when a stream as shown (codes removed) still holds
+ * something the mapping changes, the transcript gives up the order and the colours and holds
+ * each stream as the model reads it.
  */
 function transcriptShown(chunks: TranscriptChunk[], show: (text: string) => string, stdout: string, stderr: string): TranscriptChunk[] {
   const shown = chunks.map((c) => ({ stream: c.stream, text: show(c.text) }));
   for (const stream of ['stdout', 'stderr'] as const) {
-    const raw = chunks.filter((c) => c.stream === stream).map((c) => c.text).join('');
-    const pieces = shown.filter((c) => c.stream === stream).map((c) => c.text).join('');
-    if (show(raw) !== pieces) return [...(stdout ? [{ stream: 'stdout' as const, text: stdout }] : []), ...(stderr ? [{ stream: 'stderr' as const, text: stderr }] : [])];
+    const visible = stripAnsi(shown.filter((c) => c.stream === stream).map((c) => c.text).join(''));
+    if (show(visible) !== visible) return [...(stdout ? [{ stream: 'stdout' as const, text: stdout }] : []), ...(stderr ? [{ stream: 'stderr' as const, text: stderr }] : [])];
   }
   return shown;
 }

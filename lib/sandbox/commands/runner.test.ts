@@ -323,6 +323,20 @@ sandboxed('a command', () => {
     expect((await fs.stat(path.join(checkout, 'hid', 'deep', 's2'))).mode & 0o6000).toBe(0);
   });
 
+  it('clears set-id bits of files the server made, and leaves read-only mounts alone without failing', async () => {
+    // Made by the server (its uid: the sandbox's user inside), as a clone or a file tool would.
+    await fs.writeFile(path.join(checkout, 'server-made'), 'x');
+    await fs.chmod(path.join(checkout, 'server-made'), 0o4755);
+    await fs.mkdir(path.join(checkout, '_bmad'), { recursive: true });
+    await fs.writeFile(path.join(checkout, '_bmad', 'method-tool'), 'x');
+    await fs.chmod(path.join(checkout, '_bmad', 'method-tool'), 0o4755);
+    const r = await run('stat -c %a server-made', { readOnlyInside: [path.join(checkout, '_bmad')] });
+    expect(r).toMatchObject({ exitCode: 0, stdout: '4755\n', stderr: '' });
+    expect((await fs.stat(path.join(checkout, 'server-made'))).mode & 0o7777).toBe(0o755);
+    // Read-only inside: the clearing's chmod is refused there (the operator's own files), and the command is not the worse for it.
+    expect((await fs.stat(path.join(checkout, '_bmad', 'method-tool'))).mode & 0o7777).toBe(0o4755);
+  });
+
   it('clears set-id bits of a line cut off at its time limit', async () => {
     const r = await run('cp /bin/true s3 && chmod 4755 s3 && mkdir -p d && cp /bin/true /tmp/s4 && chmod 2755 /tmp/s4 && echo set && sleep 30', { timeoutMs: 1_500 });
     expect(r).toMatchObject({ stopped: 'time_limit', stdout: 'set\n' });
