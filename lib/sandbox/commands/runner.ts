@@ -96,8 +96,9 @@ export interface CommandResult {
 
 /**
  * The sandbox's pid 1: an execute-only copy of bash (see shim.ts), so no process inside may
- * trace it, read its memory or descriptors, or signal it. It closes every descriptor the server
- * was started with (only stdio and the report channel go on), sets the process limits, records
+ * trace it, read its memory or descriptors, or signal it. It joins the run's cgroups first (see
+ * RunOptions.cgroupFds), closes every other descriptor the server was started with (only stdio
+ * and the report channel go on), sets the process limits, records
  * git status, runs the line (in a subshell that exports the line's environment: the wrapper's own
  * is fixed, so no project variable reaches it), then ends every other process of the sandbox, records git
  * status again, ends what that started (a repository's filters run there) and clears set-id bits
@@ -108,6 +109,7 @@ export interface CommandResult {
  * the line — never spliced into this text.
  */
 const WRAPPER = `
+n=\${BMAD_CGROUPS:-0}; unset BMAD_CGROUPS; for ((i = 5; i < 5 + n; i++)); do echo 0 >&$i || { echo 'sandbox: the command could not join its cgroup; nothing was run' >&2; exit 125; }; done
 fds=(/proc/self/fd/*); for f in "\${fds[@]##*/}"; do [ "$f" -gt 3 ] && [ -e "/proc/self/fd/$f" ] && exec {f}>&-; done
 ulimit -S -H -c 0 2>/dev/null
 [ "$1" = 0 ] || ulimit -S -H -f "$1" || exit 125
@@ -400,6 +402,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       transcript: TRANSCRIPT,
       maxReportBytes: MAX_STATUS_REPORT_BYTES,
       cgroup,
+      cgroupFds: true,
       signal: stop.signal,
     });
     memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;

@@ -156,7 +156,8 @@ export async function createRunCgroup(limits: { maxProcesses: number; memoryByte
 async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number }): Promise<RunCgroup | null> {
   cached ??= hierarchies();
   const found = await cached;
-  const name = `run-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  // No pid of the server in it: a command reads its own group's name in /proc/self/cgroup.
+  const name = `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   const made: Array<{ dir: string; version: 1 | 2; controller: 'pids' | 'memory' }> = [];
   for (const controller of ['pids', 'memory'] as const) {
     const h = found[controller];

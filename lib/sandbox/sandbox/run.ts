@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { promises as fs } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
 import { bwrapOptions, type SandboxSpec } from './bwrap';
@@ -16,6 +17,14 @@ export interface RunOptions {
    */
   headTail?: { headBytes: number; tailBytes: number };
   cgroup?: RunCgroup | null;
+  /**
+   * The command joins the cgroup itself, as its first act: descriptors open on the group's
+   * cgroup.procs files are handed to it from fd 5 on, their count in BMAD_CGROUPS, and it writes
+   * 0 ("this process") to each before anything else runs. Saves a shell in front of bwrap; only
+   * for a command that does so (the command runner's wrapper), which fails rather than run
+   * outside the group.
+   */
+  cgroupFds?: boolean;
   /** Also keep stdout and stderr in the order they came, bounded so (see Transcript). */
   transcript?: { headBytes: number; tailBytes: number };
   /** What fd 3 may bring at most (100 kB when not said); the rest is dropped. */
@@ -59,12 +68,22 @@ const CLOSE_GRACE_MS = 2_000;
 /** The descriptor bwrap reads its options from (0-2 are stdio, 3 the report channel). */
 const ARGS_FD = 4;
 
-export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
+export async function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
+  const procs = opts.cgroupFds ? (opts.cgroup?.procsFiles ?? []) : [];
+  const handles = await Promise.all(procs.map((f) => fs.open(f, 'w')));
+  try {
+    return await start({ ...opts, spec: { ...opts.spec, env: { ...opts.spec.env, ...(opts.cgroupFds ? { BMAD_CGROUPS: String(handles.length) } : {}) } } }, handles.map((h) => h.fd));
+  } finally {
+    await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+  }
+}
+
+function start(opts: RunOptions, cgroupFds: number[]): Promise<RunOutcome> {
   // Options (host paths among them) go on a descriptor; only the command stays on bwrap's own
   // command line, which is pid 1's (or its reaper's) inside and readable there.
   const options = Buffer.from(bwrapOptions(opts.spec).map((a) => `${a}\0`).join(''));
   const args = ['--args', String(ARGS_FD), '--', ...opts.spec.command];
-  const [file, argv] = opts.cgroup?.procsFiles.length
+  const [file, argv] = opts.cgroup?.procsFiles.length && !opts.cgroupFds
     ? ['/bin/sh', ['-c', ENTER_CGROUPS, 'sh', ...opts.cgroup.procsFiles, '--', opts.bwrap, ...args]]
     : [opts.bwrap, args];
   const started = performance.now();
@@ -79,7 +98,7 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     let settled = false;
     let exit: { code: number | null; signal: string | null } | null = null;
 
-    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'], detached: true, env: {} as NodeJS.ProcessEnv });
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...cgroupFds], detached: true, env: {} as NodeJS.ProcessEnv });
     const argsPipe = child.stdio[ARGS_FD] as Writable | null;
     // bwrap reads to the end before anything else; an early exit closes the pipe (EPIPE, ignored).
     argsPipe?.on('error', () => undefined);
