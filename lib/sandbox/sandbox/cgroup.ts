@@ -59,12 +59,22 @@ async function hierarchies(): Promise<Record<'pids' | 'memory', Hierarchy | null
 let cached: Promise<Record<'pids' | 'memory', Hierarchy | null>> | null = null;
 const cleaned = new Set<string>();
 
-/** Run folders left by a server that died mid-run; empty ones are removed, busy ones kept. */
+/** A group younger than this may be another process's, made ahead for its next run. */
+const YOUNG_MS = 10 * 60_000;
+
+/**
+ * Run folders left by a server that died mid-run; empty ones are removed, busy ones kept, and
+ * young ones too (`run-<time>-...`: another process's group made ahead and not used yet).
+ */
 async function removeStale(parent: string): Promise<void> {
   if (cleaned.has(parent)) return;
   cleaned.add(parent);
   const names = await fs.readdir(parent).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n.startsWith('run-')).map((n) => fs.rmdir(path.join(parent, n)).catch(() => undefined)));
+  const young = (n: string) => {
+    const made = parseInt(n.split('-')[1] ?? '', 36);
+    return Number.isFinite(made) && Math.abs(Date.now() - made) < YOUNG_MS;
+  };
+  await Promise.all(names.filter((n) => n.startsWith('run-') && !young(n)).map((n) => fs.rmdir(path.join(parent, n)).catch(() => undefined)));
 }
 
 async function write(file: string, value: string): Promise<boolean> {
@@ -148,7 +158,9 @@ export async function createRunCgroup(limits: { maxProcesses: number; memoryByte
   spare = { key, group: next };
   if (ready) {
     const group = await ready.catch(() => null);
-    if (group) return group;
+    // Another process cleaning up may have removed it meanwhile: then a fresh one.
+    if (group && (await Promise.all(group.procsFiles.map(exists))).every(Boolean)) return group;
+    void group?.dispose().catch(() => undefined);
   }
   return makeRunCgroup(limits);
 }

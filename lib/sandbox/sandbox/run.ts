@@ -70,7 +70,14 @@ const ARGS_FD = 4;
 
 export async function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
   const procs = opts.cgroupFds ? (opts.cgroup?.procsFiles ?? []) : [];
-  const handles = await Promise.all(procs.map((f) => fs.open(f, 'w')));
+  const handles: Awaited<ReturnType<typeof fs.open>>[] = [];
+  try {
+    for (const f of procs) handles.push(await fs.open(f, 'w'));
+  } catch (e) {
+    await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+    const error = `the run's cgroup could not be opened (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
+    return { exitCode: null, signal: null, timedOut: false, aborted: false, stdout: '', stderr: '', truncated: false, outputBytes: 0, durationMs: 0, report: '', reportCut: false, reportTail: '', spawnError: error };
+  }
   try {
     return await start({ ...opts, spec: { ...opts.spec, env: { ...opts.spec.env, ...(opts.cgroupFds ? { BMAD_CGROUPS: String(handles.length) } : {}) } } }, handles.map((h) => h.fd));
   } finally {
