@@ -16,6 +16,9 @@
  *   --only-context        just the context figures (section 7)
  *   --skip-instances      no Postgres / nginx section (8)
  *   --only-instances      just section 8: 1 vs 2 instances on Postgres behind nginx
+ *   --skip-command        no section 9 (a command through run_command against bash -c true)
+ *   --only-command        just section 9 (no production build needed)
+ *   --command-runs N      rounds of section 9 (default 50)
  *   --skip-setup          no workspace setup section (10: npm ci of a real project, twice, needs the npm registry)
  *   --only-setup          just section 10
  */
@@ -31,6 +34,7 @@ import { seedConversations } from './seed';
 import { contextFigures, contextMarkdown, type ContextFigures } from './context';
 import { fmt, summary, type Summary } from './stats';
 import { instancesFigures, instancesMarkdown, type InstancesFigures } from './instances';
+import { commandFigures, commandMarkdown, type CommandFigures } from './command';
 import { setupFigures, setupMarkdown, type SetupFigures } from './setup';
 
 process.env.LOG_LEVEL ??= 'silent'; // lib/ code run in this process (discovery, tools, seeding) stays quiet
@@ -61,6 +65,9 @@ const OPT = {
   onlyContext: flag('only-context'),
   skipInstances: flag('skip-instances'),
   onlyInstances: flag('only-instances'),
+  skipCommand: flag('skip-command'),
+  onlyCommand: flag('only-command'),
+  commandRuns: Math.max(5, Math.round(num('command-runs', 50))),
   skipSetup: flag('skip-setup'),
   onlySetup: flag('only-setup'),
 };
@@ -421,6 +428,7 @@ interface Results {
   growth?: { stored: number; storedMessages: number; seedMs: number; overhead: PhaseResult[]; rssAfterStartMb: number };
   context?: ContextFigures;
   instances?: InstancesFigures | { error: string };
+  command?: CommandFigures | { error: string };
   setup?: SetupFigures | { error: string };
   /** The bare relay driven like the plain phases, beside them in the same run. */
   relay?: RelayResult[];
@@ -542,6 +550,10 @@ function markdown(r: Results): string {
   if (e?.workflow) {
     t.push(`| one model call to the first question of a \`*command\` workflow | ${e.workflow.withShortcut.roundTrips} with the shortcut, ${e.workflow.withoutShortcut.roundTrips} without | ${verdict(e.workflow.withShortcut.roundTrips === 1)} |`);
   }
+  if (r.command && !('error' in r.command)) {
+    const c = r.command;
+    t.push(`| a command (\`true\`) through run_command ≤ 50 ms over \`bash -c true\` directly, p50, idle machine | ${ms(c.toolCallMs.median)} vs ${ms(c.directBashMs.median)}: ${ms(c.overheadP50Ms)} over (load ${c.loadAvgStart[0]}) | ${verdict(c.overheadP50Ms <= 50)} |`);
+  }
   if (r.setup && !('error' in r.setup)) {
     t.push(`| second workspace of an unchanged lockfile ready in ≤ 40 % of the first's setup | ${(r.setup.second.ms / 1000).toFixed(1)} s vs ${(r.setup.first.ms / 1000).toFixed(1)} s (${(r.setup.ratio * 100).toFixed(0)} %) | ${verdict(r.setup.second.ok && r.setup.ratio <= 0.4)} |`);
   }
@@ -632,6 +644,7 @@ function markdown(r: Results): string {
   if (relay) out.push(relay);
   if (r.context) out.push(contextMarkdown(r.context));
   if (r.instances) out.push('error' in r.instances ? `#### 8. Many instances\n\nNot measured: ${r.instances.error}` : instancesMarkdown(r.instances));
+  if (r.command) out.push('error' in r.command ? `#### 9. A command\n\nNot measured: ${r.command.error}` : commandMarkdown(r.command));
   if (r.setup) out.push('error' in r.setup ? `#### 10. Workspace setup\n\nNot measured: ${r.setup.error}` : setupMarkdown(r.setup));
 
   out.push(
@@ -645,6 +658,7 @@ function markdown(r: Results): string {
         `6. Growth: 1 repeated on a fresh server whose database was seeded through SqliteConversationStore with ${OPT.stored.toLocaleString('en')} conversations; RSS = VmRSS of the server process tree after ${OPT.rssConversations.toLocaleString('en')} conversations × ${OPT.rssTurns} plain turns at 50 concurrent.`,
         `7. Context: a server with MODELS_FILE (profiles \`roomy\`, 128 k, and \`small\`, 8 k with 1 k kept for the answer, on the same scripted model); one conversation per profile, sequential; every request counted at the model server with lib/engine/context countRequest (cl100k_base); prefix share of request k = tokens of the tool schemas plus the leading messages equal (JSON) to those of request k−1, ÷ tokens of request k.`,
         '8. Many instances: two `next start` servers on one fresh Postgres database and one shared folder; plain turns at 20 concurrent (4 per conversation) through nginx (keep-alive to the upstreams), first with one instance as its only upstream, then with both round robin, after 60 warm-up turns on each; turns/s = turns ÷ phase wall time.',
+        '9. A command: in this process, `true` through executeTool run_command in a workspace checkout (a git repository of 100 files; bubblewrap, git status before and after, the set-id clearing, the quota watch, the workspace lock, audit) against spawn(\'/bin/bash\', [\'-c\', \'true\']), interleaved round by round with runCommand alone, runCommand without git and a bare bwrap; p50 and p99 of wall time; over = p50 of the tool call − p50 of the direct bash.',
         '10. Workspace setup: lib/sandbox/commands runSetup in-process (bubblewrap, slirp4netns, the project\'s cache folder) on fresh `git clone`s of one commit of the npm package with a lockfile made from the registry once; first = empty package cache, its time includes keeping its node_modules; second = the same lockfile; tree reuse off = a third clone with the warm package cache only; wall time of each call.',
       ].join('\n'),
   );
@@ -665,6 +679,7 @@ async function main() {
   process.once('SIGTERM', onSignal);
   try {
     if (OPT.onlySetup) await setupRun(results);
+    else if (OPT.onlyCommand) await commandRun(results);
     else await benchApp(results, tmp, cleanups);
   } finally {
     for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
@@ -757,7 +772,18 @@ async function fullRun(results: Results, appDir: string, tmp: string, cleanups: 
   }
 
   if (!OPT.skipInstances) await instancesRun(results, appDir, model);
+  if (!OPT.skipCommand) await commandRun(results);
   if (!OPT.skipSetup) await setupRun(results);
+}
+
+/** Section 9; a host without bubblewrap gets the reason in the report instead. */
+async function commandRun(results: Results) {
+  try {
+    results.command = await commandFigures(OPT.commandRuns, say);
+  } catch (e) {
+    results.command = { error: String((e as Error)?.message ?? e).slice(0, 300) };
+    say(`command: not measured (${results.command.error})`);
+  }
 }
 
 /** Section 10; a machine without the sandbox or the registry gets the reason instead. */

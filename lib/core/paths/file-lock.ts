@@ -46,9 +46,9 @@ const fileLocks: KeyedLock = ((globalThis as Record<symbol, unknown>)[KEY] ??= n
  * lock, then a lock file every process sharing the lock folder sees (several instances on one
  * shared volume).
  */
-export function withFileLock<T>(abs: string, fn: () => Promise<T>): Promise<T> {
+export function withFileLock<T>(abs: string, fn: () => Promise<T>, opts: LockWait = {}): Promise<T> {
   return fileLocks.run(abs, async () => {
-    const release = await acquireLockFile(abs);
+    const release = await acquireLockFile(abs, opts);
     try {
       return await fn();
     } finally {
@@ -65,6 +65,13 @@ const settings = ((globalThis as Record<symbol, unknown>)[FOLDER_KEY] ??= { fold
 /** The folder of the cross-process lock files. */
 export function setFileLockFolder(folder: string): void {
   settings.folder = folder;
+}
+
+export interface LockWait {
+  /** Longest wait for another process's hold (WAIT_MS when not said); past it the call fails. */
+  waitMs?: number;
+  /** Stops waiting for another process's hold (the call fails with the signal's reason). */
+  signal?: AbortSignal;
 }
 
 /** How long a lock file is refreshed, and after what silence another host takes it as abandoned. */
@@ -129,12 +136,12 @@ function readOwner(text: string): LockOwner | null {
  * holder has it; resolves with its release. The holder touches it while it holds it, so a holder
  * on another host that died is recognised by its silence.
  */
-async function acquireLockFile(abs: string): Promise<() => Promise<void>> {
+async function acquireLockFile(abs: string, opts: LockWait): Promise<() => Promise<void>> {
   const folder = settings.folder;
   const file = path.join(folder, `${createHash('sha256').update(abs).digest('hex').slice(0, 40)}.lock`);
   const me: LockOwner = { host: HOST, pid: process.pid, started: OWN_START, nonce: randomUUID() };
   const text = JSON.stringify(me);
-  const deadline = Date.now() + WAIT_MS;
+  const deadline = Date.now() + (opts.waitMs ?? WAIT_MS);
   for (let delay = 2; ; delay = Math.min(50, delay * 2)) {
     try {
       await fsp.writeFile(file, text, { flag: 'wx' });
@@ -156,6 +163,7 @@ async function acquireLockFile(abs: string): Promise<() => Promise<void>> {
       continue;
     }
     if (Date.now() > deadline) throw new Error('A file stayed locked by another process for too long; try again.');
+    opts.signal?.throwIfAborted();
     await new Promise((r) => setTimeout(r, delay));
   }
   heldNonces.add(me.nonce);

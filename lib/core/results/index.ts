@@ -94,3 +94,19 @@ export interface Problem {
 export function problemLine(p: Problem): string {
   return `${p.file}: ${p.severity}: ${p.reason}`;
 }
+
+/**
+ * Fields of a tool result kept for people only: stored with the result and shown in the browser,
+ * never sent to the model nor counted as its tokens (run_command's `transcript`, its output in
+ * the order it came, raw).
+ */
+export const DISPLAY_ONLY_FIELDS: readonly string[] = ['transcript'];
+
+/** A tool result as the model gets it: without the display-only fields (the same object when it has none). */
+export function modelView<T>(result: T): T {
+  if (typeof result !== 'object' || result === null || Array.isArray(result)) return result;
+  if (!DISPLAY_ONLY_FIELDS.some((k) => k in result)) return result;
+  const out: Record<string, unknown> = { ...(result as Record<string, unknown>) };
+  for (const k of DISPLAY_ONLY_FIELDS) delete out[k];
+  return out as T;
+}

@@ -1,6 +1,7 @@
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { Compaction, CompactionMark, StoredMessage } from '../../store/conversations/types';
 import { AppError } from '../../core/errors';
+import { modelView } from '../../core/results';
 import { parseToolArguments, type ToolCall, type ToolDefinition } from '../../model/llm/types';
 import type { CompactionReport } from '../../model/loop/types';
 import { countMessage, countRequest, countRequestAsync, FRAMING } from './count';
@@ -93,7 +94,7 @@ export async function warmCompaction(input: PlanInput): Promise<void> {
   const t = input.tokenizer;
   await countRequestAsync(t, { messages: input.render(input.history), tools: input.tools });
   for (const m of input.history) {
-    if (m.role === 'tool') await t.countAsync(JSON.stringify(m.result));
+    if (m.role === 'tool') await t.countAsync(JSON.stringify(modelView(m.result)));
     if (m.role !== 'assistant') continue;
     for (const c of m.toolCalls ?? []) {
       await t.countAsync(c.arguments);
@@ -168,7 +169,7 @@ export function planCompaction(input: PlanInput): PlanResult {
   const elideTool = (i: number): number => {
     const m = work[i];
     if (m.role !== 'tool' || m.compacted || i === keptTool) return 0;
-    const tokens = t.count(JSON.stringify(m.result));
+    const tokens = t.count(JSON.stringify(modelView(m.result)));
     if (tokens < MIN_ELIDE_TOKENS) return 0;
     const content = toolMarker(m, callOf.get(i), tokens, tokens > limit / 2);
     mark(i, { kind: 'elided', content });

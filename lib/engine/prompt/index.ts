@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { StoredMessage } from '../../store/conversations/types';
+import { modelView } from '../../core/results';
 
 /** The parts of an agent definition the prompt needs; kept structural so this module stays small. */
 export interface PromptAgent {
@@ -114,8 +115,9 @@ Your tools: ${toolNames.join(', ')}.`,
   ].join('\n\n');
 }
 
+/** A stored result as the model reads it: display-only fields (run_command's transcript) left out. */
 function toolResultText(result: unknown): string {
-  return JSON.stringify(result);
+  return JSON.stringify(modelView(result));
 }
 
 /** Results smaller than this are cheaper to resend than to describe. */

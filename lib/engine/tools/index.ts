@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { appendAudit, buildAuditEntry } from '../../store/audit';
 import { log } from '../../core/log';
 import { redactPaths } from '../../core/paths';
+import { withWorkspaceLock } from '../../sandbox/commands';
 import type { Tool } from './define';
 import { applyPatchTool } from './apply-patch';
 import { editFileTool } from './edit-file';
@@ -179,7 +180,7 @@ async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: Tool
   }
   const abort = whenAborted(ctx.signal);
   try {
-    const running = tool.run(checked.data, ctx);
+    const running = inWorkspace(tool, ctx) ? withWorkspaceLock(ctx.commands!.checkout, () => (ctx.signal?.aborted ? Promise.resolve(abortedResult()) : tool.run(checked.data, ctx)), ctx.signal).catch((e) => (ctx.signal?.aborted ? abortedResult() : Promise.reject(e))) : tool.run(checked.data, ctx);
     // A stop answers at once; the call itself goes on to its end (a write lands whole).
     ctx.track?.(running);
     const result = await Promise.race([running, abort.promise]);
@@ -187,6 +188,18 @@ async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: Tool
   } finally {
     abort.dispose();
   }
+}
+
+/** Tools that look at or write the project's files on the host; run_command takes the lock itself, a subagent's calls each take it. */
+const HOST_SIDE = new Set(TOOLS.filter((t) => t !== runCommandTool && t !== spawnSubagentTool).map((t) => t.name));
+
+/**
+ * In a workspace, a file tool waits for the workspace's lock: the server's checks and writes on
+ * the checkout never overlap a command, which could swap a folder for a link between them.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+function inWorkspace(tool: Tool<any>, ctx: ToolContext): boolean {
+  return !!ctx.commands && HOST_SIDE.has(tool.name);
 }
 
 /**

@@ -8,6 +8,7 @@ import type { ToolResult } from '../../core/results';
 import { DEFAULT_COMMAND_SETTINGS, DEFAULT_SCRIPT_SETTINGS } from '../../core/config';
 import { bmadProject } from '../../../test/bmad-installs';
 import { projectContext } from '../../../test/project-context';
+import { toModelMessages } from '../prompt';
 
 /**
  * run_command in a workspace checkout holding a real BMAD 6.12 install and its own git
@@ -166,6 +167,68 @@ sandboxed('run_command', () => {
     const r = await run({ command: 'echo "${APP_ENV}" {diff_file}' });
     expect(r).toMatchObject({ ok: true, stdout: 'test {diff_file}\n' });
     expect(r.hint).toMatch(/\{diff_file\} stayed as written/);
+  });
+
+  it('keeps the command as run, strips escape codes for the model, and keeps the ordered transcript for people only', async () => {
+    const command = 'printf "\\033[32mok\\033[0m  two  spaces\\n";  sleep 0.2; echo "warn" >&2 ;  sleep 0.2; echo {project-root}/x';
+    const r = (await run({ command })) as Ran & { transcript: Array<{ stream: string; text: string }> };
+    expect(r.command).toBe(command);
+    expect(r.stdout).toBe('ok  two  spaces\n{project-root}/x\n');
+    expect(r.stderr).toBe('warn\n');
+    expect(r.transcript).toEqual([
+      { stream: 'stdout', text: '\u001b[32mok\u001b[0m  two  spaces\n' },
+      { stream: 'stderr', text: 'warn\n' },
+      { stream: 'stdout', text: '{project-root}/x\n' },
+    ]);
+    expectNoServerPath(r);
+    const messages = toModelMessages('system', [
+      { id: 'u', role: 'user', content: 'go', timestamp: '2026-01-01T00:00:00.000Z' },
+      { id: 'a', role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'run_command', arguments: JSON.stringify({ command }) }], timestamp: '2026-01-01T00:00:00.000Z' },
+      { id: 't', role: 'tool', toolCallId: 'c1', name: 'run_command', result: r, timestamp: '2026-01-01T00:00:00.000Z' },
+    ]);
+    const sent = JSON.stringify(messages[messages.length - 1]);
+    expect(sent).not.toContain('transcript');
+    expect(sent).not.toContain('\\u001b');
+    expect(sent).toContain('ok  two  spaces');
+  });
+
+  it('lets no server path through, even one a command reads from mountinfo and splits with escape codes or across streams', async () => {
+    const find = 'p=$(awk \'$5=="/workspace"{print $4}\' /proc/self/mountinfo)';
+    for (const command of [
+      `${find}; printf '%s\\033[0m%s\\n' "\${p:0:6}" "\${p:6}"`,
+      `${find}; printf '%s' "\${p:0:6}"; sleep 0.2; echo err >&2; sleep 0.2; printf '%s\\n' "\${p:6}"`,
+    ]) {
+      const r = (await run({ command })) as Ran & { transcript: Array<{ stream: string; text: string }> };
+      expect(r.exit_code).toBe(0);
+      expectNoServerPath(r);
+      const visible = r.transcript.map((c) => c.text).join('').replace(/\u001b\[[0-9;]*m/g, '');
+      expect(visible).not.toContain(path.dirname(project));
+    }
+  });
+
+  it('counts the whole call in duration_ms, the hook after it included', async () => {
+    const r = await run({ command: 'true' }, { commands: { ...ctx.commands!, afterCommand: () => new Promise((resolve) => setTimeout(resolve, 300)) } });
+    expect(r.ok).toBe(true);
+    expect((r as unknown as { duration_ms: number }).duration_ms).toBeGreaterThanOrEqual(300);
+  });
+
+  it('lets a file tool of the same turn wait for a running command rather than race it', async () => {
+    const running = run({ command: 'sleep 1; echo "written by the command" > docs/late.md' });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const [read, ran] = await Promise.all([call('read_file', { file_path: '{project-root}/docs/late.md' }), running]);
+    expect(ran).toMatchObject({ ok: true, exit_code: 0 });
+    expect(read.ok).toBe(true);
+    expect(JSON.stringify(read)).toContain('written by the command');
+  });
+
+  it('refuses commands in a workspace over its disk quota but a removal, saying how much is used', async () => {
+    const small = { commands: { ...ctx.commands!, settings: { ...DEFAULT_COMMAND_SETTINGS, timeoutMs: 30_000, workspaceMaxMb: 40 } } };
+    const fill = await run({ command: 'head -c 45000000 /dev/zero > /tmp/fill.bin' }, small);
+    expect(fill).toMatchObject({ ok: true, exit_code: 0 });
+    const refused = await run({ command: 'echo hello' }, small);
+    expect(refused).toMatchObject({ ok: false, error: { code: 'E_WRITE_LIMIT', message: expect.stringMatching(/uses \d+ MB of its 40 MB.*rm -rf/) } });
+    expect(await run({ command: 'rm -f {tmp}/fill.bin' }, small)).toMatchObject({ ok: true, exit_code: 0 });
+    expect(await run({ command: 'echo hello' }, small)).toMatchObject({ ok: true, stdout: 'hello\n' });
   });
 
   it('still answers when the sync after a command fails', async () => {

@@ -2,6 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { CHECKOUT_AT, commandHost, MAX_COMMAND_OUTPUT_BYTES, runCommand, sandboxPath, type CommandResult } from '../../sandbox/commands';
+import { stripAnsi, type TranscriptChunk } from '../../sandbox/sandbox';
 import { DEFAULT_SCRIPT_SETTINGS } from '../../core/config';
 import { log } from '../../core/log';
 import { expandVariables, isInside, redactPaths, resolvePath, TMP_TOKEN, today, withoutReserved } from '../../core/paths';
@@ -85,6 +86,7 @@ function virtualOfChange(p: Places, rel: string): string {
 }
 
 async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
+  const started = performance.now();
   const commands = ctx.commands;
   if (!commands) {
     return fail('E_UNAVAILABLE', 'Commands run only in a workspace of a project with build enabled; this conversation has none. Nothing was run.');
@@ -122,6 +124,17 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
   );
   const show = translator(ctx, p);
   if (result.spawnError) return fail('E_INTERNAL', `The sandbox could not be started (${show(result.spawnError)}); nothing was run.`);
+  if (result.refused === 'disk_quota') {
+    const used = mb(result.disk?.usedBytes ?? 0);
+    const max = mb(result.disk?.maxBytes ?? 0);
+    return fail(
+      'E_WRITE_LIMIT',
+      `The workspace uses ${used} MB of its ${max} MB (checkout, .git and temp folder together; WORKSPACE_MAX_MB), so no command runs until it is back under. ` +
+        'Free space with a line that only removes files, the one kind still run meanwhile, e.g. `rm -rf node_modules/.cache dist {tmp}/*`; ' +
+        'or ask the person to discard the workspace or the operator to raise the quota. Nothing was run.',
+      { details: { usedMb: used, maxMb: max } },
+    );
+  }
   let syncFailed = false;
   if (commands.afterCommand) {
     try {
@@ -137,24 +150,52 @@ async function run(input: Input, ctx: ToolContext): Promise<ToolResult> {
   if (result.stopped === 'time_limit') hints.push(`The command was stopped at its time limit (${limitS} s), with everything it started.`);
   if (result.stopped === 'memory_limit') hints.push(`The command ran out of memory (limit ${commands.settings.memoryMb} MB).`);
   if (result.stopped === 'process_limit') hints.push(`The command tried to start more than ${commands.settings.maxProcesses} processes.`);
+  if (result.stopped === 'disk_quota') {
+    hints.push(
+      `The command was stopped, with everything it started: the workspace passed its disk quota of ${mb(result.disk?.maxBytes ?? 0)} MB (checkout, .git and temp folder together; ${mb(result.disk?.usedBytes ?? 0)} MB used). ` +
+        'Remove what is not needed (build output, caches, large files) with a line that only removes files (`rm -rf ...`); other commands are refused until the workspace is under its quota.',
+    );
+  }
   if (result.truncated) hints.push(`Output was cut to its first and last ${(MAX_COMMAND_OUTPUT_BYTES / 4).toLocaleString('en')} bytes per stream (of ${result.outputBytes.toLocaleString('en')} in all).`);
   if (line.unresolved.length) hints.push(`${line.unresolved.map((n) => `{${n}}`).join(', ')} stayed as written: no variable has that name.`);
   if (result.changesUnknown) hints.push('Too many files are untracked or changed in the workspace to tell which ones this command changed (files_changed is null); run `git status` for them, and add folders like node_modules to .gitignore.');
   if (syncFailed) hints.push('The workspace could not be synced after the command; its changes are kept in the workspace.');
   const files = result.changes?.files.map((f) => ({ path: virtualOfChange(p, f.path), status: f.status.trim() || f.status }));
+  // Escape codes out before the paths are mapped: a code inside a path would hide it from the mapping.
+  const stdout = show(stripAnsi(result.stdout));
+  const stderr = show(stripAnsi(result.stderr));
   return {
     ok: true,
     command: show(line.text),
     exit_code: result.exitCode,
-    stdout: show(result.stdout),
-    stderr: show(result.stderr),
-    duration_ms: result.durationMs,
+    stdout,
+    stderr,
+    duration_ms: Math.round(performance.now() - started),
     stopped: result.stopped,
     ...(result.truncated ? { truncated: true } : {}),
     ...(files ? { files_changed: files } : result.changesUnknown ? { files_changed: null } : {}),
     ...(result.changes?.more ? { files_changed_more: result.changes.more } : {}),
     ...(hints.length ? { hint: hints.join(' ') } : {}),
+    transcript: transcriptShown(result.transcript, show, stdout, stderr),
   };
+}
+
+const mb = (bytes: number) => Math.round(bytes / (1024 * 1024));
+
+/**
+ * The transcript with server paths mapped like stdout and stderr. A path a command split between
+ * chunks of one stream (another stream's chunk in between), or inside escape codes a browser
+ * hides, would pass the mapping piece by piece: when a stream as shown (codes removed) still holds
+ * something the mapping changes, the transcript gives up the order and the colours and holds
+ * each stream as the model reads it.
+ */
+function transcriptShown(chunks: TranscriptChunk[], show: (text: string) => string, stdout: string, stderr: string): TranscriptChunk[] {
+  const shown = chunks.map((c) => ({ stream: c.stream, text: show(c.text) }));
+  for (const stream of ['stdout', 'stderr'] as const) {
+    const visible = stripAnsi(shown.filter((c) => c.stream === stream).map((c) => c.text).join(''));
+    if (show(visible) !== visible) return [...(stdout ? [{ stream: 'stdout' as const, text: stdout }] : []), ...(stderr ? [{ stream: 'stderr' as const, text: stderr }] : [])];
+  }
+  return shown;
 }
 
 export const runCommandTool = defineTool({
@@ -163,7 +204,7 @@ export const runCommandTool = defineTool({
     'Run one shell line (bash -c) in this workspace: build, test, lint, git (status, diff, add, commit, log, branch on the workspace\'s own branch). ' +
     'It runs in a sandbox: the workspace checkout writable (the installed method read-only but {bundle-root}/render), no network, a private /tmp (readable afterwards as {tmp}/...), no secrets, time/memory/process limits. ' +
     'Path variables ({project-root}, {output_folder}, config keys) are resolved; paths in the output come back as {project-root}/... for the file tools. ' +
-    '`uv run SCRIPT args` works for the method\'s scripts. Returns exit_code, stdout, stderr (head and tail when long), duration_ms, stopped (time_limit, memory_limit, process_limit or null) and files_changed.',
+    '`uv run SCRIPT args` works for the method\'s scripts. Returns exit_code, stdout, stderr (head and tail when long), duration_ms, stopped (time_limit, memory_limit, process_limit, disk_quota or null) and files_changed. One command at a time per workspace: parallel calls wait their turn.',
   schema,
   normalize,
   run,

@@ -11,6 +11,7 @@ import { heldLock, lockedMessage, lockFileIn, lockShown, type LockNeeds } from '
 export { gitIdentityEnv };
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../../sandbox/git/repo';
 import { log } from '../../core/log';
+import { validateBuild } from './build-settings';
 import { branchProblem, checkName } from './names';
 import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
@@ -136,43 +137,6 @@ function refusalOf(text: string, limit: number): SyncRefusal | null {
 const mb = (bytes: number) => `${Math.ceil(bytes / MB)} MB`;
 
 const notFound = () => new AppError('E_WORKSPACE_NOT_FOUND', 'Workspace not found.');
-
-function validateBuild(patch: Partial<BuildSettings>): Partial<BuildSettings> {
-  const bad = (field: string, message: string) => new AppError('E_VALIDATION', `${field} ${message}`, { field });
-  const out: Partial<BuildSettings> = {};
-  if (patch.enabled !== undefined) {
-    if (typeof patch.enabled !== 'boolean') throw bad('enabled', 'must be true or false');
-    out.enabled = patch.enabled;
-  }
-  if (patch.baseBranch !== undefined) {
-    if (patch.baseBranch !== null) {
-      if (typeof patch.baseBranch !== 'string') throw bad('baseBranch', 'must be a branch name or null');
-      const problem = branchProblem(patch.baseBranch);
-      if (problem) throw bad('baseBranch', problem);
-    }
-    out.baseBranch = patch.baseBranch;
-  }
-  if (patch.setup !== undefined) {
-    if (patch.setup !== null) {
-      if (typeof patch.setup !== 'string') throw bad('setup', 'must be one shell line or null');
-      if (/[\r\n\0]/.test(patch.setup)) throw bad('setup', 'must be one line');
-      if (patch.setup.length > 4000) throw bad('setup', 'is longer than 4000 characters');
-    }
-    out.setup = patch.setup === null || patch.setup.trim() === '' ? null : patch.setup;
-  }
-  if (patch.env !== undefined) {
-    const env = patch.env as unknown;
-    if (typeof env !== 'object' || env === null || Array.isArray(env)) throw bad('env', 'must be an object of names to texts');
-    const entries = Object.entries(env as Record<string, unknown>);
-    if (entries.length > 100) throw bad('env', 'holds more than 100 variables');
-    for (const [k, v] of entries) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(k)) throw bad('env', `has an invalid variable name "${k.slice(0, 40)}"`);
-      if (typeof v !== 'string' || v.includes('\0') || v.length > 4096) throw bad('env', `value of ${k} must be a text of at most 4096 characters`);
-    }
-    out.env = Object.fromEntries(entries) as Record<string, string>;
-  }
-  return out;
-}
 
 /**
 

@@ -8,7 +8,7 @@ import { AppError } from '../../core/errors';
 import { mapLlmError, noToolsError, streamChat } from '../llm';
 import type { CompletionResult } from '../llm';
 import { MODEL_OUTPUT_LIMITS, parseToolArguments, toolArgumentsView, type ToolCall, type Usage } from '../llm/types';
-import type { ToolResult } from '../../core/results';
+import { modelView, type ToolResult } from '../../core/results';
 import { TurnBudget } from './budget';
 import type { LoopTools, PrepareRequest, ToolOutcome, TurnEvent } from './types';
 
@@ -218,7 +218,7 @@ export async function* runTurn(input: RunTurnInput): AsyncGenerator<TurnEvent, v
         yield terminal(signal.reason);
         return false;
       }
-      history.push({ role: 'tool', tool_call_id: calls[i].id, content: JSON.stringify(outcome.result) });
+      history.push({ role: 'tool', tool_call_id: calls[i].id, content: JSON.stringify(modelView(outcome.result)) });
       yield { type: 'tool-result', call: calls[i], result: outcome.result, durationMs: outcome.durationMs };
     }
     return true;

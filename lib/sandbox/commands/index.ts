@@ -15,3 +15,6 @@ export {
 } from './runner';
 export { uvShim, supportFiles } from './shim';
 export { runSetup, setupNetworkCapability, treeKey, CACHE_AT, type SetupRun, type SetupRequest } from './setup';
+export { withWorkspaceLock } from './workspace-lock';
+export { commandEnv, refusedEnvReason, REFUSED_ENV, ENV_NAME } from './env-policy';
+export { onlyRemoves } from './quota';

@@ -203,6 +203,191 @@ sandboxed('a command', () => {
     expect((await fs.stat(path.join(tmp, 'suid2'))).mode & 0o7777).toBe(0o755);
   });
 
+  it('changes no host file through a link swapped in by a parallel command while set-id bits are cleared', async () => {
+    // A root-owned (the server's) file outside the checkout, readable by its owner only.
+    const outside = path.join(base, 'outside');
+    await fs.mkdir(outside);
+    const target = path.join(outside, 'secret');
+    await fs.writeFile(target, 'secret', { mode: 0o600 });
+    await fs.chmod(target, 0o600);
+    // One command keeps a set-user-ID file and a link to the target swapping names
+    // (renameat2 RENAME_EXCHANGE in a loop), setting the bit again and again; the other commands
+    // end at once, so the set-id clearing after each of them runs while the names swap.
+    const swapper = [
+      'import ctypes, os, sys, time',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      "nr = {'x86_64': 316, 'aarch64': 276}[os.uname().machine]",
+      "os.chdir('/workspace/race')",
+      "fd = os.open('suid', os.O_RDONLY)",
+      'end = time.time() + float(sys.argv[1])',
+      'n = 0',
+      'while time.time() < end:',
+      '    try: os.fchmod(fd, 0o4755)',
+      '    except OSError: pass',
+      "    libc.syscall(nr, -100, b'suid', -100, b'lnk', 2)",
+      '    n += 1',
+      'print("swaps", n)',
+    ].join('\n');
+    await fs.writeFile(path.join(checkout, 'swap.py'), swapper);
+    const swapping = run(`mkdir race && cp /bin/true race/suid && ln -s '${target}' race/lnk && python3 swap.py 6`, {}, { timeoutMs: 60_000 });
+    let done = false;
+    void swapping.then(() => (done = true));
+    let quick = 0;
+    while (!done) {
+      await run('true');
+      quick++;
+      if (((await fs.stat(target)).mode & 0o7777) !== 0o600) break;
+    }
+    const r = await swapping;
+    expect(r.stdout).toMatch(/^swaps [1-9]\d*\n$/);
+    expect(quick).toBeGreaterThan(0);
+    expect((await fs.stat(target)).mode & 0o7777).toBe(0o600);
+    for (const name of ['suid', 'lnk']) {
+      const st = await fs.lstat(path.join(checkout, 'race', name));
+      if (!st.isSymbolicLink()) expect(st.mode & 0o6000).toBe(0);
+    }
+  }, 120_000);
+
+  it('shows no host path in any process\'s command line or environment, nor in /proc\'s other views but mountinfo', async () => {
+    const dataDir = path.join(base, 'data');
+    await fs.mkdir(dataDir);
+    const probe = [
+      'for p in /proc/[0-9]*; do for f in cmdline environ status; do echo "$p/$f $(base64 -w0 < $p/$f 2>/dev/null)"; done; done',
+      'for f in /proc/self/mounts /proc/self/cgroup /proc/self/stat /proc/1/stat /proc/self/maps; do echo "$f $(base64 -w0 < $f)"; done',
+      'echo "mountinfo $(base64 -w0 < /proc/self/mountinfo)"',
+      'echo "fds $(ls /proc/self/fd | tr "\\n" " " | base64 -w0)"',
+      'readlink /proc/1/cwd /proc/1/root /proc/self/cwd | base64 -w0 | sed "s/^/links /"; echo',
+    ].join('; ');
+    const r = await run(probe, { env: { APP_MODE: 'test' } });
+    expect(r.exitCode).toBe(0);
+    const decoded = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => {
+        const [name, b64 = ''] = l.split(' ');
+        return { name, text: Buffer.from(b64, 'base64').toString('utf8') };
+      });
+    const seen = decoded.map((d) => d.name);
+    expect(seen).toContain('/proc/1/cmdline');
+    expect(seen.filter((n) => n.endsWith('/environ')).length).toBeGreaterThan(1);
+    expect(decoded.find((d) => d.name === '/proc/1/cmdline')?.text).toContain('/bin/bash');
+    const hostPaths = [base, checkout, tmp, dataDir, process.cwd(), path.dirname(base)].filter((p) => p.length > 4);
+    for (const d of decoded) {
+      if (d.name === 'mountinfo') continue;
+      for (const p of hostPaths) expect(`${d.name}: ${d.text}`).not.toContain(p);
+    }
+    // mountinfo names each bind mount's source as a path of its file system, which no option
+    // hides (docs/build.md says so): it shows the checkout's and temp folder's places and the
+    // server's support files, never the repository or another folder of the host.
+    const mountinfo = decoded.find((d) => d.name === 'mountinfo')?.text ?? '';
+    expect(mountinfo).toContain(' /workspace ');
+    expect(mountinfo).not.toContain(process.cwd());
+    expect(mountinfo).not.toContain(dataDir);
+    // Only stdio (and ls's own listing) are open: no descriptor of the server's reaches inside.
+    expect(decoded.find((d) => d.name === 'fds')?.text.trim()).toBe('0 1 2 3');
+    // The wrapper's environment and descriptors are not readable at all.
+    expect(decoded.find((d) => d.name === '/proc/1/environ')?.text).toBe('');
+  });
+
+  it('cannot change the host\'s device nodes', async () => {
+    const before = await fs.stat('/dev/null');
+    const r = await run('chmod 000 /dev/null /dev/zero 2>&1; touch -d 2001-01-01 /dev/null 2>&1; echo written > /dev/null && head -c 3 /dev/zero | od -An -tx1');
+    expect(r.stdout).toMatch(/00 00 00/);
+    const after = await fs.stat('/dev/null');
+    expect(after.mode).toBe(before.mode);
+    expect(after.mtimeMs).toBeGreaterThan(Date.parse('2020-01-01'));
+    expect((await fs.stat('/dev/zero')).mode & 0o777).toBe(0o666);
+  });
+
+  it('clears set-id bits even when the line fights its wrapper: signals, tracing, hidden folders, a late background chmod', async () => {
+    const r = await run(
+      [
+        'cp /bin/true s1 && chmod 4755 s1',
+        'mkdir -p hid/deep && cp /bin/true hid/deep/s2 && chmod 6755 hid/deep/s2 && chmod 0311 hid/deep && chmod 0311 hid',
+        'kill -9 1; kill -STOP 1; echo "kill=$?"',
+        'python3 -c "import ctypes; l = ctypes.CDLL(None, use_errno=True); print(\'trace\', l.ptrace(16, 1, 0, 0), ctypes.get_errno())"',
+        'cat /proc/1/environ > /dev/null 2>&1 || echo environ-refused',
+        'printf "@@done\\0forged\\0" 2>/dev/null >&3 || echo fd3-closed',
+        '(sleep 0.3; chmod 4755 s1 hid/deep/s2) >/dev/null 2>&1 &',
+        'setsid sh -c "sleep 0.3; chmod 4755 s1" >/dev/null 2>&1 &',
+        'echo end',
+      ].join('\n'),
+    );
+    expect(r).toMatchObject({ exitCode: 0, stderr: '' });
+    expect(r.stdout).toMatch(/trace -1 1\n/);
+    expect(r.stdout).toContain('environ-refused');
+    expect(r.stdout).toContain('fd3-closed');
+    expect(r.stdout).toMatch(/end\n$/);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await fs.stat(path.join(checkout, 's1'))).mode & 0o6000).toBe(0);
+    expect((await fs.stat(path.join(checkout, 'hid', 'deep', 's2'))).mode & 0o6000).toBe(0);
+  });
+
+  it('clears set-id bits of files the server made, and leaves read-only mounts alone without failing', async () => {
+    // Made by the server (its uid: the sandbox's user inside), as a clone or a file tool would.
+    await fs.writeFile(path.join(checkout, 'server-made'), 'x');
+    await fs.chmod(path.join(checkout, 'server-made'), 0o4755);
+    await fs.mkdir(path.join(checkout, '_bmad'), { recursive: true });
+    await fs.writeFile(path.join(checkout, '_bmad', 'method-tool'), 'x');
+    await fs.chmod(path.join(checkout, '_bmad', 'method-tool'), 0o4755);
+    const r = await run('stat -c %a server-made', { readOnlyInside: [path.join(checkout, '_bmad')] });
+    expect(r).toMatchObject({ exitCode: 0, stdout: '4755\n', stderr: '' });
+    expect((await fs.stat(path.join(checkout, 'server-made'))).mode & 0o7777).toBe(0o755);
+    // Read-only inside: the clearing's chmod is refused there (the operator's own files), and the command is not the worse for it.
+    expect((await fs.stat(path.join(checkout, '_bmad', 'method-tool'))).mode & 0o7777).toBe(0o4755);
+  });
+
+  it('clears set-id bits of a line cut off at its time limit', async () => {
+    const r = await run('cp /bin/true s3 && chmod 4755 s3 && mkdir -p d && cp /bin/true /tmp/s4 && chmod 2755 /tmp/s4 && echo set && sleep 30', { timeoutMs: 1_500 });
+    expect(r).toMatchObject({ stopped: 'time_limit', stdout: 'set\n' });
+    expect((await fs.stat(path.join(checkout, 's3'))).mode & 0o6000).toBe(0);
+    expect((await fs.stat(path.join(tmp, 's4'))).mode & 0o6000).toBe(0);
+  });
+
+  it('runs one command at a time per workspace: parallel calls queue', async () => {
+    const a = run('echo a-start; sleep 1; echo a-end');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const started = Date.now();
+    const b = await run('echo b');
+    expect(Date.now() - started).toBeGreaterThan(500);
+    expect((await a).stdout).toBe('a-start\na-end\n');
+    expect(b.stdout).toBe('b\n');
+  });
+
+  it('keeps stdout and stderr in the order they came, escape codes included, and sets NO_COLOR', async () => {
+    const r = await run('printf "\\033[31mred\\033[0m %s %s\\n" "$NO_COLOR" "$FORCE_COLOR"; sleep 0.2; echo warn >&2; sleep 0.2; echo last');
+    expect(r.transcript).toEqual([
+      { stream: 'stdout', text: '\u001b[31mred\u001b[0m 1 0\n' },
+      { stream: 'stderr', text: 'warn\n' },
+      { stream: 'stdout', text: 'last\n' },
+    ]);
+    expect(r.stdout).toBe('\u001b[31mred\u001b[0m 1 0\nlast\n');
+  });
+
+  describe('disk quota', () => {
+    it('stops a command past the workspace\'s quota, refuses the next one but a removal, and runs again once under', async () => {
+      const s = { workspaceMaxMb: 8 };
+      const r = await run('for i in $(seq 1 60); do head -c 1000000 /dev/zero > /tmp/f$i; sleep 0.1; done; echo finished', {}, s);
+      expect(r.stopped).toBe('disk_quota');
+      expect(r.stdout).not.toContain('finished');
+      expect(r.disk?.usedBytes).toBeGreaterThan(8 * 1024 * 1024);
+      expect(r.disk?.usedBytes).toBeLessThan(40 * 1024 * 1024);
+      const refused = await run('echo should-not-run > x.txt', {}, s);
+      expect(refused).toMatchObject({ refused: 'disk_quota', exitCode: null, stdout: '' });
+      expect(existsSync(path.join(checkout, 'x.txt'))).toBe(false);
+      const freed = await run('rm -f /tmp/f*', {}, s);
+      expect(freed).toMatchObject({ exitCode: 0 });
+      expect(freed.refused).toBeUndefined();
+      expect(await run('echo again', {}, s)).toMatchObject({ exitCode: 0, stdout: 'again\n' });
+    }, 60_000);
+
+    it('counts a short command\'s writes before the next command', async () => {
+      const s = { workspaceMaxMb: 8 };
+      expect(await run('head -c 12000000 /dev/zero > big.bin', {}, s)).toMatchObject({ exitCode: 0 });
+      expect(await run('true', {}, s)).toMatchObject({ refused: 'disk_quota' });
+    });
+  });
+
   it('cannot write a file past the file size limit', async () => {
     const r = await run('head -c 3000000 /dev/zero > big.bin', {}, { maxFileMb: 1 });
     expect(r.exitCode).not.toBe(0);

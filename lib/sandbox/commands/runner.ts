@@ -1,28 +1,34 @@
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
 import type { CommandSettings, ScriptSettings } from '../../core/config';
 import { gitIdentityEnv } from '../git/runner';
 import { log } from '../../core/log';
 import { isInside } from '../../core/paths';
-import { createRunCgroup, runSandboxed, type Mount, type RunOptions, type RunOutcome } from '../sandbox';
+import { clearSetIdNoFollow, createRunCgroup, runSandboxed, type Mount, type RunOptions, type RunOutcome, type TranscriptChunk } from '../sandbox';
 import { scriptCapabilities } from '../scripts';
+import { commandEnv } from './env-policy';
+import { lastUsage, measure, onlyRemoves, rememberUsage, watchQuota } from './quota';
 import { supportFiles } from './shim';
+import { withWorkspaceLock } from './workspace-lock';
 
 /** Where the checkout appears inside the sandbox; the same for every workspace and instance. */
 export const CHECKOUT_AT = '/workspace';
 /** Where the uv shim is, last on PATH. */
 const SHIM_AT = '/opt/bmad/bin';
+/** Where the wrapper's own bash is (execute-only: see shim.ts). */
+const LIBEXEC_AT = '/opt/bmad/libexec';
 /** At most this much of stdout and stderr together goes back: each stream's head and tail. */
 export const MAX_COMMAND_OUTPUT_BYTES = 1_000_000;
 /** Changed files reported at most; the rest is counted. */
 export const MAX_CHANGED_FILES = 1_000;
-/** How long the status check after a command that was cut off may take. */
-const STATUS_TIMEOUT_MS = 15_000;
+/** How long the clean-up after a command that was cut off may take (its status check at most 10 s). */
+const CLEANUP_TIMEOUT_MS = 60_000;
 /** The two status reports together kept at most; past it, what changed is not reported. */
 const MAX_STATUS_REPORT_BYTES = 4_000_000;
 
-export type StoppedBy = 'time_limit' | 'memory_limit' | 'process_limit';
+export type StoppedBy = 'time_limit' | 'memory_limit' | 'process_limit' | 'disk_quota';
 
 export interface FileChange {
   /** Relative to the checkout, with `/`. */
@@ -69,8 +75,15 @@ export interface CommandRequest {
 
 export interface CommandResult {
   exitCode: number | null;
+  /** As the command wrote them (escape codes included), head and tail of each. */
   stdout: string;
   stderr: string;
+  /** stdout and stderr chunks in the order they came, bounded like them. */
+  transcript: TranscriptChunk[];
+  /** The workspace was over its quota before the command: nothing ran. */
+  refused?: 'disk_quota';
+  /** The workspace's disk use as last known (checkout, .git and temp folder), and its quota. */
+  disk?: { usedBytes: number | null; maxBytes: number };
   durationMs: number;
   stopped: StoppedBy | null;
   aborted: boolean;
@@ -87,24 +100,44 @@ export interface CommandResult {
   cgroup: string[];
 }
 
-/** Names the environment may not set: the sandbox's own, and what would change how programs load. */
-const RESERVED_ENV = /^(PATH|HOME|TMPDIR|LANG|LC_ALL|CI|PWD|SHELL|USER|LOGNAME|BASH_ENV|ENV|LD_.*|GIT_.*|PYTHONHOME)$/;
-
 /**
- * Inside the sandbox: sets the process limits (for everything the line starts), records git
- * status, runs the line with bash (fd 3, the status channel, closed for it), records git status
- * again. The line itself is an argument, never spliced into this text.
+ * The sandbox's pid 1: an execute-only copy of bash (see shim.ts), so no process inside may
+ * trace it, read its memory or descriptors, or signal it. It joins the run's cgroups first (see
+ * RunOptions.cgroupFds), closes every other descriptor the server was started with (only stdio
+ * and the report channel go on), sets the process limits, records
+ * git status, runs the line (in a subshell that exports the line's environment: the wrapper's own
+ * is fixed, so no project variable reaches it), then ends every other process of the sandbox, records git
+ * status again, ends what that started (a repository's filters run there) and clears set-id bits
+ * in what the command could write: inside the sandbox's mount namespace, where a link points only
+ * at what the sandbox sees (read-only but for those folders). Last, `@@done` with a nonce only
+ * it knows (its environment is unreadable inside) says the clearing ran to its end.
+ * Arguments: file size KB, processes, address space KB, track (1/0), checkout, mode (run/clean),
+ * the line — never spliced into this text.
  */
-const WRAPPER = String.raw`
+const WRAPPER = `
+n=\${BMAD_CGROUPS:-0}; unset BMAD_CGROUPS; for ((i = 5; i < 5 + n; i++)); do echo 0 >&$i || { echo 'sandbox: the command could not join its cgroup; nothing was run' >&2; exit 125; }; done
+fds=(/proc/self/fd/*); for f in "\${fds[@]##*/}"; do [ "$f" -gt 3 ] && [ -e "/proc/self/fd/$f" ] && exec {f}>&-; done
 ulimit -S -H -c 0 2>/dev/null
 [ "$1" = 0 ] || ulimit -S -H -f "$1" || exit 125
 [ "$2" = 0 ] || ulimit -S -H -u "$2" || exit 125
 [ "$3" = 0 ] || ulimit -S -H -v "$3" || exit 125
-snap() { printf '%s\0' "$1"; GIT_OPTIONAL_LOCKS=0 git -C "$5" -c core.quotePath=false status --porcelain=v1 -z --untracked-files=all --no-renames 2>/dev/null; }
-if [ "$4" = 1 ]; then snap @@before "$5" >&3; fi
-/bin/bash -c "$6" 3>&-
-rc=$?
-if [ "$4" = 1 ]; then snap @@after "$5" >&3; fi
+nonce=$BMAD_NONCE; unset BMAD_NONCE
+IFS=: read -r -a writable <<< "\${BMAD_WRITABLE:-}"; unset BMAD_WRITABLE
+env=(); for v in "\${!BMAD_LINE_@}"; do env+=("\${v#BMAD_LINE_}=\${!v}"); unset "$v"; done
+snap() { printf '%s\\0' "$1"; GIT_OPTIONAL_LOCKS=0 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null $3 git -C "$2" -c core.quotePath=false -c core.fsmonitor=false status --porcelain=v1 -z --untracked-files=all --no-renames 2>/dev/null; }
+stop_all() { local i=0; while [ $i -lt 100000 ] && kill -KILL -1 2>/dev/null; do i=$((i+1)); done; }
+rc=0
+if [ "$6" = run ]; then
+  if [ "$4" = 1 ]; then snap @@before "$5" >&3; fi
+  ( export "\${env[@]}"; exec /bin/bash -c "$7" ) 3>&-
+  rc=$?
+  stop_all
+  if [ "$4" = 1 ]; then snap @@after "$5" >&3; stop_all; fi
+elif [ "$4" = 1 ]; then
+  snap @@after "$5" 'timeout -s KILL 10' >&3; stop_all
+fi
+find /workspace /tmp "\${writable[@]}" -xdev \\( -type d ! -perm -u=rx -exec chmod u+rx -- {} \\; -false \\) -o \\( \\( -type f -o -type d \\) -perm /6000 -exec chmod ug-s -- {} + \\) 2>/dev/null
+[ $? -lt 126 ] && printf '@@done\\0%s\\0' "$nonce" >&3
 exit $rc
 `;
 
@@ -115,6 +148,7 @@ export function parseStatus(text: string): { before: Map<string, string> | null;
   for (const entry of text.split('\0')) {
     if (entry === '@@before') current = before = new Map();
     else if (entry === '@@after') current = after = new Map();
+    else if (entry === '@@done' || entry === '@@cut') current = null;
     else if (current && entry.length > 3 && entry[2] === ' ') current.set(entry.slice(3), entry.slice(0, 2));
   }
   return { before, after };
@@ -182,18 +216,16 @@ const PUBLIC_ETC = [
 ];
 
 /** Mounts of a command's sandbox after the system ones (see lib/sandbox/sandbox/bwrap.ts). */
-async function mountsFor(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string): Promise<Mount[]> {
+async function mountsFor(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string, tmp: string | null): Promise<Mount[]> {
   const support = await supportFiles(host.python);
   const mounts: Mount[] = [];
   for (const name of ['passwd', 'group', 'hosts', 'nsswitch.conf']) mounts.push({ kind: 'ro', host: path.join(support.etc, name), at: `/etc/${name}` });
   for (const dir of PUBLIC_ETC) mounts.push({ kind: 'ro-try', host: dir, at: dir });
   mounts.push(...(req.mounts ?? []));
-  if (req.tmp) {
-    await fs.mkdir(req.tmp, { recursive: true });
-    mounts.push({ kind: 'rw', host: await fs.realpath(req.tmp), at: '/tmp' });
-  }
+  if (tmp) mounts.push({ kind: 'rw', host: tmp, at: '/tmp' });
   for (const p of settings.readonlyPaths) mounts.push({ kind: 'ro-try', host: p, at: p });
   mounts.push({ kind: 'ro', host: support.bin, at: SHIM_AT });
+  if (support.libexec) mounts.push({ kind: 'ro', host: support.libexec, at: LIBEXEC_AT });
   mounts.push({ kind: 'rw', host: checkout, at: CHECKOUT_AT });
   for (const dir of req.readOnlyInside ?? []) {
     const real = await fs.realpath(dir).catch(() => null);
@@ -209,25 +241,20 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
 
 let warnedNoProcessLimit = false;
 
-const SETID = 0o6000;
-
 /**
- * The sandbox's user is the server's: when that is root, a file a command marks set-user-ID
- * would be a root program on the host. Once every process of the command is gone, such bits are
- * cleared in the folders it could write (found by find(1), which follows no link).
+ * The last resort when the sandbox's own clearing did not finish (it was cut off, and so was the
+ * clean-up sandbox after it): set-id bits cleared from the host, after every process of the
+ * command is gone and under the workspace's lock, following no link: find(1) lists (it follows
+ * none), clearSetIdNoFollow changes each through its own descriptor.
  */
-async function clearSetId(dirs: string[]): Promise<number> {
+async function clearSetIdOnHost(dirs: string[]): Promise<number> {
   const found = await new Promise<string[]>((resolve) => {
-    execFile('/usr/bin/find', [...dirs, '-xdev', '(', '-type', 'f', '-o', '-type', 'd', ')', '-perm', '/6000', '-print0'], { env: {} as NodeJS.ProcessEnv, timeout: 60_000, maxBuffer: 10_000_000 }, (_e, stdout) =>
+    execFile('/usr/bin/find', [...dirs, '-xdev', '(', '-type', 'f', '-o', '-type', 'd', ')', '-perm', '/6000', '-print0'], { env: {} as NodeJS.ProcessEnv, timeout: 120_000, maxBuffer: 10_000_000 }, (_e, stdout) =>
       resolve(String(stdout).split('\0').filter(Boolean)),
     );
   });
   let cleared = 0;
-  for (const file of found) {
-    const st = await fs.lstat(file).catch(() => null);
-    if (!st || st.isSymbolicLink() || !(st.mode & SETID)) continue;
-    await fs.chmod(file, st.mode & 0o1777).then(() => cleared++, () => undefined);
-  }
+  for (const file of found) if (await clearSetIdNoFollow(file, dirs)) cleared++;
   return cleared;
 }
 
@@ -250,17 +277,103 @@ export function stoppedBy(o: Pick<RunOutcome, 'timedOut' | 'stderr'>, memoryExce
   return null;
 }
 
+const TRANSCRIPT = { headBytes: MAX_COMMAND_OUTPUT_BYTES / 4, tailBytes: MAX_COMMAND_OUTPUT_BYTES / 4 };
+
+const loggedDropped = new Set<string>();
+
+/** The project's variables a line gets; names the build settings now refuse are left out and logged once. */
+function lineEnv(req: CommandRequest, settings: CommandSettings): Record<string, string> {
+  const { env, dropped } = commandEnv(req.env);
+  const fresh = dropped.filter((k) => !loggedDropped.has(k));
+  if (fresh.length) {
+    for (const k of fresh) loggedDropped.add(k);
+    log.warn('commands.env_dropped', { names: fresh.slice(0, 20).join(', ').slice(0, 300), reason: 'stored before the build settings refused them; remove them from the project\'s build variables' });
+  }
+  if (req.gitIdentity) Object.assign(env, gitIdentityEnv(req.gitIdentity));
+  return Object.assign(env, {
+    PATH: commandPath(settings.readonlyPaths),
+    LANG: 'C.UTF-8',
+    LC_ALL: 'C.UTF-8',
+    HOME: '/tmp',
+    TMPDIR: '/tmp',
+    CI: 'true',
+    USER: 'sandbox',
+    LOGNAME: 'sandbox',
+    SHELL: '/bin/bash',
+    NO_COLOR: '1',
+    FORCE_COLOR: '0',
+  });
+}
+
+/** The wrapper's own environment: fixed, the nonce, and the line's variables under a prefix it strips. */
+function wrapperEnv(line: Record<string, string>, nonce: string, extraWritable: string[] = []): Record<string, string> {
+  const env: Record<string, string> = { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', HOME: '/tmp', TMPDIR: '/tmp', BMAD_NONCE: nonce };
+  if (extraWritable.length) env.BMAD_WRITABLE = extraWritable.join(':');
+  for (const [k, v] of Object.entries(line)) env[`BMAD_LINE_${k}`] = v;
+  return env;
+}
+
+/** Whether the report ends with the wrapper's own `@@done` (one a line forged carries another nonce). */
+function finished(o: RunOutcome, nonce: string): boolean {
+  return !o.spawnError && o.reportTail.endsWith(`@@done\0${nonce}\0`);
+}
+
+function limitsFor(settings: CommandSettings, heldByCgroup: Set<string>): string[] {
+  return [
+    String(settings.maxFileMb * 1024),
+    String(settings.maxProcesses),
+    // Without a memory cgroup, address space per process is the closest a process limit comes.
+    heldByCgroup.has('memory') ? '0' : String(settings.memoryMb * 1024),
+  ];
+}
+
 /**
  * Runs one shell line in a workspace's checkout inside bubblewrap: no network (a setup line gets
  * its own, see setup.ts), nothing of the host but /usr, the operator's toolchain folders and a
- * minimal /etc, a clean environment, limits on time, memory, processes and file size for the
- * whole process tree. Never throws for what the line does.
+ * minimal /etc, a clean environment, limits on time, memory, processes, file size and the
+ * workspace's disk use for the whole process tree. One at a time per checkout (see
+ * withWorkspaceLock). Never throws for what the line does.
  */
 export async function runCommand(req: CommandRequest, settings: CommandSettings, host: CommandHost): Promise<CommandResult> {
   const checkout = await fs.realpath(req.checkout);
+  const started = performance.now();
+  const aborted = (): CommandResult => ({ exitCode: null, stdout: '', stderr: '', transcript: [], durationMs: Math.round(performance.now() - started), stopped: null, aborted: true, truncated: false, outputBytes: 0, changes: null, cgroup: [] });
+  try {
+    return await withWorkspaceLock(
+      checkout,
+      async () => {
+        if (req.signal?.aborted) return aborted();
+        const r = await runLocked(req, settings, host, checkout);
+        return { ...r, durationMs: Math.round(performance.now() - started) };
+      },
+      req.signal,
+    );
+  } catch (e) {
+    if (req.signal?.aborted) return aborted();
+    throw e;
+  }
+}
+
+async function runLocked(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string): Promise<CommandResult> {
   const cwdReal = await fs.realpath(req.cwd).catch(() => null);
   const cwd = cwdReal && isInside(checkout, cwdReal) ? sandboxPath(checkout, cwdReal) : CHECKOUT_AT;
   const timeoutMs = Math.max(100, Math.min(settings.timeoutMs, req.timeoutMs ?? settings.timeoutMs));
+  const maxBytes = settings.workspaceMaxMb > 0 ? settings.workspaceMaxMb * 1024 * 1024 : 0;
+  const tmpReal = req.tmp ? await fs.mkdir(req.tmp, { recursive: true }).then(() => fs.realpath(req.tmp as string)) : null;
+  const diskDirs = [checkout, ...(tmpReal ? [tmpReal] : [])];
+  // A setup's read-write mounts (its package caches): cleared of set-id bits like the checkout.
+  const extraWritable = (req.mounts ?? []).filter((m) => m.kind === 'rw').map((m) => m.host);
+  const extraAt = (req.mounts ?? []).filter((m) => m.kind === 'rw').map((m) => m.at);
+
+  if (maxBytes && (lastUsage(checkout)?.bytes ?? 0) > maxBytes) {
+    // Over when last seen: look again (space may have been freed), then refuse all but a removal.
+    const used = await measure(diskDirs);
+    if (used !== null) rememberUsage(checkout, used);
+    if (used !== null && used > maxBytes && !onlyRemoves(req.command)) {
+      return { exitCode: null, stdout: '', stderr: '', transcript: [], durationMs: 0, stopped: null, aborted: false, truncated: false, outputBytes: 0, changes: null, cgroup: [], refused: 'disk_quota', disk: { usedBytes: used, maxBytes } };
+    }
+  }
+
   const memoryBytes = settings.memoryMb * 1024 * 1024;
   const cgroup = await createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null);
   const heldByCgroup = new Set(cgroup?.controllers ?? []);
@@ -270,81 +383,103 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
     log.warn('commands.no_process_limit', { reason: 'the server runs as root and no pids cgroup could be made; run it as an unprivileged user or delegate a cgroup' });
   }
   const track = !req.setup && existsSync(path.join(checkout, '.git'));
-  const env: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.env ?? {})) if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && !RESERVED_ENV.test(k) && !v.includes('\0')) env[k] = v;
-  if (req.gitIdentity) Object.assign(env, gitIdentityEnv(req.gitIdentity));
-  Object.assign(env, { PATH: commandPath(settings.readonlyPaths), LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', HOME: '/tmp', TMPDIR: '/tmp', CI: 'true', USER: 'sandbox', LOGNAME: 'sandbox', SHELL: '/bin/bash' });
-  const limits = [
-    String(settings.maxFileMb * 1024),
-    String(settings.maxProcesses),
-    // Without a memory cgroup, address space per process is the closest a process limit comes.
-    heldByCgroup.has('memory') ? '0' : String(settings.memoryMb * 1024),
-  ];
+  const nonce = randomBytes(16).toString('hex');
+  const env = wrapperEnv(lineEnv(req, settings), nonce, extraAt);
+  const limits = limitsFor(settings, heldByCgroup);
+  const mounts = await mountsFor(req, settings, host, checkout, tmpReal);
+  const wrapper = (await supportFiles(host.python)).libexec ? `${LIBEXEC_AT}/bash` : '/bin/bash';
+  const stop = new AbortController();
+  const onAbort = () => stop.abort();
+  req.signal?.addEventListener('abort', onAbort, { once: true });
+  if (req.signal?.aborted) onAbort();
+  const quota = maxBytes ? watchQuota(checkout, diskDirs, maxBytes, () => stop.abort()) : null;
   let outcome: RunOutcome;
   let memoryExceeded = false;
   try {
     outcome = await runSandboxed({
       bwrap: host.bwrap,
       spec: {
-        mounts: await mountsFor(req, settings, host, checkout),
+        mounts,
         cwd,
         env,
-        command: ['/bin/bash', '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, req.command],
+        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, 'run', req.command],
         disableUserns: host.disableUserns,
+        asPid1: true,
       },
       timeoutMs,
       maxOutputBytes: MAX_COMMAND_OUTPUT_BYTES,
       headTail: { headBytes: MAX_COMMAND_OUTPUT_BYTES / 4, tailBytes: MAX_COMMAND_OUTPUT_BYTES / 4 },
+      transcript: TRANSCRIPT,
       maxReportBytes: MAX_STATUS_REPORT_BYTES,
       cgroup,
-      signal: req.signal,
+      cgroupFds: true,
+      signal: stop.signal,
       prepare: req.prepare,
       onOutput: req.onOutput,
     });
     memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
   } finally {
-    await cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
+    req.signal?.removeEventListener('abort', onAbort);
   }
-  const writable = [checkout, ...(req.tmp ? [await fs.realpath(req.tmp).catch(() => req.tmp as string)] : []), ...(req.mounts ?? []).filter((m) => m.kind === 'rw').map((m) => m.host)];
-  const defused = await clearSetId(writable);
-  if (defused) log.warn('commands.setid_cleared', { files: defused });
+  const dispose = () => cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
+  // The wrapper's pid 1 ended by itself: the kernel ended every other process of the sandbox
+  // before bwrap saw it go, so the empty group is removed meanwhile. Cut off from outside, the
+  // group is emptied (every process killed) before anything looks at the checkout again.
+  if (finished(outcome, nonce)) void dispose();
+  else await dispose();
+  const usedBytes = quota ? await quota.finish() : null;
+  const overQuota = quota?.exceeded ?? false;
+
+  let report = outcome.report;
+  if (!outcome.spawnError && !finished(outcome, nonce)) {
+    // The line was cut off (time limit, stop, quota) before the wrapper's clearing ended: a
+    // sandbox of its own clears, and looks at git status if the first one did not get to.
+    const needStatus = track && !outcome.reportCut && !req.signal?.aborted && parseStatus(report).after === null;
+    const again = await runSandboxed({
+      bwrap: host.bwrap,
+      spec: {
+        mounts: await mountsFor({ ...req, setup: false }, settings, host, checkout, tmpReal),
+        cwd: CHECKOUT_AT,
+        env: wrapperEnv({}, nonce, extraAt),
+        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, needStatus ? '1' : '0', CHECKOUT_AT, 'clean', ':'],
+        disableUserns: host.disableUserns,
+        asPid1: true,
+      },
+      timeoutMs: CLEANUP_TIMEOUT_MS,
+      maxOutputBytes: 10_000,
+      maxReportBytes: MAX_STATUS_REPORT_BYTES,
+    });
+    if (!finished(again, nonce)) {
+      const cleared = await clearSetIdOnHost([...diskDirs, ...extraWritable]);
+      log.warn('commands.setid_cleared_on_host', { files: cleared });
+    }
+    if (needStatus) {
+      if (again.reportCut) report = `${report}\0@@cut`;
+      else report = `${report}\0${again.report}`;
+    }
+  }
+
   let changes: CommandResult['changes'] = null;
   // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
-  let changesUnknown = track && outcome.reportCut;
+  let changesUnknown = track && (outcome.reportCut || report.endsWith('\0@@cut'));
   if (track && !outcome.spawnError && !changesUnknown) {
-    let { before, after } = parseStatus(outcome.report);
-    if (before && !after && !outcome.aborted) {
-      // Cut off before its second look: one more sandbox that only looks.
-      const again = await runSandboxed({
-        bwrap: host.bwrap,
-        spec: {
-          mounts: await mountsFor({ ...req, setup: false, mounts: [] }, settings, host, checkout),
-          cwd: CHECKOUT_AT,
-          env,
-          command: ['/bin/bash', '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, '1', CHECKOUT_AT, ':'],
-          disableUserns: host.disableUserns,
-        },
-        timeoutMs: STATUS_TIMEOUT_MS,
-        maxOutputBytes: 10_000,
-        maxReportBytes: MAX_STATUS_REPORT_BYTES,
-      });
-      if (again.reportCut) changesUnknown = true;
-      else after = parseStatus(again.report).before;
-    }
+    const { before, after } = parseStatus(report);
     if (before && after) changes = diffStatus(before, after);
   }
   return {
     exitCode: outcome.exitCode,
     stdout: outcome.stdout,
     stderr: outcome.stderr,
+    transcript: outcome.transcript ?? [],
     durationMs: outcome.durationMs,
-    stopped: stoppedBy(outcome, memoryExceeded),
-    aborted: outcome.aborted,
+    stopped: overQuota ? 'disk_quota' : stoppedBy(outcome, memoryExceeded),
+    aborted: outcome.aborted && !overQuota,
     truncated: outcome.truncated,
     outputBytes: outcome.outputBytes,
     changes,
     ...(changesUnknown ? { changesUnknown: true } : {}),
     cgroup: [...heldByCgroup],
+    ...(maxBytes ? { disk: { usedBytes, maxBytes } } : {}),
     ...(outcome.spawnError ? { spawnError: outcome.spawnError } : {}),
   };
 }

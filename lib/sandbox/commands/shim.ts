@@ -1,4 +1,6 @@
-import { promises as fs } from 'node:fs';
+import { constants, promises as fs } from 'node:fs';
+import { log } from '../../core/log';
+import { mountOptions } from '../sandbox';
 import os from 'node:os';
 import path from 'node:path';
 import { BOOTSTRAP, UV_FLAGS, UV_VALUED, UV_WITH } from '../scripts';
@@ -81,10 +83,12 @@ main(sys.argv[1:])
 `;
 }
 
-/** Files every command sandbox gets: an /etc with only what programs need, and the uv shim. */
+/** Files every command sandbox gets: an /etc with only what programs need, the uv shim, the wrapper's bash. */
 export interface SupportFiles {
   etc: string;
   bin: string;
+  /** `bash`: a copy of the host's, execute-only; null where no folder of the server allows running programs. */
+  libexec: string | null;
 }
 
 const made = new Map<string, Promise<SupportFiles>>();
@@ -100,20 +104,40 @@ const ETC: Record<string, string> = {
   'nsswitch.conf': 'passwd: files\ngroup: files\nhosts: files dns\n',
 };
 
-/** Made once per process and interpreter, in the server's temp folder, read-only inside. */
+/** The server's temp folder, or the first other one whose mount lets programs run (a `noexec` /tmp is common). */
+async function supportBase(): Promise<{ dir: string; exec: boolean }> {
+  for (const dir of [os.tmpdir(), '/var/tmp', '/var/lib', '/run']) {
+    const real = await fs.realpath(dir).catch(() => null);
+    if (!real) continue;
+    const options = mountOptions(real);
+    if (options && !options.includes('noexec') && (await fs.access(real, constants.W_OK).then(() => true, () => false))) return { dir: real, exec: true };
+  }
+  return { dir: os.tmpdir(), exec: false };
+}
+
+/** Made once per process and interpreter, in the server's temp folder (see supportBase), read-only inside. */
 export function supportFiles(python: string): Promise<SupportFiles> {
   let p = made.get(python);
   if (!p) {
     p = (async () => {
-      const root = await fs.mkdtemp(path.join(os.tmpdir(), 'bmad-command-support-'));
+      const base = await supportBase();
+      const root = await fs.mkdtemp(path.join(base.dir, 'bmad-command-support-'));
       const etc = path.join(root, 'etc');
       const bin = path.join(root, 'bin');
+      const libexec = path.join(root, 'libexec');
       await fs.mkdir(etc);
       await fs.mkdir(bin);
+      await fs.mkdir(libexec);
+      // A program the sandbox's user may run but not read starts non-dumpable: no process inside
+      // may trace it, read its memory, environment or descriptors. The wrapper runs as this.
+      await fs.copyFile(await fs.realpath('/bin/bash'), path.join(libexec, 'bash'));
+      await fs.chmod(path.join(libexec, 'bash'), 0o111);
+      await fs.chmod(libexec, 0o755);
       for (const [name, text] of Object.entries(ETC)) await fs.writeFile(path.join(etc, name), text, { mode: 0o644 });
       await fs.writeFile(path.join(bin, 'uv'), uvShim(python), { mode: 0o755 });
       await fs.chmod(root, 0o755);
-      return { etc, bin };
+      if (!base.exec) log.warn('commands.wrapper_unprotected', { reason: 'no folder of the server allows running programs (noexec): the wrapper runs as /bin/bash, which processes of a command may trace' });
+      return { etc, bin, libexec: base.exec ? libexec : null };
     })();
     p.catch(() => made.delete(python));
     made.set(python, p);

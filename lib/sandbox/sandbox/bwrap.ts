@@ -1,4 +1,5 @@
 import { lstatSync, readlinkSync } from 'node:fs';
+import { safeDevices } from './devices';
 
 /**
  * One bubblewrap invocation, described as data: which host folders appear where, what is hidden,
@@ -26,6 +27,11 @@ export interface SandboxSpec {
   env: Record<string, string>;
   /** bwrap 0.8 can forbid further user namespaces inside; older ones cannot. */
   disableUserns?: boolean;
+  /**
+   * The command is the sandbox's pid 1 (no bwrap reaper in front of it): nothing inside can
+   * signal it, and when it ends every other process of the sandbox dies with it.
+   */
+  asPid1?: boolean;
 }
 
 /** The user the script runs as inside: never root, whoever runs the server. */
@@ -66,14 +72,29 @@ function system(): string[] {
     }
   }
   args.push('--ro-bind-try', '/etc/ld.so.cache', '/etc/ld.so.cache', '--ro-bind-try', '/etc/localtime', '/etc/localtime');
-  args.push('--proc', '/proc', '--dev', '/dev', '--tmpfs', '/tmp');
+  args.push('--proc', '/proc', '--dev', '/dev');
+  // bwrap's /dev binds the host's own device nodes: where the sandbox's user is their owner
+  // outside (a server running as root), a command could chmod or touch the host's /dev/null.
+  for (const [name, host] of safeDevices()) args.push('--dev-bind', host, `/dev/${name}`);
+  args.push('--tmpfs', '/tmp');
   systemMounts = args;
   return args;
 }
 
+/** bwrap's whole argument list, options then `--` and the command. */
 export function bwrapArgs(spec: SandboxSpec): string[] {
+  return [...bwrapOptions(spec), '--', ...spec.command];
+}
+
+/**
+ * The options (namespaces, mounts, environment) apart from the command: `runSandboxed` hands
+ * them to bwrap on a file descriptor (`--args`), so no host path ever appears in the command line
+ * of a process inside, where /proc/1/cmdline would show it.
+ */
+export function bwrapOptions(spec: SandboxSpec): string[] {
   const args = isolation();
   if (spec.disableUserns) args.push('--disable-userns');
+  if (spec.asPid1) args.push('--as-pid-1');
   args.push(...system());
   for (const m of spec.mounts) {
     switch (m.kind) {
@@ -96,7 +117,6 @@ export function bwrapArgs(spec: SandboxSpec): string[] {
   }
   args.push('--chdir', spec.cwd, '--clearenv');
   for (const [k, v] of Object.entries(spec.env)) args.push('--setenv', k, v);
-  args.push('--', ...spec.command);
   return args;
 }
 

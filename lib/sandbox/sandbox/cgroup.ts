@@ -59,12 +59,22 @@ async function hierarchies(): Promise<Record<'pids' | 'memory', Hierarchy | null
 let cached: Promise<Record<'pids' | 'memory', Hierarchy | null>> | null = null;
 const cleaned = new Set<string>();
 
-/** Run folders left by a server that died mid-run; empty ones are removed, busy ones kept. */
+/** A group younger than this may be another process's, made ahead for its next run. */
+const YOUNG_MS = 10 * 60_000;
+
+/**
+ * Run folders left by a server that died mid-run; empty ones are removed, busy ones kept, and
+ * young ones too (`run-<time>-...`: another process's group made ahead and not used yet).
+ */
 async function removeStale(parent: string): Promise<void> {
   if (cleaned.has(parent)) return;
   cleaned.add(parent);
   const names = await fs.readdir(parent).catch(() => [] as string[]);
-  await Promise.all(names.filter((n) => n.startsWith('run-')).map((n) => fs.rmdir(path.join(parent, n)).catch(() => undefined)));
+  const young = (n: string) => {
+    const made = parseInt(n.split('-')[1] ?? '', 36);
+    return Number.isFinite(made) && Math.abs(Date.now() - made) < YOUNG_MS;
+  };
+  await Promise.all(names.filter((n) => n.startsWith('run-') && !young(n)).map((n) => fs.rmdir(path.join(parent, n)).catch(() => undefined)));
 }
 
 async function write(file: string, value: string): Promise<boolean> {
@@ -132,11 +142,34 @@ async function limitMemory(dir: string, version: 1 | 2, bytes: number): Promise<
   return ok;
 }
 
-/** A cgroup for one run, or null when the host does not let the server make one. */
+/** One group made ahead for the next run with the same limits, so a run does not wait for the mkdirs. */
+let spare: { key: string; group: Promise<RunCgroup | null> } | null = null;
+
+/**
+ * A cgroup for one run, or null when the host does not let the server make one. Each run gets a
+ * fresh group; the next one is made in the background meanwhile.
+ */
 export async function createRunCgroup(limits: { maxProcesses: number; memoryBytes: number }): Promise<RunCgroup | null> {
+  const key = `${limits.maxProcesses}:${limits.memoryBytes}`;
+  const ready = spare?.key === key ? spare.group : null;
+  if (spare && !ready) void spare.group.then((g) => g?.dispose()).catch(() => undefined);
+  const next = makeRunCgroup(limits);
+  next.catch(() => undefined);
+  spare = { key, group: next };
+  if (ready) {
+    const group = await ready.catch(() => null);
+    // Another process cleaning up may have removed it meanwhile: then a fresh one.
+    if (group && (await Promise.all(group.procsFiles.map(exists))).every(Boolean)) return group;
+    void group?.dispose().catch(() => undefined);
+  }
+  return makeRunCgroup(limits);
+}
+
+async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number }): Promise<RunCgroup | null> {
   cached ??= hierarchies();
   const found = await cached;
-  const name = `run-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  // No pid of the server in it: a command reads its own group's name in /proc/self/cgroup.
+  const name = `run-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
   const made: Array<{ dir: string; version: 1 | 2; controller: 'pids' | 'memory' }> = [];
   for (const controller of ['pids', 'memory'] as const) {
     const h = found[controller];

@@ -1,8 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { promises as fs } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
-import { bwrapArgs, type SandboxSpec } from './bwrap';
-import { HeadTail } from './output';
+import { bwrapOptions, type SandboxSpec } from './bwrap';
+import { HeadTail, Transcript, type TranscriptChunk } from './output';
 
 export interface RunOptions {
   bwrap: string;
@@ -16,6 +17,16 @@ export interface RunOptions {
    */
   headTail?: { headBytes: number; tailBytes: number };
   cgroup?: RunCgroup | null;
+  /**
+   * The command joins the cgroup itself, as its first act: descriptors open on the group's
+   * cgroup.procs files are handed to it from fd 5 on, their count in BMAD_CGROUPS, and it writes
+   * 0 ("this process") to each before anything else runs. Saves a shell in front of bwrap; only
+   * for a command that does so (the command runner's wrapper), which fails rather than run
+   * outside the group.
+   */
+  cgroupFds?: boolean;
+  /** Also keep stdout and stderr in the order they came, bounded so (see Transcript). */
+  transcript?: { headBytes: number; tailBytes: number };
   /** What fd 3 may bring at most (100 kB when not said); the rest is dropped. */
   maxReportBytes?: number;
   signal?: AbortSignal;
@@ -45,6 +56,10 @@ export interface RunOutcome {
   report: string;
   /** What was written on fd 3 went past maxReportBytes: `report` is its beginning only. */
   reportCut: boolean;
+  /** The last bytes written on fd 3 (up to 1 kB), kept even when `report` was cut. */
+  reportTail: string;
+  /** stdout and stderr chunks in order, when asked for. */
+  transcript?: TranscriptChunk[];
   /** The sandbox could not be started at all. */
   spawnError?: string;
 }
@@ -58,12 +73,36 @@ const ENTER_CGROUPS = 'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 125; sh
 /** After the sandbox exits, how long its pipes may stay open before they are cut. */
 const CLOSE_GRACE_MS = 2_000;
 
-export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
-  const stdio: ('ignore' | 'pipe')[] = ['ignore', 'pipe', 'pipe', 'pipe'];
-  // Two more pipes when something runs between the namespaces and the command: bwrap reports its child's pid on one and waits for a byte on the other.
+/** The descriptor bwrap reads its options from (0-2 are stdio, 3 the report channel). */
+const ARGS_FD = 4;
+
+export async function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
+  const procs = opts.cgroupFds ? (opts.cgroup?.procsFiles ?? []) : [];
+  const handles: Awaited<ReturnType<typeof fs.open>>[] = [];
+  try {
+    for (const f of procs) handles.push(await fs.open(f, 'w'));
+  } catch (e) {
+    await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+    const error = `the run's cgroup could not be opened (${(e as NodeJS.ErrnoException).code ?? 'error'})`;
+    return { exitCode: null, signal: null, timedOut: false, aborted: false, stdout: '', stderr: '', truncated: false, outputBytes: 0, durationMs: 0, report: '', reportCut: false, reportTail: '', spawnError: error };
+  }
+  try {
+    return await start({ ...opts, spec: { ...opts.spec, env: { ...opts.spec.env, ...(opts.cgroupFds ? { BMAD_CGROUPS: String(handles.length) } : {}) } } }, handles.map((h) => h.fd));
+  } finally {
+    await Promise.all(handles.map((h) => h.close().catch(() => undefined)));
+  }
+}
+
+function start(opts: RunOptions, cgroupFds: number[]): Promise<RunOutcome> {
+  // Options (host paths among them) go on a descriptor; only the command stays on bwrap's own
+  // command line, which is pid 1's (or its reaper's) inside and readable there.
+  const options = Buffer.from(bwrapOptions(opts.spec).map((a) => `${a}\0`).join(''));
+  const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', 'pipe', 'pipe', 'pipe', 'pipe', ...cgroupFds];
+  // Two more pipes when something runs between the namespaces and the command: bwrap reports its
+  // child's pid on one and waits for a byte on the other.
   const gate = opts.prepare ? { info: stdio.push('pipe') - 1, block: stdio.push('pipe') - 1 } : null;
-  const args = [...(gate ? ['--info-fd', String(gate.info), '--block-fd', String(gate.block)] : []), ...bwrapArgs(opts.spec)];
-  const [file, argv] = opts.cgroup?.procsFiles.length
+  const args = [...(gate ? ['--info-fd', String(gate.info), '--block-fd', String(gate.block)] : []), '--args', String(ARGS_FD), '--', ...opts.spec.command];
+  const [file, argv] = opts.cgroup?.procsFiles.length && !opts.cgroupFds
     ? ['/bin/sh', ['-c', ENTER_CGROUPS, 'sh', ...opts.cgroup.procsFiles, '--', opts.bwrap, ...args]]
     : [opts.bwrap, args];
   const started = performance.now();
@@ -79,6 +118,10 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     let exit: { code: number | null; signal: string | null } | null = null;
 
     const child = spawn(file, argv, { stdio, detached: true, env: {} as NodeJS.ProcessEnv });
+    const argsPipe = child.stdio[ARGS_FD] as Writable | null;
+    // bwrap reads to the end before anything else; an early exit closes the pipe (EPIPE, ignored).
+    argsPipe?.on('error', () => undefined);
+    argsPipe?.end(options);
 
     const kill = () => {
       if (child.pid === undefined || exit) return;
@@ -98,8 +141,11 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
       kept += part.length;
     };
     const ht = opts.headTail ? [new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes), new HeadTail(opts.headTail.headBytes, opts.headTail.tailBytes)] : null;
-    child.stdout?.on('data', ht ? (c: Buffer) => ht[0].push(c) : collect(out));
-    child.stderr?.on('data', ht ? (c: Buffer) => ht[1].push(c) : collect(err));
+    const onOut = ht ? (c: Buffer) => ht[0].push(c) : collect(out);
+    const onErr = ht ? (c: Buffer) => ht[1].push(c) : collect(err);
+    const order = opts.transcript ? new Transcript(opts.transcript.headBytes, opts.transcript.tailBytes) : null;
+    child.stdout?.on('data', order ? (c: Buffer) => (onOut(c), order.push('stdout', c)) : onOut);
+    child.stderr?.on('data', order ? (c: Buffer) => (onErr(c), order.push('stderr', c)) : onErr);
     if (opts.onOutput) {
       const onOutput = opts.onOutput;
       child.stdout?.on('data', (c: Buffer) => onOutput('stdout', c));
@@ -108,10 +154,12 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
     const prepared = gate ? openGate(child, gate, opts.prepare as NonNullable<RunOptions['prepare']>, kill) : Promise.resolve(null);
     let reported = 0;
     let reportCut = false;
+    let reportTail = Buffer.alloc(0);
     (child.stdio[3] as Readable | null)?.on('data', (chunk: Buffer) => {
       if (reported < (opts.maxReportBytes ?? 100_000)) report.push(chunk);
       else reportCut = true;
       reported += chunk.length;
+      reportTail = Buffer.concat([reportTail, chunk.subarray(-1024)]).subarray(-1024);
     });
 
     const timer = setTimeout(() => {
@@ -145,6 +193,8 @@ export function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
         durationMs: Math.round(performance.now() - started),
         report: Buffer.concat(report).toString('utf8'),
         reportCut,
+        reportTail: reportTail.toString('latin1'),
+        ...(order ? { transcript: order.chunks() } : {}),
         ...(spawnError ? { spawnError } : {}),
       });
     };

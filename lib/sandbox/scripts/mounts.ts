@@ -2,7 +2,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { isDeniedProjectName, isInside } from '../../core/paths';
 import { fail, type ToolFailure } from '../../core/results';
-import type { Mount } from '../sandbox';
+import { clearSetIdNoFollow, type Mount } from '../sandbox';
 
 /** Where the project appears inside the sandbox, with its own layout below. */
 export const PROJECT_AT = '/project';
@@ -161,6 +161,7 @@ export async function collectChanges(plan: MountPlan): Promise<Changes> {
   const defused: string[] = [];
   const still = new Set<string>();
   const stack = plan.writable.map((w) => w.host);
+  const roots = [...stack];
   const visited = new Set<string>();
   let seen = 0;
   while (stack.length && seen <= MAX_SCAN_ENTRIES) {
@@ -174,10 +175,8 @@ export async function collectChanges(plan: MountPlan): Promise<Changes> {
       if (e.isSymbolicLink()) continue;
       const st = await fs.lstat(abs).catch(() => null);
       if (!st) continue;
-      if (st.mode & SETID && (st.isFile() || st.isDirectory())) {
-        await fs.chmod(abs, st.mode & 0o1777).catch(() => undefined);
-        defused.push(abs);
-      }
+      // Changed through its own descriptor: a parallel call swapping a link in meanwhile changes nothing outside.
+      if (st.mode & SETID && (st.isFile() || st.isDirectory()) && (await clearSetIdNoFollow(abs, roots))) defused.push(abs);
       if (st.isDirectory()) {
         stack.push(abs);
         continue;
