@@ -122,7 +122,7 @@ ulimit -S -H -c 0 2>/dev/null
 [ "$2" = 0 ] || ulimit -S -H -u "$2" || exit 125
 [ "$3" = 0 ] || ulimit -S -H -v "$3" || exit 125
 nonce=$BMAD_NONCE; unset BMAD_NONCE
-IFS=: read -r -a writable <<< "\${BMAD_WRITABLE:-}"; unset BMAD_WRITABLE
+IFS=: read -r -a writable <<< "$BMAD_WRITABLE"; unset BMAD_WRITABLE
 env=(); for v in "\${!BMAD_LINE_@}"; do env+=("\${v#BMAD_LINE_}=\${!v}"); unset "$v"; done
 snap() { printf '%s\\0' "$1"; GIT_OPTIONAL_LOCKS=0 GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null $3 git -C "$2" -c core.quotePath=false -c core.fsmonitor=false status --porcelain=v1 -z --untracked-files=all --no-renames 2>/dev/null; }
 stop_all() { local i=0; while [ $i -lt 100000 ] && kill -KILL -1 2>/dev/null; do i=$((i+1)); done; }
@@ -308,7 +308,8 @@ function lineEnv(req: CommandRequest, settings: CommandSettings): Record<string,
 /** The wrapper's own environment: fixed, the nonce, and the line's variables under a prefix it strips. */
 function wrapperEnv(line: Record<string, string>, nonce: string, extraWritable: string[] = []): Record<string, string> {
   const env: Record<string, string> = { PATH: '/usr/bin:/bin', LANG: 'C.UTF-8', LC_ALL: 'C.UTF-8', HOME: '/tmp', TMPDIR: '/tmp', BMAD_NONCE: nonce };
-  if (extraWritable.length) env.BMAD_WRITABLE = extraWritable.join(':');
+  // The wrapper's own variable, read and unset before the line runs; not server configuration.
+  if (extraWritable.length) Object.assign(env, { BMAD_WRITABLE: extraWritable.join(':') });
   for (const [k, v] of Object.entries(line)) env[`BMAD_LINE_${k}`] = v;
   return env;
 }
