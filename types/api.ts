@@ -386,14 +386,20 @@ export interface BuildSettingsView {
   env: Record<string, string>;
 }
 
-/** What a workspace's setup line did. */
+/** What a workspace's setup line did, or does: while it runs, its output so far. */
 export interface WorkspaceSetupView {
   status: 'running' | 'ok' | 'failed' | 'skipped';
   exitCode?: number | null;
-  /** Its output, head and tail when long. */
+  /**
+   * Its output (stdout and stderr in the order they came), head and tail when long; while it runs,
+   * the output so far. Only the workspace's own route sends it: list items leave it out.
+   */
   output?: string;
   durationMs?: number;
-  at: string;
+  /** When the line started (ISO). */
+  startedAt?: string;
+  /** When it ended (ISO); absent while it runs. */
+  at?: string;
 }
 
 export type WorkspaceStatusView = 'open' | 'merged' | 'discarded';
@@ -410,7 +416,14 @@ export interface WorkspaceView {
   /** Who made it. */
   createdBy: string;
   setup: WorkspaceSetupView | null;
+  /** Commits on its branch the base lacks, and the reverse (null when unknown). */
+  ahead?: number | null;
+  behind?: number | null;
   mergedCommit?: string;
+  /** A merged workspace: the base branch it went into, when, and by whom. */
+  mergedInto?: string;
+  mergedAt?: string;
+  mergedBy?: string;
   createdAt: string;
   updatedAt: string;
 }
