@@ -133,6 +133,7 @@ it("shows a new workspace's setup as it runs with the time since it started, hol
   expect(await page.getByTestId('workspace-discard').isDisabled()).toBe(true);
   await waitForText(page.getByTestId('workspace-wait'), 'Merge and Discard wait until the setup line ends');
   await expectNoViolations(page, 'workspace while its setup runs');
+  await setup.scrollIntoViewIfNeeded();
   await screenshot(page, 'build-long-setup-running.png');
   await needs('setup: the running outcome\'s `output`', async () => {
     await waitForText(page.getByTestId('setup-output'), 'step 2', 10_000);
