@@ -4,10 +4,10 @@ import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent 
 import { ApiError } from '../_lib/api';
 import { modalKeys } from '../_lib/focus';
 import { WORKSPACE_NAME_RULE, setupRunning, workspaceNameProblem, workspacesApi, type WorkspaceView } from '../_lib/workspaces';
+import { Spinner } from './icons';
 
 /** How often the workspaces are read again while the chosen one's setup runs. */
 const SETUP_POLL_MS = 2000;
-import { Spinner } from './icons';
 
 /** Chooses the workspace a new conversation runs in: an open one, or a new one made here. */
 export function StartInWorkspaceDialog({
