@@ -62,10 +62,10 @@ it('asks the first visitor to create the admin, then shows the app', async () =>
   await page.getByLabel('Email').fill('root@example.com');
   await page.getByLabel('Password').fill('root-password-1');
   await page.getByRole('button', { name: 'Create admin account' }).click();
-  await page.getByRole('combobox', { name: 'Workspace' }).waitFor();
+  await page.getByRole('combobox', { name: 'Project' }).waitFor();
   await page.getByTestId('account-link').waitFor();
   // An admin sees every project, including those with no members yet.
-  const options = page.getByRole('combobox', { name: 'Workspace' }).locator('option');
+  const options = page.getByRole('combobox', { name: 'Project' }).locator('option');
   const values = () => options.evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
   await until(async () => (await values()).includes('garden'), 'the projects listed');
   expect(await values()).toContain('lab');
@@ -126,7 +126,7 @@ it('signs a member in, who sees their project and not the other', async () => {
   await page.getByTestId('auth-error').waitFor();
   await page.getByLabel('Password').fill('alice-password-1');
   await page.getByRole('button', { name: 'Sign in' }).click();
-  const workspace = page.getByRole('combobox', { name: 'Workspace' });
+  const workspace = page.getByRole('combobox', { name: 'Project' });
   await workspace.waitFor();
   const values = () => workspace.locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
   await until(async () => (await values()).includes('garden'), 'her project listed');

@@ -116,7 +116,7 @@ it('enables build, makes a workspace, has the agent fix a file and run the tests
   await waitForText(commandCard.getByTestId('tool-label'), 'npm test');
   await waitForText(commandCard.getByTestId('command-outcome'), 'exit code 0');
   await commandCard.getByTestId('tool-label').click();
-  await waitForText(commandCard.getByTestId('command-stdout'), 'PASS: sum(2, 3) is 5');
+  await waitForText(commandCard.getByTestId('command-output'), 'PASS: sum(2, 3) is 5');
   const chatBody = (model.chatRequests()[0]?.body ?? {}) as { tools?: Array<{ function?: { name?: string } }> };
   expect((chatBody.tools ?? []).map((t) => t.function?.name)).toContain('run_command');
   // The project folder is untouched until the merge.

@@ -284,12 +284,12 @@ it('a project one cannot see is a page in words with a way back, and never enter
   expect(text).toContain('This project is not available');
   expect(text).not.toMatch(/\/api\/|E_[A-Z_]+|GET |404/);
   expect(await page.locator('body').innerText()).not.toContain('No project with id');
-  expect(await page.getByRole('combobox', { name: 'Workspace' }).count()).toBe(0);
+  expect(await page.getByRole('combobox', { name: 'Project' }).count()).toBe(0);
   await expectNoViolations(page, 'no access');
   await notFound.getByRole('link', { name: 'Back to your projects' }).click();
   await page.getByTestId('home').waitFor();
   await page.locator('[data-testid="home-project"][data-project-id="plants"]').waitFor();
-  const options = await page.getByRole('combobox', { name: 'Workspace' }).locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
+  const options = await page.getByRole('combobox', { name: 'Project' }).locator('option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value));
   expect(options).toEqual(['', 'plants']);
   expect(await page.locator('[data-project-id="secret"]').count()).toBe(0);
 

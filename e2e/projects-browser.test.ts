@@ -52,7 +52,7 @@ it("chats with a project's agent by its menu code and shows the document it wrot
     reply.text('I started the PRD workflow and saved a first draft.'),
   ]);
   await page.goto('/');
-  await page.getByRole('combobox', { name: 'Workspace' }).selectOption('garden');
+  await page.getByRole('combobox', { name: 'Project' }).selectOption('garden');
   await page.waitForURL((u) => u.searchParams.get('p') === 'garden');
   const card = page.locator('[data-testid="agent-card"][data-agent-id="pm"]');
   await card.waitFor();

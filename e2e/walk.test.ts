@@ -126,7 +126,7 @@ describe('projects named by their folder', () => {
     for (const viewport of [DESKTOP, PHONE]) {
       const { page } = await newTab(viewport);
       await page.goto('/');
-      const select = page.getByRole('combobox', { name: 'Workspace' });
+      const select = page.getByRole('combobox', { name: 'Project' });
       const projectOptions = async () => (await select.locator('option').evaluateAll((els) => els.map((el) => (el.textContent ?? '').trim()))).filter((o) => o.startsWith('shop'));
       const options = await until(async () => ((await projectOptions()).length === 2 ? projectOptions() : null), 'the projects listed');
       expect(options).toEqual(['shop (v612) — BMAD 6.12.0, 5 agents', 'shop2 (v612) — BMAD 6.12.0, 5 agents']);

@@ -390,7 +390,7 @@ export interface BuildSettingsView {
   env: Record<string, string>;
 }
 
-/** What a workspace's setup line did. */
+/** What a workspace's setup line did, or does: while it runs, its output so far. */
 export interface WorkspaceSetupView {
   status: 'running' | 'ok' | 'failed' | 'skipped';
   exitCode?: number | null;
@@ -417,6 +417,9 @@ export interface WorkspaceView {
   /** Who made it. */
   createdBy: string;
   setup: WorkspaceSetupView | null;
+  /** Commits on its branch the base lacks, and the reverse (null when unknown; list items and the detail carry them). */
+  ahead?: number | null;
+  behind?: number | null;
   /** A merged workspace: the commit its merge made or fast-forwarded to, the base branch it went into, when and by whom (a person's name). */
   mergedCommit?: string;
   mergedInto?: string;

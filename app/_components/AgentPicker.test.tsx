@@ -1,7 +1,7 @@
 import { render, screen, within } from '@testing-library/react';
 import userEvent from '@testing-library/user-event';
 import type { AgentSummary, ProjectDetail, ProjectView } from '@/types/api';
-import { AgentPicker, type WorkspaceChoice } from './AgentPicker';
+import { AgentPicker, type ProjectChoice } from './AgentPicker';
 import { LlmNotice } from './LlmNotice';
 
 const agents: AgentSummary[] = [
@@ -44,7 +44,7 @@ const projectAgents: AgentSummary[] = [
   { id: 'pm', name: 'John', title: 'Product Manager', bundleName: 'Acme', projectId: 'acme', commands: [{ cmd: '*create-prd', description: 'PRD' }, { cmd: '*help', description: 'Help' }] },
 ];
 
-function workspace(over: Partial<WorkspaceChoice> = {}): WorkspaceChoice {
+function workspace(over: Partial<ProjectChoice> = {}): ProjectChoice {
   return { projects, loading: false, error: null, projectId: null, onChange: jest.fn(), onCreated: jest.fn(), onRetry: jest.fn(), ...over };
 }
 
@@ -53,7 +53,7 @@ describe('AgentPicker with projects', () => {
     const user = userEvent.setup();
     const ws = workspace();
     render(<AgentPicker agents={agents} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={ws} />);
-    const select = screen.getByRole('combobox', { name: 'Workspace' });
+    const select = screen.getByRole('combobox', { name: 'Project' });
     expect(select).toHaveValue('');
     // By folder id, with BMAD's project_name beside it where it differs.
     expect(within(select).getAllByRole('option').map((o) => o.textContent)).toEqual(['Bundles', 'acme (Acme) — BMAD 6.0.4, 9 agents', 'legacy — BMAD, 1 agent']);
@@ -67,7 +67,7 @@ describe('AgentPicker with projects', () => {
     const onPick = jest.fn();
     const ws = workspace({ projectId: 'acme' });
     render(<AgentPicker agents={projectAgents} loading={false} error={null} onPick={onPick} onRetry={() => {}} workspace={ws} />);
-    const select = screen.getByRole('combobox', { name: 'Workspace' });
+    const select = screen.getByRole('combobox', { name: 'Project' });
     expect(select).toHaveValue('acme');
     expect(select).toHaveAccessibleDescription(/BMAD 6\.0\.4 · bmm · 9 agents · documents in \{project-root\}\/_bmad-output/);
     expect(select).toHaveAccessibleDescription(/Named “Acme” in its BMAD config/);
@@ -102,7 +102,7 @@ describe('AgentPicker with projects', () => {
 
   it('never adds a project named only by the URL to the list, and shows a failed project list without hiding the bundles', () => {
     render(<AgentPicker agents={agents} loading={false} error={null} onPick={() => {}} onRetry={() => {}} workspace={workspace({ projects: [], projectId: 'ghost', error: 'boom' })} />);
-    const options = [...screen.getByRole('combobox', { name: 'Workspace' }).querySelectorAll('option')].map((o) => o.value);
+    const options = [...screen.getByRole('combobox', { name: 'Project' }).querySelectorAll('option')].map((o) => o.value);
     expect(options).toEqual(['']);
     expect(screen.queryByRole('option', { name: 'ghost' })).toBeNull();
     expect(screen.getByRole('alert')).toHaveTextContent('Could not load the projects: boom');

@@ -87,7 +87,7 @@ function ProjectDoctor({ detail, error }: { detail: ProjectDetail | null; error:
 }
 
 /** Where agents come from: the bundles, or one BMAD project whose agents share its documents. */
-export interface WorkspaceChoice {
+export interface ProjectChoice {
   projects: ProjectView[];
   loading: boolean;
   error: string | null;
@@ -101,7 +101,7 @@ export interface WorkspaceChoice {
   onRetry: () => void;
 }
 
-function WorkspaceBar({ projects, loading, error, projectId, detail = null, detailError = null, onChange, onCreated, onRetry }: WorkspaceChoice) {
+function ProjectBar({ projects, loading, error, projectId, detail = null, detailError = null, onChange, onCreated, onRetry }: ProjectChoice) {
   const id = useId();
   const [creating, setCreating] = useState(false);
   const project = projects.find((p) => p.id === projectId);
@@ -109,7 +109,7 @@ function WorkspaceBar({ projects, loading, error, projectId, detail = null, deta
     <div className="workspace" data-testid="workspace">
       <div className="workspace-bar">
         <label htmlFor={`${id}-ws`} className="workspace-label">
-          Workspace
+          Project
         </label>
         <select id={`${id}-ws`} className="workspace-select" value={projectId ?? ''} onChange={(e) => onChange(e.target.value || null)} aria-describedby={`${id}-meta`}>
           <option value="">Bundles</option>
@@ -178,8 +178,8 @@ export interface AgentPickerProps {
   onPick: (agent: AgentSummary) => void;
   onRetry: () => void;
   /** Without it the picker offers the bundles' agents only. */
-  workspace?: WorkspaceChoice;
-  /** Shown between the workspace bar and the agents (a project's journey). */
+  workspace?: ProjectChoice;
+  /** Shown between the project bar and the agents (a project's journey). */
   children?: ReactNode;
   /** Shown below the agents: what grows as it loads goes here, so no card moves once shown. */
   footer?: ReactNode;
@@ -258,7 +258,7 @@ export function AgentPicker({ agents, loading: loadingAgents, error, onPick, onR
           ? `The agents of ${project ? projectLabel(project) : projectId} share the project’s documents. Pick one to start a conversation.`
           : 'Each agent has its own expertise and commands. Pick one to start a conversation.'}
       </p>
-      {workspace ? <WorkspaceBar {...workspace} /> : null}
+      {workspace ? <ProjectBar {...workspace} /> : null}
       {/* Above the agents, as docs/bmad-projects.md describes it; its space is kept while it loads. */}
       {children ? <div className="picker-journey">{children}</div> : null}
       {loading ? (

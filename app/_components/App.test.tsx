@@ -53,7 +53,7 @@ describe('App with projects', () => {
     at('/?p=acme');
     const user = userEvent.setup();
     render(<App />);
-    const select = await screen.findByRole('combobox', { name: 'Workspace' });
+    const select = await screen.findByRole('combobox', { name: 'Project' });
     await waitFor(() => expect(select).toHaveValue('acme'));
     const card = await screen.findByTestId('agent-card');
     expect(card).toHaveTextContent('John');
@@ -71,7 +71,7 @@ describe('App with projects', () => {
 
     await user.click(screen.getByTestId('new-conversation'));
     expect(here()).toBe('/?p=acme');
-    await user.selectOptions(await screen.findByRole('combobox', { name: 'Workspace' }), 'Bundles');
+    await user.selectOptions(await screen.findByRole('combobox', { name: 'Project' }), 'Bundles');
     expect(here()).toBe('/');
     await waitFor(() => expect(screen.getByTestId('agent-card')).toHaveTextContent('Maya'));
   });
@@ -105,7 +105,7 @@ describe('App with projects', () => {
     await user.type(within(dialog).getByRole('textbox', { name: 'Project name' }), 'beta{Enter}');
     await waitFor(() => expect(here()).toBe('/?p=beta'));
     expect(screen.queryByRole('dialog', { name: 'New project' })).toBeNull();
-    expect(screen.getByRole('combobox', { name: 'Workspace' })).toHaveValue('beta');
+    expect(screen.getByRole('combobox', { name: 'Project' })).toHaveValue('beta');
     await waitFor(() => expect(urls).toContain('/api/agents?projectId=beta'));
   });
 });

@@ -364,7 +364,7 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
 
       {dialog === 'start' ? <StartStoryDialog story={story} busy={busy} error={startError} onStart={(i, t) => void start(i, t)} onCancel={() => setDialog(null)} /> : null}
       {dialog === 'merge' && ws ? (
-        <ConfirmDialog title={`Merge ${ws.branch}?`} confirmLabel="Merge" busy={busy} onConfirm={() => void merge()} onCancel={() => setDialog(null)}>
+        <ConfirmDialog title={`Merge ${ws.branch}?`} confirmLabel="Merge" busy={busy} busyText={`Merging ${ws.branch}…`} onConfirm={() => void merge()} onCancel={() => setDialog(null)}>
           <p>The story’s changes go into the base branch of the project repository, and the story moves to done. A conflict merges nothing and keeps it in review.</p>
         </ConfirmDialog>
       ) : null}

@@ -3,6 +3,7 @@
 import { useEffect, useId, useRef, type KeyboardEvent, type ReactNode } from 'react';
 import { modalKeys } from '../_lib/focus';
 import { useEscape } from '../_lib/escape';
+import { Spinner } from './icons';
 
 export interface ConfirmDialogProps {
   title: string;
@@ -10,12 +11,14 @@ export interface ConfirmDialogProps {
   confirmLabel: string;
   danger?: boolean;
   busy?: boolean;
+  /** Said (with a spinner) while `busy`: what is being done, so a slow action shows it works. */
+  busyText?: string;
   onConfirm: () => void;
   onCancel: () => void;
 }
 
 /** A small modal: focus goes to Cancel (the safe choice), Escape cancels, Tab stays inside. */
-export function ConfirmDialog({ title, children, confirmLabel, danger, busy, onConfirm, onCancel }: ConfirmDialogProps) {
+export function ConfirmDialog({ title, children, confirmLabel, danger, busy, busyText, onConfirm, onCancel }: ConfirmDialogProps) {
   const id = useId();
   const boxRef = useRef<HTMLDivElement>(null);
   const cancelRef = useRef<HTMLButtonElement>(null);
@@ -34,11 +37,17 @@ export function ConfirmDialog({ title, children, confirmLabel, danger, busy, onC
       <div ref={boxRef} className="modal modal-small" role="alertdialog" aria-modal="true" aria-labelledby={`${id}-t`} aria-describedby={`${id}-d`} onKeyDown={onKeyDown} data-testid="confirm-dialog">
         <h2 id={`${id}-t`}>{title}</h2>
         <div id={`${id}-d`}>{children}</div>
+        {busy && busyText ? (
+          <p role="status" className="confirm-busy" data-testid="confirm-busy">
+            <Spinner /> {busyText}
+          </p>
+        ) : null}
         <div className="modal-actions">
           <button ref={cancelRef} type="button" className="button" onClick={onCancel}>
             Cancel
           </button>
           <button type="button" className={danger ? 'button button-danger' : 'button button-primary'} onClick={onConfirm} disabled={busy} data-testid="confirm-button">
+            {busy && busyText ? <Spinner /> : null}
             {confirmLabel}
           </button>
         </div>

@@ -183,7 +183,13 @@ function ToolGroup({ parts, onOpenFile, canOpenFile }: { parts: ToolPart[]; onOp
         <span className="tool-label">
           {plural(parts.length, 'tool call')}
           {failed ? ` · ${failed} failed` : ''}
-          {current ? ` · ${current.verb}${current.target ? ` ${current.target}` : ''}…` : ''}
+          {current ? (
+            <>
+              {` · ${current.verb}`}
+              {/* A command's spaces are part of it: kept as written. */}
+              {current.target ? <span className="command-text">{` ${current.target}`}</span> : null}…
+            </>
+          ) : null}
         </span>
       </summary>
       <div className="tool-group-body">

@@ -7,6 +7,8 @@ let calls: Call[];
 let build: { enabled: boolean; baseBranch: string | null; setup: string | null; env: Record<string, string> };
 let taken: Set<string>;
 let putRefusal: { status: number; body: unknown } | null;
+/** The list route's items in turn (the last one repeats), when a test sets them. */
+let lists: unknown[][] | null;
 const json = (status: number, body: unknown) => ({ ok: status < 400, status, statusText: '', headers: { get: () => 'application/json' }, json: async () => body });
 
 beforeEach(() => {
@@ -14,6 +16,7 @@ beforeEach(() => {
   build = { enabled: false, baseBranch: null, setup: null, env: {} };
   taken = new Set(['fix-login']);
   putRefusal = null;
+  lists = null;
   (globalThis as { fetch?: unknown }).fetch = jest.fn(async (url: string, init: RequestInit = {}) => {
     const method = init.method ?? 'GET';
     const body = init.body ? JSON.parse(String(init.body)) : undefined;
@@ -26,6 +29,7 @@ beforeEach(() => {
     }
     if (url === '/api/projects/shop/workspaces' && method === 'GET') {
       if (!build.enabled) return json(409, { success: false, code: 'E_BUILD_DISABLED', error: 'Build is off.' });
+      if (lists) return json(200, { success: true, data: lists.length > 1 ? lists.shift() : lists[0] });
       return json(200, {
         success: true,
         data: [{ id: 'ws_1', name: 'fix-login', branch: 'bmad/fix-login', base: 'main', baseCommit: 'a'.repeat(40), status: 'open', createdBy: { id: 'u1', name: 'Ada' }, ahead: 2, behind: 1 }],
@@ -123,4 +127,27 @@ it('makes a workspace: the name rule is explained, a wrong name and a taken one 
   // The new workspace's page opens.
   expect(await screen.findByTestId('workspace-page')).toHaveTextContent('Workspace new-one');
   expect(calls.filter((c) => c.method === 'POST').map((c) => c.body)).toEqual([{ name: 'fix-login' }, { name: 'new-one' }]);
+});
+
+it('lists each workspace with its ahead/behind, a merged one with where it went, and a running setup by its state only', async () => {
+  build.enabled = true;
+  const item = (over: Record<string, unknown>) => ({ base: 'main', baseCommit: 'a'.repeat(40), status: 'open', createdBy: 'Ada', createdAt: '2026-01-01T00:00:00Z', updatedAt: '2026-01-01T00:00:00Z', setup: null, ...over });
+  const running = item({ id: 'ws_3', name: 'deps', branch: 'bmad/deps', ahead: 0, behind: 0, setup: { status: 'running', startedAt: new Date().toISOString() } });
+  const rest = [
+    item({ id: 'ws_1', name: 'fix-login', branch: 'bmad/fix-login', ahead: 3, behind: 2, setup: { status: 'ok', exitCode: 0, durationMs: 1200, at: '2026-01-01T00:00:00Z' } }),
+    item({ id: 'ws_2', name: 'done-one', branch: 'bmad/done-one', status: 'merged', ahead: 0, behind: 0, mergedCommit: 'f'.repeat(40), mergedInto: 'main', mergedAt: new Date().toISOString(), mergedBy: 'Grace' }),
+    item({ id: 'ws_4', name: 'old', branch: 'bmad/old', ahead: null, behind: null }),
+  ];
+  lists = [[running, ...rest], [{ ...running, setup: { status: 'failed', exitCode: 1, durationMs: 900 } }, ...rest]];
+  render(<ProjectBuild projectId="shop" repository={repo} />);
+  await waitFor(() => expect(screen.getAllByTestId('workspace-item')).toHaveLength(4));
+  const [deps, open, merged, unknown] = screen.getAllByTestId('workspace-item');
+  expect(within(deps!).getByTestId('workspace-item-setup')).toHaveTextContent('setup running');
+  expect(open).toHaveTextContent('3 ahead, 2 behind main');
+  expect(within(open!).queryByTestId('workspace-item-setup')).toBeNull();
+  expect(within(merged!).getByTestId('workspace-item-state')).toHaveTextContent(/^Merged into main at fffffff .+ by Grace$/);
+  expect(merged).not.toHaveTextContent('ahead');
+  expect(unknown).not.toHaveTextContent('ahead');
+  // While a setup runs the list is read again, and shows how it ended.
+  await waitFor(() => expect(within(screen.getAllByTestId('workspace-item')[0]!).getByTestId('workspace-item-setup')).toHaveTextContent('setup failed (exit code 1)'), { timeout: 5000 });
 });

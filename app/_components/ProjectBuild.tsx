@@ -13,8 +13,8 @@ import {
   workspacesApi,
   type BuildSettingsView,
   type RepositoryView,
-  type WorkspaceDetailView,
   type WorkspaceView,
+  workspaceStateText,
 } from '../_lib/workspaces';
 import { WorkspacePanel } from './WorkspacePanel';
 import { RemoteSettings } from './RemoteSettings';
@@ -55,11 +55,17 @@ export function RepositoryLine({ repository }: { repository: RepositoryView | nu
 
 const STATUS_WORDS: Record<WorkspaceView['status'], string> = { open: 'open', merged: 'merged', discarded: 'discarded' };
 
-// A list's workspaces come without their counts: only the detail has them.
-export function aheadBehindText(w: Pick<WorkspaceView, 'base'> & Partial<Pick<WorkspaceDetailView, 'ahead' | 'behind'>>): string {
-  if (typeof w.ahead !== 'number' || typeof w.behind !== 'number') return '';
-  return `${w.ahead} ahead, ${w.behind} behind ${w.base}`;
+/** A list item's setup in a few words (the list carries no output: the workspace's page shows it). */
+function setupWords(w: WorkspaceView): string | null {
+  const s = w.setup;
+  if (!s) return null;
+  if (s.status === 'running') return 'setup running';
+  if (s.status === 'failed') return `setup failed${typeof s.exitCode === 'number' ? ` (exit code ${s.exitCode})` : ''}`;
+  return null;
 }
+
+/** How often the list is read again while a workspace's setup runs. */
+const LIST_POLL_MS = 2000;
 
 /** Key/value rows of the build's environment variables, edited as a list. */
 function EnvRows({ rows, onChange, disabled }: { rows: [string, string][]; onChange: (rows: [string, string][]) => void; disabled: boolean }) {
@@ -397,6 +403,14 @@ export function ProjectBuild({ projectId, repository, canEdit, onOpenConversatio
     return () => ac.abort();
   }, [enabled, isRepo, load, version]);
 
+  // A setup that runs ends by itself: the list is read again until none runs.
+  const anySetupRunning = !openId && !!list?.some((w) => w.setup?.status === 'running');
+  useEffect(() => {
+    if (!anySetupRunning) return;
+    const t = setInterval(() => void load(), LIST_POLL_MS);
+    return () => clearInterval(t);
+  }, [anySetupRunning, load]);
+
   return (
     <section className="build" aria-labelledby={headingId} data-testid="project-build">
       <h2 id={headingId} className="build-title">
@@ -434,19 +448,37 @@ export function ProjectBuild({ projectId, repository, canEdit, onOpenConversatio
             {list && list.length === 0 && !listError ? <p className="build-help">No workspace yet. Each one is a branch of its own, reviewed and merged here.</p> : null}
             {list && list.length > 0 ? (
               <ul className="workspace-list">
-                {list.map((w) => (
-                  <li key={w.id} className="workspace-item" data-testid="workspace-item" data-workspace-id={w.id}>
-                    <button type="button" className="link-button workspace-open" onClick={() => setOpenId(w.id)}>
-                      {w.name}
-                    </button>{' '}
-                    <span className={`ws-status ws-${w.status}`}>{STATUS_WORDS[w.status] ?? w.status}</span>
-                    <span className="workspace-meta-line">
-                      <code>{w.branch}</code>
-                      {aheadBehindText(w) ? ` · ${aheadBehindText(w)}` : ''} · made by {personName(w.createdBy)}
-                      {w.createdAt ? ` ${relativeTime(w.createdAt)}` : ''}
-                    </span>
-                  </li>
-                ))}
+                {list.map((w) => {
+                  const state = workspaceStateText(w, relativeTime);
+                  const setup = setupWords(w);
+                  return (
+                    <li key={w.id} className="workspace-item" data-testid="workspace-item" data-workspace-id={w.id} data-status={w.status}>
+                      <button type="button" className="link-button workspace-open" onClick={() => setOpenId(w.id)}>
+                        {w.name}
+                      </button>{' '}
+                      <span className={`ws-status ws-${w.status}`}>{STATUS_WORDS[w.status] ?? w.status}</span>
+                      {setup ? (
+                        <>
+                          {' '}
+                          <span className={`ws-status ws-setup-${w.setup?.status}`} data-testid="workspace-item-setup">
+                            {setup}
+                          </span>
+                        </>
+                      ) : null}
+                      <span className="workspace-meta-line">
+                        <code>{w.branch}</code>
+                        {state ? (
+                          <>
+                            {' · '}
+                            <span data-testid="workspace-item-state">{state}</span>
+                          </>
+                        ) : null}{' '}
+                        · made by {personName(w.createdBy)}
+                        {w.createdAt ? ` ${relativeTime(w.createdAt)}` : ''}
+                      </span>
+                    </li>
+                  );
+                })}
               </ul>
             ) : null}
           </div>

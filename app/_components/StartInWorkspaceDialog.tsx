@@ -3,8 +3,11 @@
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { ApiError } from '../_lib/api';
 import { modalKeys } from '../_lib/focus';
-import { WORKSPACE_NAME_RULE, workspaceNameProblem, workspacesApi, type WorkspaceView } from '../_lib/workspaces';
+import { WORKSPACE_NAME_RULE, setupRunning, workspaceNameProblem, workspacesApi, type WorkspaceView } from '../_lib/workspaces';
 import { Spinner } from './icons';
+
+/** How often the workspaces are read again while the chosen one's setup runs. */
+const SETUP_POLL_MS = 2000;
 
 /** Chooses the workspace a new conversation runs in: an open one, or a new one made here. */
 export function StartInWorkspaceDialog({
@@ -39,7 +42,7 @@ export function StartInWorkspaceDialog({
       (l) => {
         const open = l.filter((w) => w.status === 'open');
         setList(open);
-        setChoice(open[0]?.id ?? '');
+        setChoice(open.find((w) => !setupRunning(w))?.id ?? open[0]?.id ?? '');
       },
       (e: Error) => {
         if (e.name === 'AbortError') return;
@@ -50,11 +53,28 @@ export function StartInWorkspaceDialog({
     return () => ac.abort();
   }, [projectId]);
 
+  // A turn waits for its workspace's setup: while the chosen one's runs, the list is read again.
+  const chosen = list?.find((x) => x.id === choice) ?? null;
+  const waiting = setupRunning(chosen);
+  useEffect(() => {
+    if (!waiting) return;
+    const ac = new AbortController();
+    const t = setInterval(() => {
+      workspacesApi.list(projectId, ac.signal).then(
+        (l) => setList(l.filter((w) => w.status === 'open')),
+        () => undefined,
+      );
+    }, SETUP_POLL_MS);
+    return () => {
+      ac.abort();
+      clearInterval(t);
+    };
+  }, [waiting, projectId]);
+
   const submit = async (e: FormEvent) => {
     e.preventDefault();
     if (choice) {
-      const w = list?.find((x) => x.id === choice);
-      if (w) onChosen(w);
+      if (chosen && !setupRunning(chosen)) onChosen(chosen);
       return;
     }
     const problem = workspaceNameProblem(name);
@@ -65,7 +85,16 @@ export function StartInWorkspaceDialog({
     setBusy(true);
     setError(null);
     try {
-      onChosen(await workspacesApi.create(projectId, name));
+      const made = await workspacesApi.create(projectId, name);
+      if (!setupRunning(made)) {
+        onChosen(made);
+        return;
+      }
+      // Its setup line runs first: the dialog stays, with the new workspace chosen, until it ends.
+      setList((l) => [made, ...(l ?? []).filter((x) => x.id !== made.id)]);
+      setChoice(made.id);
+      setName('');
+      setBusy(false);
     } catch (err) {
       const ae = err instanceof ApiError ? err : null;
       setError(ae?.status === 409 && ae.code === 'E_CONFLICT' ? `The name “${name}” is taken. Choose another name.` : (err as Error).message);
@@ -92,6 +121,7 @@ export function StartInWorkspaceDialog({
               {list.map((w) => (
                 <label key={w.id} className="build-check">
                   <input type="radio" name={`${id}-ws`} value={w.id} checked={choice === w.id} onChange={() => setChoice(w.id)} /> {w.name} (<code>{w.branch}</code>)
+                  {setupRunning(w) ? ' — setup running' : ''}
                 </label>
               ))}
               <label className="build-check">
@@ -110,11 +140,16 @@ export function StartInWorkspaceDialog({
             <p id={`${id}-err`} className="build-error" role="alert">
               {error}
             </p>
+            {waiting ? (
+              <p id={`${id}-wait`} className="build-help" role="status" data-testid="start-in-workspace-wait">
+                <Spinner /> {chosen?.name}’s setup line is still running: the agent can start once it ends.
+              </p>
+            ) : null}
             <div className="modal-actions">
               <button type="button" className="button" onClick={onCancel} disabled={busy}>
                 Cancel
               </button>
-              <button type="submit" className="button button-primary" disabled={busy} data-testid="start-in-workspace-go">
+              <button type="submit" className="button button-primary" disabled={busy || waiting} aria-describedby={waiting ? `${id}-wait` : undefined} data-testid="start-in-workspace-go">
                 {busy ? <Spinner /> : null} Start
               </button>
             </div>

@@ -10,6 +10,7 @@ import { AlertIcon, CheckIcon, FilesIcon, Spinner } from './icons';
 import { SubagentActivity } from './SubagentActivity';
 import { asCommandResult, changedPath, commandOf, commandOutcome } from '../_lib/workspaces';
 import { ToolLabelText } from './ToolLabelText';
+import { CommandOutput } from './CommandOutput';
 
 export interface ToolActivityProps {
   part: ToolPart;
@@ -69,12 +70,13 @@ export const ToolActivity = memo(function ToolActivity({ part, onOpenFile, canOp
 
 /**
  * A command the agent ran in its workspace: the line and its outcome (exit code, time) at a glance,
- * the output on demand.
+ * the output on demand, in the order it came.
  */
 export function CommandActivity({ part }: { part: ToolPart }) {
   const label = toolLabel(part.toolName, part.input, part.state, part.output);
-  const command = commandOf(part.input);
   const result = part.state === 'done' ? asCommandResult(part.output) : null;
+  // The line as it ran when the result says it (variables resolved), else as the model wrote it.
+  const command = result?.command ?? commandOf(part.input);
   const bad = !!result && (!!result.stopped || (typeof result.exit_code === 'number' && result.exit_code !== 0));
   const files = result?.files_changed ?? [];
   return (
@@ -96,24 +98,13 @@ export function CommandActivity({ part }: { part: ToolPart }) {
         <div className="tool-body">
           {part.state === 'failed' && part.errorText ? <ErrorMessage className="tool-error" message={part.errorText} code={part.errorCode} /> : null}
           <p className="tool-heading">Command</p>
-          <pre className="tool-pre" tabIndex={0} data-testid="command-line">
+          <pre className="tool-pre command-text" tabIndex={0} data-testid="command-line">
             {command || '(waiting for the command)'}
           </pre>
-          {result && typeof (part.output as { hint?: unknown }).hint === 'string' ? <p className="tool-summary">{(part.output as { hint: string }).hint}</p> : null}
+          {result?.hint ? <p className="tool-summary">{result.hint}</p> : null}
           {result ? (
             <>
-              <p className="tool-heading">Output{result.cut ? ' (cut: its head and tail)' : ''}</p>
-              <pre className="tool-pre" tabIndex={0} data-testid="command-stdout">
-                {shortOutput(result.stdout) || '(no output)'}
-              </pre>
-              {result.stderr ? (
-                <>
-                  <p className="tool-heading">Errors (stderr)</p>
-                  <pre className="tool-pre" tabIndex={0} data-testid="command-stderr">
-                    {shortOutput(result.stderr)}
-                  </pre>
-                </>
-              ) : null}
+              <CommandOutput result={result} />
               {files.length ? (
                 <>
                   <p className="tool-heading">Files changed</p>
@@ -138,10 +129,4 @@ export function CommandActivity({ part }: { part: ToolPart }) {
       </details>
     </div>
   );
-}
-
-/** Output shown in the page: up to 64 KB, its tail kept (where test runners say what failed). */
-const MAX_OUTPUT = 64 * 1024;
-function shortOutput(text: string): string {
-  return text.length > MAX_OUTPUT ? `… (${text.length - MAX_OUTPUT} earlier characters not shown)\n${text.slice(-MAX_OUTPUT)}` : text;
 }

@@ -1,6 +1,6 @@
 'use client';
 
-import { useCallback, useEffect, useId, useMemo, useState } from 'react';
+import { useCallback, useEffect, useId, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { ConversationDetail, ConversationSummaryView } from '@/types/api';
 import { ApiError, api } from '../_lib/api';
 import { relativeTime } from '../_lib/format';
@@ -8,20 +8,24 @@ import { runsApi, type RunItem } from '../_lib/runs';
 import {
   commandLog,
   commandOutcome,
-  conflictPaths,
   durationText,
+  elapsedText,
   parseUnifiedDiff,
   personName,
+  setupStart,
   shortSha,
+  workspaceActionError,
+  workspaceStateText,
   workspacesApi,
   type ChangedFileView,
   type CommandLogEntry,
+  type SetupOutcomeView,
   type WorkspaceDetailView,
   type WorkspaceDiffView,
 } from '../_lib/workspaces';
 import { ConfirmDialog } from './ConfirmDialog';
 import { FileDiff } from './DiffView';
-import { aheadBehindText } from './ProjectBuild';
+import { AnsiText, CommandOutput } from './CommandOutput';
 import { Spinner } from './icons';
 import { ActionError } from './ActionError';
 
@@ -39,8 +43,6 @@ const FILE_STATUS: Record<ChangedFileView['status'], string> = {
   unknown: 'changed',
 };
 
-const SETUP_WORDS = { running: 'running', ok: 'succeeded', failed: 'failed', skipped: 'skipped (no setup line)' } as const;
-
 const belongs = (item: unknown, workspaceId: string) => {
   const o = item as { workspaceId?: unknown; workspace?: { id?: unknown } | null };
   return o?.workspaceId === workspaceId || o?.workspace?.id === workspaceId;
@@ -50,11 +52,14 @@ const belongs = (item: unknown, workspaceId: string) => {
 export function CommandEntry({ entry }: { entry: CommandLogEntry }) {
   const r = entry.result;
   const failed = !r || r.stopped || (typeof r.exit_code === 'number' && r.exit_code !== 0);
+  const command = r?.command ?? entry.command;
   return (
     <li className="command-entry" data-testid="command-entry">
       <details>
         <summary>
-          <code className="command-line">{entry.command || '(no command)'}</code>{' '}
+          <code className="command-line command-text" data-testid="command-entry-line">
+            {command || '(no command)'}
+          </code>{' '}
           <span className={failed ? 'command-bad' : 'command-ok'}>{r ? commandOutcome(r) : entry.error ? `failed: ${entry.error}` : 'no result'}</span>
         </summary>
         {r ? (
@@ -64,22 +69,72 @@ export function CommandEntry({ entry }: { entry: CommandLogEntry }) {
                 in <code>{entry.cwd}</code>
               </p>
             ) : null}
-            <p className="tool-heading">Output</p>
-            <pre className="tool-pre" tabIndex={0}>
-              {r.stdout || '(no output)'}
-            </pre>
-            {r.stderr ? (
-              <>
-                <p className="tool-heading">Errors (stderr)</p>
-                <pre className="tool-pre" tabIndex={0}>
-                  {r.stderr}
-                </pre>
-              </>
-            ) : null}
+            {r.hint ? <p className="build-help">{r.hint}</p> : null}
+            <CommandOutput result={r} />
           </>
         ) : null}
       </details>
     </li>
+  );
+}
+
+/** A clock counting from `since` (ms since the epoch), once a second. */
+export function Elapsed({ since }: { since: number }) {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    setNow(Date.now());
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [since]);
+  return (
+    <span className="elapsed" data-testid="setup-elapsed">
+      {elapsedText(now - since)}
+    </span>
+  );
+}
+
+const SETUP_WORDS = { running: 'running', ok: 'succeeded', failed: 'failed', skipped: 'skipped (no setup line)' } as const;
+
+/**
+ * The setup line's outcome and output. While it runs: its output so far, kept scrolled to its end
+ * unless the reader scrolled up, and the time since it started; then how it ended.
+ */
+export function SetupSection({ setup }: { setup: SetupOutcomeView }) {
+  const running = setup.status === 'running';
+  const [open, setOpen] = useState(running || setup.status === 'failed');
+  const preRef = useRef<HTMLPreElement>(null);
+  const stick = useRef(true);
+  const since = setupStart(setup);
+  useLayoutEffect(() => {
+    const pre = preRef.current;
+    if (pre && stick.current) pre.scrollTop = pre.scrollHeight;
+  }, [setup.output, open]);
+  return (
+    <details className="workspace-setup" data-testid="workspace-setup" data-status={setup.status} open={open} onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>
+        {running ? <Spinner /> : null} Setup {SETUP_WORDS[setup.status] ?? setup.status}
+        {running && since !== null ? (
+          <>
+            {' '}
+            for <Elapsed since={since} />
+          </>
+        ) : null}
+        {typeof setup.exitCode === 'number' ? ` (exit code ${setup.exitCode})` : ''}
+        {!running && setup.durationMs !== undefined ? ` · ${durationText(setup.durationMs)}` : ''} — {running ? 'its output so far' : 'its output'}
+      </summary>
+      <pre
+        ref={preRef}
+        className="tool-pre setup-output"
+        tabIndex={0}
+        data-testid="setup-output"
+        onScroll={(e) => {
+          const el = e.currentTarget;
+          stick.current = el.scrollHeight - el.scrollTop - el.clientHeight < 24;
+        }}
+      >
+        {setup.output ? <AnsiText text={setup.output} /> : running ? '(no output yet)' : '(no output)'}
+      </pre>
+    </details>
   );
 }
 
@@ -134,17 +189,22 @@ export interface WorkspacePanelProps {
   onOpenConversation?: (id: string) => void;
 }
 
+/** How often a running setup's outcome and output are read again. */
+const SETUP_POLL_MS = 1000;
+
 /** A workspace's page: what it changed (commits, files, diffs), what ran in it, and Merge / Discard. */
 export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOpenConversation }: WorkspacePanelProps) {
   const headingId = useId();
+  const reasonId = useId();
   const [ws, setWs] = useState<WorkspaceDetailView | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
   const [filePath, setFilePath] = useState<string | null | undefined>(undefined);
   const [confirm, setConfirm] = useState<'merge' | 'discard' | null>(null);
-  const [busy, setBusy] = useState(false);
+  const [busy, setBusy] = useState<'merge' | 'discard' | null>(null);
   const [actionError, setActionError] = useState<{ message: string; paths?: string[] } | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
+  const noticeRef = useRef<HTMLParagraphElement>(null);
   const [conversations, setConversations] = useState<ConversationSummaryView[] | null>(null);
   const [runs, setRuns] = useState<RunItem[]>([]);
   const [log, setLog] = useState<CommandLogEntry[] | null>(null);
@@ -167,12 +227,21 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
     return () => ac.abort();
   }, [load, version]);
 
-  // The setup line runs after the workspace is made: its outcome is asked for again until it ends.
+  // The setup line runs after the workspace is made: its outcome and output so far are read again
+  // every second until it ends (one read at a time: a slow answer is not overtaken by the next).
   const setupRunning = ws?.setup?.status === 'running';
   useEffect(() => {
     if (!setupRunning) return;
-    const t = setInterval(() => void load(), 2000);
-    return () => clearInterval(t);
+    const ac = new AbortController();
+    let timer: ReturnType<typeof setTimeout>;
+    const tick = () => {
+      timer = setTimeout(() => void load(ac.signal).finally(() => !ac.signal.aborted && tick()), SETUP_POLL_MS);
+    };
+    tick();
+    return () => {
+      ac.abort();
+      clearTimeout(timer);
+    };
   }, [setupRunning, load]);
 
   // Its conversations and runs, and the commands run in them (from their stored tool calls).
@@ -199,8 +268,12 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
     return () => ac.abort();
   }, [projectId, workspaceId, version]);
 
+  useEffect(() => {
+    if (notice) noticeRef.current?.focus();
+  }, [notice]);
+
   const act = async (kind: 'merge' | 'discard') => {
-    setBusy(true);
+    setBusy(kind);
     setActionError(null);
     setNotice(null);
     try {
@@ -220,14 +293,11 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
       onChanged?.();
     } catch (e) {
       setConfirm(null);
-      const ae = e instanceof ApiError ? e : null;
-      if (ae?.code === 'E_MERGE_CONFLICT') {
-        setActionError({ message: `The merge into ${ws?.base ?? 'the base'} conflicts; nothing was changed. Conflicting files:`, paths: conflictPaths(ae) });
-      } else if (ae?.code === 'E_BASE_DIRTY') {
-        setActionError({ message: 'The project folder has uncommitted changes, so nothing was merged. Commit or undo them in the project folder, then merge again.' });
-      } else setActionError({ message: (e as Error).message });
+      setActionError(workspaceActionError(e, kind, ws?.base ?? 'the base'));
+      // A refusal because the setup still runs: its state is read again.
+      setVersion((v) => v + 1);
     } finally {
-      setBusy(false);
+      setBusy(null);
     }
   };
 
@@ -253,6 +323,9 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
       </div>
     );
   const open = ws.status === 'open';
+  const state = workspaceStateText(ws, relativeTime);
+  const waitReason = setupRunning ? 'Merge and Discard wait until the setup line ends (its output is below).' : null;
+  const busyText = busy === 'merge' ? `Merging ${ws.branch} into ${ws.base}…` : busy === 'discard' ? `Discarding ${ws.name}…` : null;
   return (
     <article className="workspace-page" aria-labelledby={headingId} data-testid="workspace-page" data-status={ws.status}>
       {back}
@@ -266,37 +339,69 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
             , head <code>{shortSha(ws.head)}</code>
           </>
         ) : null}{' '}
-        · {aheadBehindText(ws)} · made by {personName(ws.createdBy)}
+        {state ? (
+          <>
+            · <span data-testid="workspace-state">{state}</span>{' '}
+          </>
+        ) : null}
+        · made by {personName(ws.createdBy)}
       </p>
       {notice ? (
-        <p className="notice notice-info" role="status" data-testid="workspace-notice">
+        <p ref={noticeRef} tabIndex={-1} className="notice notice-info" role="status" data-testid="workspace-notice">
           {notice}
         </p>
       ) : null}
       <ActionError error={actionError} testId="workspace-action-error" />
       {open ? (
-        <div className="build-actions">
-          <button type="button" className="button button-primary" onClick={() => setConfirm('merge')} disabled={busy} data-testid="workspace-merge">
-            Merge into {ws.base}
-          </button>
-          <button type="button" className="button button-danger" onClick={() => setConfirm('discard')} disabled={busy} data-testid="workspace-discard">
-            Discard
-          </button>
-        </div>
+        <>
+          <div className="build-actions">
+            <button
+              type="button"
+              className="button button-primary"
+              onClick={() => setConfirm('merge')}
+              disabled={!!busy || setupRunning}
+              aria-describedby={waitReason ? reasonId : undefined}
+              data-testid="workspace-merge"
+            >
+              {busy === 'merge' ? (
+                <>
+                  <Spinner /> Merging…
+                </>
+              ) : (
+                `Merge into ${ws.base}`
+              )}
+            </button>
+            <button
+              type="button"
+              className="button button-danger"
+              onClick={() => setConfirm('discard')}
+              disabled={!!busy || setupRunning}
+              aria-describedby={waitReason ? reasonId : undefined}
+              data-testid="workspace-discard"
+            >
+              {busy === 'discard' ? (
+                <>
+                  <Spinner /> Discarding…
+                </>
+              ) : (
+                'Discard'
+              )}
+            </button>
+          </div>
+          {waitReason ? (
+            <p id={reasonId} className="build-help" data-testid="workspace-wait">
+              {waitReason}
+            </p>
+          ) : null}
+          {busyText && !confirm ? (
+            <p role="status" data-testid="workspace-busy">
+              <Spinner /> {busyText}
+            </p>
+          ) : null}
+        </>
       ) : null}
 
-      {ws.setup ? (
-        <details className="workspace-setup" data-testid="workspace-setup">
-          <summary>
-            Setup {SETUP_WORDS[ws.setup.status] ?? ws.setup.status}
-            {typeof ws.setup.exitCode === 'number' ? ` (exit code ${ws.setup.exitCode})` : ''}
-            {ws.setup.durationMs !== undefined ? ` · ${durationText(ws.setup.durationMs)}` : ''} — show its output
-          </summary>
-          <pre className="tool-pre" tabIndex={0}>
-            {ws.setup.output || '(no output)'}
-          </pre>
-        </details>
-      ) : null}
+      {ws.setup ? <SetupSection setup={ws.setup} /> : null}
 
       <h4>Conversations and runs</h4>
       {conversations === null ? (
@@ -334,7 +439,10 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
         <ul className="workspace-commits" data-testid="workspace-commits">
           {ws.commits.map((c) => (
             <li key={c.sha}>
-              <code>{shortSha(c.sha)}</code> {c.subject} <span className="build-help">— {c.author}, {new Date(c.date).toLocaleString()}</span>
+              <code>{shortSha(c.sha)}</code> <span className="commit-subject" data-testid="commit-subject">{c.subject}</span>{' '}
+              <span className="build-help">
+                — {c.author}, {new Date(c.date).toLocaleString()}
+              </span>
             </li>
           ))}
         </ul>
@@ -347,10 +455,10 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
         <>
           <ul className="workspace-files" data-testid="workspace-files">
             {ws.files.map((f) => (
-              <li key={f.path}>
+              <li key={f.path} className="workspace-file-row">
                 <button
                   type="button"
-                  className="link-button"
+                  className="link-button workspace-file-path"
                   aria-pressed={filePath === f.path}
                   onClick={() => setFilePath((p) => (p === f.path ? undefined : f.path))}
                   data-testid="workspace-file"
@@ -358,10 +466,12 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
                 >
                   <code>{f.path}</code>
                 </button>{' '}
-                <span className="build-help">{FILE_STATUS[f.status] ?? f.status}</span>{' '}
-                {f.additions !== null ? <span className="diff-plus">+{f.additions}</span> : null}{' '}
-                {f.deletions !== null ? <span className="diff-minus">−{f.deletions}</span> : null}
-                {f.additions === null && f.deletions === null ? <span className="build-help">(binary)</span> : null}
+                <span className="workspace-file-counts">
+                  <span className="build-help">{FILE_STATUS[f.status] ?? f.status}</span>{' '}
+                  {f.additions !== null ? <span className="diff-plus">+{f.additions}</span> : null}{' '}
+                  {f.deletions !== null ? <span className="diff-minus">−{f.deletions}</span> : null}
+                  {f.additions === null && f.deletions === null ? <span className="build-help">(binary)</span> : null}
+                </span>
               </li>
             ))}
           </ul>
@@ -388,7 +498,7 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
       )}
 
       {confirm === 'merge' ? (
-        <ConfirmDialog title={`Merge ${ws.branch}?`} confirmLabel="Merge" busy={busy} onConfirm={() => void act('merge')} onCancel={() => setConfirm(null)}>
+        <ConfirmDialog title={`Merge ${ws.branch}?`} confirmLabel="Merge" busy={busy === 'merge'} busyText={busyText ?? undefined} onConfirm={() => void act('merge')} onCancel={() => setConfirm(null)}>
           <p>
             Its {ws.ahead} {ws.ahead === 1 ? 'commit goes' : 'commits go'} into <code>{ws.base}</code> in the project repository (fast-forward when possible, else a merge commit in your name). The project
             folder gets them when it has <code>{ws.base}</code> checked out.
@@ -396,7 +506,7 @@ export function WorkspacePanel({ projectId, workspaceId, onBack, onChanged, onOp
         </ConfirmDialog>
       ) : null}
       {confirm === 'discard' ? (
-        <ConfirmDialog title={`Discard ${ws.name}?`} confirmLabel="Discard" danger busy={busy} onConfirm={() => void act('discard')} onCancel={() => setConfirm(null)}>
+        <ConfirmDialog title={`Discard ${ws.name}?`} confirmLabel="Discard" danger busy={busy === 'discard'} busyText={busyText ?? undefined} onConfirm={() => void act('discard')} onCancel={() => setConfirm(null)}>
           <p>
             The workspace’s folder and its branch <code>{ws.branch}</code> are deleted; its unmerged changes are lost. Its conversations stay.
           </p>

@@ -6,6 +6,7 @@
 import type { BoardStoryView, BoardView, BudgetView, DecisionView, ProjectView, StoryStartView } from '@/types/api';
 import { ApiError, request } from './api';
 import { isActive } from './runs';
+import { workspaceActionError } from './workspaces';
 
 export type { BoardStoryView, BoardView, BudgetView, DecisionView, StoryStartView };
 
@@ -100,6 +101,7 @@ export function boardErrorText(e: unknown, what: 'start' | 'move' | 'answer' | '
   if (ae.code === 'E_BUILD_DISABLED') return 'Build is off for this project: its owner has to enable it (in Build below) before stories can be started.';
   if (ae.code === 'E_BUDGET' || ae.status === 402) return `The project’s budget is spent: ${message}`;
   if (ae.status === 403 || ae.code === 'E_FORBIDDEN') return what === 'budget' ? 'Only the project’s owner can change its budget.' : 'Your role in this project does not allow this.';
+  if (ae.code === 'E_GIT_LOCKED' && what === 'merge') return workspaceActionError(ae, 'merge', 'the base').message;
   if (ae.code === 'E_BASE_DIRTY' && what === 'merge') return 'The project folder has uncommitted changes, so nothing was merged. Commit or undo them in the project folder, then merge again.';
   if (ae.code === 'E_BASE_DIRTY') return `The project folder’s sprint status has uncommitted changes, so nothing was changed: ${message}`;
   return message;

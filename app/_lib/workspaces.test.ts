@@ -1,6 +1,7 @@
 import type { ConversationDetail } from '@/types/api';
 import { parseRoute, routeHref } from './route';
-import { commandLog, commandOutcome, parseUnifiedDiff, workspaceNameProblem } from './workspaces';
+import { ApiError } from './api';
+import { commandLog, commandOutcome, elapsedText, outputBlocks, parseUnifiedDiff, setupStart, workspaceActionError, workspaceNameProblem, workspaceStateText } from './workspaces';
 
 describe('parseUnifiedDiff', () => {
   it('splits git diff output into files of numbered lines', () => {
@@ -101,4 +102,58 @@ it('keeps a new conversation’s workspace in the URL, only within a project', (
   expect(routeHref(r)).toBe('/?p=shop&agent=dev&ws=ws_1');
   expect(parseRoute('?p=shop&agent=dev&ws=ws_1')).toEqual(r);
   expect(parseRoute('?agent=dev&ws=ws_1')).toEqual({ kind: 'new', agentId: 'dev' });
+});
+
+describe('what the workspace screens say', () => {
+  it('orders output by its transcript, else stdout then stderr, keeping the tail when long', () => {
+    const transcript = [
+      { stream: 'stdout' as const, text: 'one ' },
+      { stream: 'stdout' as const, text: 'two\n' },
+      { stream: 'stderr' as const, text: 'warn\n' },
+      { stream: 'stdout' as const, text: 'three\n' },
+    ];
+    expect(outputBlocks({ stdout: 'x', stderr: 'y', transcript })).toEqual({
+      ordered: true,
+      omitted: 0,
+      blocks: [
+        { stream: 'stdout', text: 'one two\n' },
+        { stream: 'stderr', text: 'warn\n' },
+        { stream: 'stdout', text: 'three\n' },
+      ],
+    });
+    expect(outputBlocks({ stdout: 'out', stderr: 'err' })).toEqual({ ordered: false, omitted: 0, blocks: [{ stream: 'stdout', text: 'out' }, { stream: 'stderr', text: 'err' }] });
+    expect(outputBlocks({ stdout: '', stderr: 'err', transcript: [] }).blocks).toEqual([{ stream: 'stderr', text: 'err' }]);
+    // Past the limit the earliest characters go, across chunks.
+    expect(outputBlocks({ stdout: '', stderr: '', transcript }, 8)).toEqual({ ordered: true, omitted: 11, blocks: [{ stream: 'stderr', text: 'n\n' }, { stream: 'stdout', text: 'three\n' }] });
+    expect(outputBlocks({ stdout: '', stderr: '' })).toEqual({ ordered: false, omitted: 0, blocks: [] });
+  });
+
+  it("says a workspace's state: ahead and behind while open, where it went once merged", () => {
+    const w = { status: 'open' as const, base: 'main', ahead: 1, behind: 4 };
+    expect(workspaceStateText(w)).toBe('1 ahead, 4 behind main');
+    expect(workspaceStateText({ ...w, ahead: null })).toBe('');
+    expect(workspaceStateText({ ...w, ahead: undefined, behind: undefined })).toBe('');
+    expect(workspaceStateText({ ...w, status: 'merged', mergedCommit: 'a'.repeat(40), mergedInto: 'develop', mergedAt: '2026-01-01T00:00:00Z', mergedBy: 'Ada' }, () => 'yesterday')).toBe('Merged into develop at aaaaaaa yesterday by Ada');
+    expect(workspaceStateText({ ...w, status: 'merged' })).toBe('Merged into main');
+    expect(workspaceStateText({ ...w, status: 'discarded' })).toBe('Discarded');
+  });
+
+  it('counts a running clock and finds when a setup started', () => {
+    expect([elapsedText(0), elapsedText(7_900), elapsedText(754_000), elapsedText(3_723_000), elapsedText(-5)]).toEqual(['0:00', '0:07', '12:34', '1:02:03', '0:00']);
+    expect(setupStart({ status: 'running', startedAt: '2026-01-01T00:00:10Z', at: '2026-01-01T00:00:00Z' })).toBe(Date.parse('2026-01-01T00:00:10Z'));
+    expect(setupStart({ status: 'running', at: '2026-01-01T00:00:00Z' })).toBe(Date.parse('2026-01-01T00:00:00Z'));
+    expect(setupStart({ status: 'ok', at: '2026-01-01T00:00:00Z' })).toBeNull();
+    expect(setupStart(null)).toBeNull();
+  });
+
+  it('says why a merge or discard was refused in words a person can act on', () => {
+    const err = (code: string, extra: Record<string, unknown> = {}, message = 'refused') => new ApiError(message, code, 409, undefined, { code, ...extra });
+    expect(workspaceActionError(err('E_MERGE_CONFLICT', { paths: ['a.js'] }), 'merge', 'main')).toEqual({ message: 'The merge into main conflicts; nothing was changed. Conflicting files:', paths: ['a.js'] });
+    expect(workspaceActionError(err('E_BASE_DIRTY'), 'merge', 'main').message).toMatch(/^The project folder has uncommitted changes, so nothing was merged/);
+    expect(workspaceActionError(err('E_GIT_LOCKED', { lock: '.git/refs/heads/main.lock' }), 'discard', 'main').message).toBe(
+      'Git’s lock file .git/refs/heads/main.lock is in the project repository, so nothing was discarded: a git command that stopped halfway left it, or one is still running. When no git runs on the project, delete .git/refs/heads/main.lock, then discard again.',
+    );
+    expect(workspaceActionError(err('E_GIT_LOCKED', {}, 'A lock is left.'), 'merge', 'main').message).toBe('A lock is left. Nothing was changed.');
+    expect(workspaceActionError(new Error('offline'), 'merge', 'main')).toEqual({ message: 'offline' });
+  });
 });

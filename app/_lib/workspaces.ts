@@ -33,16 +33,28 @@ export type CommitView = WorkspaceCommitView;
 
 export type MergeResultView = WorkspaceMergeView;
 
+/** One piece of a command's output as it came, from one stream. */
+export interface TranscriptChunk {
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
 /** What the command tool answers (`run_command`'s result). */
 export interface RunCommandResult {
+  /** The line as it ran (variables resolved, whitespace kept), when the server says it. */
+  command?: string;
   exit_code: number | null;
   stdout: string;
   stderr: string;
   duration_ms: number;
-  stopped?: 'time_limit' | 'memory_limit' | 'process_limit' | null;
+  stopped?: 'time_limit' | 'memory_limit' | 'process_limit' | 'disk_quota' | null;
+  /** Both streams in the order they came (raw: colour codes kept); absent from older results. */
+  transcript?: TranscriptChunk[];
   /** The files the command changed; a string each, or an entry with its path. */
   files_changed?: Array<string | { path: string; status?: string }>;
   cut?: boolean;
+  /** What the server adds for the model (a limit reached, output cut...). */
+  hint?: string;
 }
 
 /** The rule a workspace name follows, in the server's terms (its branch is `bmad/<name>`). */
@@ -72,10 +84,29 @@ export function durationText(ms: number | null | undefined): string {
   return `${m} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
+/** "0:07", "12:30", "1:02:03": a running clock's reading. */
+export function elapsedText(ms: number): string {
+  const total = Math.max(0, Math.floor(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const sec = String(total % 60).padStart(2, '0');
+  return h ? `${h}:${String(m).padStart(2, '0')}:${sec}` : `${m}:${sec}`;
+}
+
+/** When a setup started: `startedAt`, else (from a server that has no such field) the time of its running outcome. */
+export function setupStart(setup: WorkspaceSetupView | null | undefined): number | null {
+  const t = Date.parse(setup?.startedAt ?? (setup?.status === 'running' ? (setup.at ?? '') : ''));
+  return Number.isFinite(t) ? t : null;
+}
+
+/** Whether a workspace's setup line still runs: nothing else may start, merge or discard meanwhile. */
+export const setupRunning = (w: Pick<WorkspaceView, 'setup'> | null | undefined) => w?.setup?.status === 'running';
+
 const STOPPED_WORDS: Record<string, string> = {
   time_limit: 'stopped at the time limit',
   memory_limit: 'stopped at the memory limit',
   process_limit: 'stopped at the process limit',
+  disk_quota: 'stopped at the workspace’s disk quota',
 };
 
 /** "exit code 0 · 1.2 s", "stopped at the time limit · 10 min 0 s". */
@@ -93,7 +124,11 @@ export function asCommandResult(v: unknown): RunCommandResult | null {
   if (!v || typeof v !== 'object' || Array.isArray(v)) return null;
   const o = v as Record<string, unknown>;
   if (!('exit_code' in o) && !('stdout' in o) && !('stopped' in o)) return null;
+  const transcript = Array.isArray(o.transcript)
+    ? o.transcript.filter((c): c is TranscriptChunk => !!c && typeof c === 'object' && ((c as TranscriptChunk).stream === 'stdout' || (c as TranscriptChunk).stream === 'stderr') && typeof (c as TranscriptChunk).text === 'string')
+    : undefined;
   return {
+    ...(typeof o.command === 'string' ? { command: o.command } : {}),
     exit_code: typeof o.exit_code === 'number' ? o.exit_code : null,
     stdout: typeof o.stdout === 'string' ? o.stdout : '',
     stderr: typeof o.stderr === 'string' ? o.stderr : '',
@@ -101,7 +136,92 @@ export function asCommandResult(v: unknown): RunCommandResult | null {
     stopped: typeof o.stopped === 'string' ? (o.stopped as RunCommandResult['stopped']) : null,
     files_changed: Array.isArray(o.files_changed) ? (o.files_changed as RunCommandResult['files_changed']) : undefined,
     cut: o.cut === true || o.truncated === true,
+    ...(transcript ? { transcript } : {}),
+    ...(typeof o.hint === 'string' ? { hint: o.hint } : {}),
   };
+}
+
+/** A run of output from one stream, as the page shows it. */
+export interface OutputBlock {
+  stream: 'stdout' | 'stderr';
+  text: string;
+}
+
+/** Output shown in the page at most: its tail kept (where test runners say what failed). */
+export const MAX_SHOWN_OUTPUT = 64 * 1024;
+
+/**
+ * A command's output as blocks of one stream each: in the order it came when the result has its
+ * transcript, else all of stdout then all of stderr. Past `max` characters the earliest are left
+ * out (`omitted` says how many). Adjacent chunks of one stream are joined.
+ */
+export function outputBlocks(r: Pick<RunCommandResult, 'stdout' | 'stderr' | 'transcript'>, max = MAX_SHOWN_OUTPUT): { blocks: OutputBlock[]; ordered: boolean; omitted: number } {
+  const ordered = !!r.transcript?.length;
+  const chunks: OutputBlock[] = ordered
+    ? (r.transcript as TranscriptChunk[])
+    : [
+        { stream: 'stdout', text: r.stdout },
+        { stream: 'stderr', text: r.stderr },
+      ];
+  const total = chunks.reduce((n, c) => n + c.text.length, 0);
+  let omitted = Math.max(0, total - max);
+  let skip = omitted;
+  const blocks: OutputBlock[] = [];
+  for (const c of chunks) {
+    let text = c.text;
+    if (skip > 0) {
+      const drop = Math.min(skip, text.length);
+      skip -= drop;
+      text = text.slice(drop);
+    }
+    if (!text) continue;
+    const last = blocks[blocks.length - 1];
+    if (last && last.stream === c.stream) last.text += text;
+    else blocks.push({ stream: c.stream, text });
+  }
+  if (!blocks.length) omitted = 0;
+  return { blocks, ordered, omitted };
+}
+
+/**
+ * A workspace's state in words: "3 ahead, 0 behind main" while open (when the counts are known),
+ * "Merged into main at abc1234 by Ada" once merged (never its old count), "Discarded".
+ */
+export function workspaceStateText(w: Pick<WorkspaceView, 'status' | 'base' | 'ahead' | 'behind' | 'mergedCommit' | 'mergedInto' | 'mergedAt' | 'mergedBy'>, when?: (iso: string) => string): string {
+  if (w.status === 'merged') {
+    const at = w.mergedAt && when ? ` ${when(w.mergedAt)}` : '';
+    return `Merged into ${w.mergedInto || w.base}${w.mergedCommit ? ` at ${shortSha(w.mergedCommit)}` : ''}${at}${w.mergedBy ? ` by ${w.mergedBy}` : ''}`;
+  }
+  if (w.status === 'discarded') return 'Discarded';
+  if (typeof w.ahead !== 'number' || typeof w.behind !== 'number') return '';
+  return `${w.ahead} ahead, ${w.behind} behind ${w.base}`;
+}
+
+/** A refused merge or discard in words a person can act on. */
+export function workspaceActionError(e: unknown, kind: 'merge' | 'discard', base: string): { message: string; paths?: string[] } {
+  const ae = e instanceof ApiError ? e : null;
+  const message = (e as Error)?.message || 'Something went wrong.';
+  const nothing = kind === 'merge' ? 'nothing was merged' : 'nothing was discarded';
+  if (ae?.code === 'E_MERGE_CONFLICT') return { message: `The merge into ${base} conflicts; nothing was changed. Conflicting files:`, paths: conflictPaths(ae) };
+  if (ae?.code === 'E_BASE_DIRTY') return { message: `The project folder has uncommitted changes, so ${nothing}. Commit or undo them in the project folder, then ${kind} again.` };
+  if (ae?.code === 'E_GIT_LOCKED') {
+    const lock = lockFile(ae);
+    return {
+      message: lock
+        ? `Git’s lock file ${lock} is in the project repository, so ${nothing}: a git command that stopped halfway left it, or one is still running. When no git runs on the project, delete ${lock}, then ${kind} again.`
+        : `${message} Nothing was changed.`,
+    };
+  }
+  if (ae?.code === 'E_CONFLICT' && /setup/i.test(message)) return { message: `The workspace’s setup is still running: ${kind} it once the setup ends.` };
+  return { message };
+}
+
+/** The lock file an `E_GIT_LOCKED` answer names (relative to the repository), or null. */
+export function lockFile(e: unknown): string | null {
+  const extra = (e as { extra?: Record<string, unknown> })?.extra ?? {};
+  const details = extra.details && typeof extra.details === 'object' ? (extra.details as Record<string, unknown>) : {};
+  const lock = typeof extra.lock === 'string' ? extra.lock : typeof details.lock === 'string' ? details.lock : null;
+  return lock && lock.length <= 300 ? lock : null;
 }
 
 export function commandOf(input: unknown): string {

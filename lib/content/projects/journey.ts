@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { parse as parseCsv } from 'csv-parse/sync';
+import { parse as parseYaml } from 'yaml';
 import type { AgentCommand } from '../agents/parser';
 import { listOutputTree, type OutputEntry } from '../outputs';
 import { customizationLayers, isTable, mergeTomlLayers } from '../bmad-config';
@@ -298,6 +299,63 @@ async function isDraft(project: Project, rel: string): Promise<boolean> {
   }
 }
 
+/** BMAD's sprint status file, beside the stories in the implementation artifacts folder. */
+const SPRINT_FILE = 'sprint-status.yaml';
+/** Bigger than any real sprint: past it the file is not read. */
+const MAX_SPRINT_BYTES = 1024 * 1024;
+/** A story's key in `development_status` (`1-2-slug`, `1-2a-slug`); epics and retrospectives are not stories. */
+const STORY_KEY = /^\d{1,9}-\d{1,9}[a-z]?-./;
+
+/** The stories of a sprint and how many of them are done. */
+interface Sprint {
+  /** The sprint status file, relative to the project. */
+  path: string;
+  stories: number;
+  done: number;
+  /** Stories past the backlog that are not done (ready, in progress, in review). */
+  moving: number;
+}
+
+/**
+ * The sprint as the project folder holds it, when it has one (the same file the journey counts as
+ * sprint planning's document): its stories and how many are done. Null when there is no such file,
+ * or it is too big or no sprint status (a broken file says nothing about the sprint).
+ */
+async function readSprint(project: Project, outputRel: string, docs: string[]): Promise<Sprint | null> {
+  const folder = project.install.documentFolders.implementation_artifacts ?? `${outputRel}/implementation-artifacts`;
+  const rel = `${folder}/${SPRINT_FILE}`;
+  // Only a file the walker found (never through a link, never outside the project).
+  if (!docs.includes(rel)) return null;
+  const handle = await fs.open(path.join(/*turbopackIgnore: true*/ project.root, rel), fs.constants.O_RDONLY | (fs.constants.O_NOFOLLOW ?? 0)).catch(() => null);
+  if (!handle) return null;
+  let text: string;
+  try {
+    const buf = Buffer.alloc(MAX_SPRINT_BYTES + 1);
+    const { bytesRead } = await handle.read(buf, 0, buf.length, 0);
+    if (bytesRead > MAX_SPRINT_BYTES) return null;
+    text = buf.subarray(0, bytesRead).toString('utf8');
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(text, { uniqueKeys: false, prettyErrors: false });
+  } catch {
+    return null;
+  }
+  const status = data && typeof data === 'object' ? (data as Record<string, unknown>).development_status : null;
+  if (!status || typeof status !== 'object' || Array.isArray(status)) return null;
+  const sprint: Sprint = { path: rel, stories: 0, done: 0, moving: 0 };
+  for (const [key, value] of Object.entries(status as Record<string, unknown>)) {
+    if (!STORY_KEY.test(key)) continue;
+    const s = typeof value === 'string' ? value.trim().toLowerCase() : '';
+    sprint.stories++;
+    if (s === 'done') sprint.done++;
+    else if (s && s !== 'backlog') sprint.moving++;
+  }
+  return sprint;
+}
+
 /** The entry a document belongs to: the skill whose configured folder holds it, else the best match of the catalog's outputs. */
 function ownerOf(doc: string, located: Located[]): Located | null {
   let best: { l: Located; score: number } | null = null;
@@ -395,7 +453,11 @@ export function journeyBrief(journey: Journey): string {
  * The journey of a project. A step is done when a document of it exists and does not say it is a
  * draft (BMAD's own help treats a document as evidence, and its skills mark drafts in the
  * frontmatter). A phase is done when it has documents, none a draft, and every required step of it
- * is done; started when it has documents; not started otherwise. `next` is the first required step,
+ * is done; started when it has documents; not started otherwise. Once the project has a sprint
+ * (its sprint status file lists stories), the last phase follows the sprint instead: its required
+ * steps (sprint planning aside) and the phase are done when every story is done, started while a
+ * story has moved or the phase has documents, and never done while a story waits — a story file
+ * is evidence that a story was written, not that it was built. `next` is the first required step,
  * in phase order, that is not done and that an installed agent's menu offers, after the optional
  * steps meant to come before it (its `preceded-by`; without that column, the last optional step of
  * the phase before it while that phase is empty) that are not done.
@@ -430,15 +492,23 @@ export async function projectJourney(projects: Pick<ProjectCatalog, 'getAgent'>,
     list.push({ path: doc, kind: owner.entry.outputs && owner.entry.outputs !== '*' ? owner.entry.outputs : owner.entry.name, status: (await isDraft(project, doc)) ? 'started' : 'done' });
     byEntry.set(owner.entry.index, list);
   }
+  const order = phaseOrder(entries);
+  // The sprint's phase is the journey's last (before the anytime steps): where stories are built.
+  const sprint = await readSprint(project, outputRel, docs);
+  const sprintPhase = sprint?.stories ? ([...order].reverse().find((p) => p !== ANYTIME) ?? null) : null;
+  const sprintDone = !!sprint && sprint.stories > 0 && sprint.done === sprint.stories;
+  const sprintOwner = sprint ? [...byEntry].find(([, list]) => list.some((d) => d.path === sprint.path))?.[0] : undefined;
+  /** A required step of the sprint's phase (but sprint planning itself) is done when every story is. */
+  const bySprint = (e: Entry) => !!sprintPhase && e.phase === sprintPhase && e.required && e.index !== sprintOwner;
   const entryStatus = (e: Entry): JourneyStatus => {
     const list = byEntry.get(e.index) ?? [];
+    if (bySprint(e)) return sprintDone ? 'done' : list.length || sprint!.moving || sprint!.done ? 'started' : 'not-started';
     if (!list.length) return 'not-started';
     return list.some((d) => d.status === 'started') ? 'started' : 'done';
   };
   // A skill with two rows (create and validate, say) is done once either wrote its document.
   const skillDone = (skill: string) => entries.some((e) => e.skill === skill && entryStatus(e) === 'done');
 
-  const order = phaseOrder(entries);
   const inPhase = (p: string) =>
     entries
       .filter((e) => e.phase === p)
@@ -447,6 +517,11 @@ export async function projectJourney(projects: Pick<ProjectCatalog, 'getAgent'>,
     const list = inPhase(id);
     const documents = list.flatMap((e) => byEntry.get(e.index) ?? []);
     const required = list.filter((e) => e.required);
+    // The sprint's phase follows the sprint: done when every story is, whatever documents say.
+    if (id === sprintPhase && sprint) {
+      const status: JourneyStatus = sprintDone ? 'done' : documents.length || sprint.moving || sprint.done ? 'started' : 'not-started';
+      return { id, name: phaseName(id), status, documents };
+    }
     const status: JourneyStatus = !documents.length ? 'not-started' : documents.every((d) => d.status === 'done') && required.every((e) => entryStatus(e) === 'done') ? 'done' : 'started';
     return { id, name: phaseName(id), status, documents };
   });
@@ -467,10 +542,15 @@ export async function projectJourney(projects: Pick<ProjectCatalog, 'getAgent'>,
     const offer = offerOf(required, menus) as Offer;
     const started = entryStatus(required) === 'started';
     const doc = byEntry.get(required.index)?.[0]?.path;
+    const left = sprint ? sprint.stories - sprint.done : 0;
     next.push({
       ...offer,
       label: required.name,
-      why: started ? `${required.name} is started (${doc}) but not final: go on with it.` : `Required next in ${phaseName(required.phase)}${required.description ? `: ${required.description}` : '.'}`,
+      why: bySprint(required)
+        ? `${left} of the sprint's ${sprint!.stories} ${sprint!.stories === 1 ? 'story is' : 'stories are'} not done yet${required.description ? `: ${required.description}` : '.'}`
+        : started
+          ? `${required.name} is started (${doc}) but not final: go on with it.`
+          : `Required next in ${phaseName(required.phase)}${required.description ? `: ${required.description}` : '.'}`,
       required: true,
     });
     const before = required.precededBy.length
