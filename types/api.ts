@@ -388,6 +388,10 @@ export interface BuildSettingsView {
   setup: string | null;
   /** Non-secret variables for commands. */
   env: Record<string, string>;
+  /** One shell line that runs the project's tests in the sandbox (no network); the autopilot's test gate uses it. */
+  test?: string | null;
+  /** Files (relative to the project) that parallel work only appends to: merged as the union of both sides' added lines. `deferred-work.md` of the implementation artifacts is always one. */
+  appendOnly?: string[];
 }
 
 /** What a workspace's setup line did, or does: while it runs, its output so far. */
@@ -403,7 +407,8 @@ export interface WorkspaceSetupView {
   at: string;
 }
 
-export type WorkspaceStatusView = 'open' | 'merged' | 'discarded';
+/** `closed`: its pull request was closed upstream without a merge. */
+export type WorkspaceStatusView = 'open' | 'merged' | 'discarded' | 'closed';
 
 export interface WorkspaceView {
   id: string;
@@ -513,6 +518,10 @@ export interface BoardStoryView {
   /** The story's latest run. */
   run?: { id: string; status: 'queued' | 'running' | 'complete' | 'partial' | 'blocked' | 'failed' | 'cancelled' | 'interrupted' };
   spend?: SpendView;
+  /** The story's pull request, when its workspace was published to the remote's forge. */
+  pullRequest?: PullRequestView;
+  /** Where the autopilot has the story, when it has taken it. */
+  pipeline?: StoryPipelineView;
 }
 
 export interface BoardEpicView {
@@ -629,4 +638,94 @@ export interface CloneView {
 export interface ProjectCloneView {
   id: string;
   clone: CloneView;
+}
+
+/** A workspace's pull request (GitLab: merge request) on the remote's forge. */
+export interface PullRequestView {
+  number: number;
+  url: string;
+  state: 'open' | 'closed' | 'merged';
+  draft?: boolean;
+  /** The head commit's checks (GitHub check runs and statuses, GitLab pipelines, Gitea commit status); null: none known. */
+  checks?: { state: 'pending' | 'success' | 'failure' | 'neutral' | null; checks: { name: string; state: 'pending' | 'success' | 'failure' | 'neutral'; url?: string }[] } | null;
+  /** When the server last learned its state (webhook or poll). */
+  updatedAt?: string;
+}
+
+/** POST /api/projects/:id/workspaces/:wid/publish. */
+export interface PublishView {
+  branch: string;
+  pullRequest: PullRequestView;
+}
+
+/** A story's step in the autopilot's pipeline. */
+export type AutopilotStepView =
+  | 'waiting'
+  | 'building'
+  | 'reviewing'
+  | 'testing'
+  | 'queued-to-merge'
+  | 'merging'
+  | 'awaiting-pull-request'
+  | 'merged'
+  | 'held'
+  | 'stopped';
+
+export interface StoryPipelineView {
+  step: AutopilotStepView;
+  /** Build/review round, from 1. */
+  round: number;
+  since: string;
+  /** A word on the step (why it is held, what the review asked). */
+  note?: string | null;
+}
+
+export interface AutopilotSettingsView {
+  enabled: boolean;
+  maxParallel: number;
+  order: 'epic' | 'free';
+  /** null: the install's code review skill (`bmad-code-review`, or `code-review`). */
+  reviewSkill: string | null;
+  /** A model profile's id for the review (a second opinion); null: the builder's. */
+  reviewModel: string | null;
+  maxReviewRounds: number;
+  /** null: the build settings' `test`; none → the gate is skipped (shown). */
+  testCommand: string | null;
+  merge: { onRed: 'decide' | 'rebuild' };
+}
+
+/** Something the autopilot waits on a person for, with what they can do. */
+export interface AutopilotDecisionView {
+  id: string;
+  storyKey: string | null;
+  kind: 'question' | 'blocked' | 'review-rounds' | 'test-gate' | 'budget' | 'failed' | 'dependencies';
+  text: string;
+  /** The failing test output, a run's question... (cut; never a server path). */
+  detail?: string | null;
+  runId?: string | null;
+  actions: ('answer' | 'retry' | 'skip' | 'merge-anyway' | 'stop')[];
+  since: string;
+}
+
+/** GET/PUT /api/projects/:id/autopilot. */
+export interface AutopilotView extends AutopilotSettingsView {
+  /** Whose runs these are (their budget pays). */
+  enabledBy: PersonRef | null;
+  /** Slots in use (stories between building and merging). */
+  running: number;
+  /** Set when it stopped starting work by itself (a spent budget...). */
+  paused: { reason: string; since: string } | null;
+  stories: Record<string, StoryPipelineView>;
+  /** Dependency cycles and unknown keys: those stories are not started. */
+  problems: { kind: 'cycle' | 'unknown-dependency'; stories: string[]; text: string }[];
+  decisions: AutopilotDecisionView[];
+}
+
+/** One server-sent event of GET /api/projects/:id/events: a signal that something changed (the client reads the new state). */
+export interface ProjectEventView {
+  type: 'story' | 'run' | 'workspace' | 'autopilot' | 'board';
+  storyKey?: string | null;
+  runId?: string | null;
+  workspaceId?: string | null;
+  at: string;
 }

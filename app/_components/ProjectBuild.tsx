@@ -53,7 +53,7 @@ export function RepositoryLine({ repository }: { repository: RepositoryView | nu
   );
 }
 
-const STATUS_WORDS: Record<WorkspaceView['status'], string> = { open: 'open', merged: 'merged', discarded: 'discarded' };
+const STATUS_WORDS: Record<WorkspaceView['status'], string> = { open: 'open', merged: 'merged', discarded: 'discarded', closed: 'closed upstream' };
 
 /** A list item's setup in a few words (the list carries no output: the workspace's page shows it). */
 function setupWords(w: WorkspaceView): string | null {
