@@ -389,9 +389,9 @@ export interface BuildSettingsView {
   /** Non-secret variables for commands. */
   env: Record<string, string>;
   /** One shell line that runs the project's tests in the sandbox (no network); the autopilot's test gate uses it. */
-  test?: string | null;
+  test: string | null;
   /** Files (relative to the project) that parallel work only appends to: merged as the union of both sides' added lines. `deferred-work.md` of the implementation artifacts is always one. */
-  appendOnly?: string[];
+  appendOnly: string[];
 }
 
 /** What a workspace's setup line did, or does: while it runs, its output so far. */

@@ -53,6 +53,26 @@ const WORKSPACE_SYNC_DDL = [
   'ALTER TABLE workspaces ADD COLUMN sync_dropped text',
 ];
 
+/**
+ * Build settings' test line and append-only files; a project's limits for each person in it, and
+ * the server's own limits (one row, set by admins): same in both dialects.
+ */
+const PERSON_BUDGETS_DDL = [
+  'ALTER TABLE build_settings ADD COLUMN test text',
+  "ALTER TABLE build_settings ADD COLUMN append_only text NOT NULL DEFAULT '[]'",
+  'ALTER TABLE project_budgets ADD COLUMN person_monthly_tokens bigint',
+  'ALTER TABLE project_budgets ADD COLUMN person_monthly_usd double precision',
+  `CREATE TABLE server_budget (
+     id                    text PRIMARY KEY,
+     monthly_tokens        bigint,
+     monthly_usd           double precision,
+     person_monthly_tokens bigint,
+     person_monthly_usd    double precision,
+     updated_by            text,
+     updated_at            text NOT NULL
+   )`,
+];
+
 /** The projects' monthly limits: same columns in both dialects. */
 function budgetDdl(key: string, big: string, real: string): string[] {
   return [
@@ -266,6 +286,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009_client_chats': ddl(...clientChatDdl('text COLLATE "C"')),
   '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
   '0011_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
+  '0014_person_budgets': ddl(...PERSON_BUDGETS_DDL),
 };
 
 /**
@@ -283,6 +304,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0003_client_chats': ddl(...clientChatDdl('text')),
   '0004_remotes': ddl(...remoteDdl('text')),
   '0005_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
+  '0008_person_budgets': ddl(...PERSON_BUDGETS_DDL),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';
