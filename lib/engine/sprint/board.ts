@@ -52,6 +52,17 @@ export function sprintProjectOf(project: { root: string; install: { documentFold
   return { root: project.root, artifacts, baseBranch, ...(remote ? { remote } : {}) };
 }
 
+/** BMAD's list of work put off for later, which parallel skills append to: `deferred-work.md` in the implementation artifacts. */
+export const DEFERRED_WORK_FILE = 'deferred-work.md';
+
+/**
+ * The project's append-only files (relative to the project): the sprint's deferred-work list and
+ * the build settings' `appendOnly`. A merge joins both sides' lines in these (mergeTrees).
+ */
+export function appendOnlyFiles(project: Pick<SprintProject, 'artifacts'>, configured: readonly string[] = []): string[] {
+  return [...new Set([`${project.artifacts}/${DEFERRED_WORK_FILE}`, ...configured])];
+}
+
 /** Where the sprint status is: the repository, the branch, and its paths in the repository and in the project. */
 export interface SprintLocation {
   top: string;

@@ -17,6 +17,7 @@ import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
 import { diskUsage, pruneUnique } from './objects';
 import { cloneScript, cloneScriptOutcome, runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
+import { mergeTrees, repoPathsOf } from './union-merge';
 import { NameTakenError, DEFAULT_BUILD, type BuildSettings, type CommitInfo, type FileChange, type SetupOutcome, type Workspace, type WorkspaceDetail, type WorkspaceStore, type WorkspaceSummary } from './types';
 
 export type { Dropped };
@@ -67,6 +68,11 @@ export interface MergeOptions {
    * remote first); `retry` makes the merge again on the base as it is then.
    */
   publish?: (next: string, old: string) => Promise<'ok' | 'retry'>;
+  /**
+   * Files (relative to the project) that parallel work only appends to: where both sides changed
+   * one, the merge keeps the union of their lines instead of a conflict (see union-merge.ts).
+   */
+  appendOnly?: string[];
 }
 
 /** Why a sync left the project's branch where it was; the message is safe to show (no server path). */
@@ -616,10 +622,11 @@ export class WorkspaceService {
   async merge(project: ProjectRef, id: string, person: Person, opts: MergeOptions = {}): Promise<MergeResult> {
     const ws = await this.readyToMerge(project, id);
     const top = this.repoTop(project);
+    const unionPaths = opts.appendOnly?.length ? repoPathsOf(projectInRepo(top, project), opts.appendOnly) : [];
     return this.repoLocked(top, async () => {
       // Another instance may move the base between our read and our compare-and-swap: start over.
       for (let attempt = 0; attempt < 3; attempt++) {
-        const done = await this.mergeOnce(top, ws, person, opts);
+        const done = await this.mergeOnce(top, ws, person, opts, unionPaths);
         if (done) return done;
       }
       throw new AppError('E_CONFLICT', 'The base branch kept moving during the merge; try again.');
@@ -627,7 +634,7 @@ export class WorkspaceService {
   }
 
   /** One merge attempt; null when the base moved before it could be set. */
-  private async mergeOnce(top: string, ws: Workspace, person: Person, { headFor, publish }: MergeOptions): Promise<MergeResult | null> {
+  private async mergeOnce(top: string, ws: Workspace, person: Person, { headFor, publish }: MergeOptions, unionPaths: string[]): Promise<MergeResult | null> {
     const baseRef = `refs/heads/${ws.base}`;
     const old = await resolveCommit(top, baseRef);
     if (!old) throw new AppError('E_CONFLICT', `The base branch "${ws.base}" no longer exists.`);
@@ -645,18 +652,8 @@ export class WorkspaceService {
       next = head;
       fastForward = true;
     } else {
-      const m = await git(['merge-tree', '--write-tree', '--no-messages', '--name-only', '-z', old, head], { cwd: top });
-      const parts = m.stdout.split('\0');
-      if (m.code === 1) {
-        const paths: string[] = [];
-        for (const p of parts.slice(1)) {
-          if (!p) break;
-          if (!paths.includes(p)) paths.push(p);
-        }
-        throw new AppError('E_MERGE_CONFLICT', `Merging ${ws.branch} into ${ws.base} conflicts in ${paths.length} file(s).`, { paths });
-      }
-      if (m.code !== 0) throw new GitError('merge-tree', m);
-      const tree = parts[0]!.trim();
+      const { tree, conflicts: paths } = await mergeTrees(top, old, head, { unionPaths });
+      if (paths.length) throw new AppError('E_MERGE_CONFLICT', `Merging ${ws.branch} into ${ws.base} conflicts in ${paths.length} file(s).`, { paths });
       const message = `Merge branch '${ws.branch}' into ${ws.base}`;
       next = (await gitOk(['commit-tree', tree, '-p', old, '-p', head, '-m', message], { cwd: top, env: gitIdentityEnv(person) })).trim();
     }
@@ -721,6 +718,19 @@ export class WorkspaceService {
     await removeTree(this.checkoutPath(ws));
     return updated;
   }
+}
+
+/** The project folder's place in its repository, posix ('' when they are one). */
+function projectInRepo(top: string, project: ProjectRef): string {
+  let real = path.resolve(project.root);
+  let realTop = top;
+  try {
+    real = fs.realpathSync(real);
+    realTop = fs.realpathSync(top);
+  } catch {
+    // Gone: the merge's git will say so.
+  }
+  return path.relative(realTop, real).split(path.sep).join('/');
 }
 
 /** The commits `refs` name now, by one git for all of them; a ref that is not there is absent. */
