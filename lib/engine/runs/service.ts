@@ -1,3 +1,4 @@
+import { emitProjectEvent } from '../events';
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../../core/access';
@@ -341,6 +342,8 @@ export class RunService {
 
   private emit(run: Run): void {
     this.bus.emit(run.id, { type: 'run', run: runView(run) } satisfies RunEvent);
+    // The project's subscribers (the board) hear that a run changed, on every instance.
+    emitProjectEvent(run.projectId, { type: 'run', runId: run.id, storyKey: run.storyKey ?? null, workspaceId: run.workspaceId ?? null });
   }
 
   private leaseUntil(): string {

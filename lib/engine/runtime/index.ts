@@ -1,3 +1,4 @@
+import { dropEventRelay, PgEventRelay, setEventRelay, type EventRelay } from '../events';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { loadConfig, type Config } from '../../core/config';
@@ -50,6 +51,8 @@ export interface Runtime extends ChatDeps {
   budgets: BudgetStore;
   /** Projects' remote repositories and the clones that make projects from a URL. */
   remotes: RemoteService;
+  /** On Postgres: project events to and from the other instances (lib/engine/events); null: this process only. */
+  eventRelay: EventRelay | null;
 }
 
 export interface RuntimeOptions {
@@ -69,6 +72,9 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // One database for the stores and the accounts; each takes its own handle of it.
   const database = openDatabase(config, conversationHistory);
   const accounts = settings.enabled ? openAccounts({ dataDir: config.dataDir, database, settings }) : null;
+  // Every instance on one Postgres database hears the others' project events.
+  const eventRelay = database.kind === 'postgres' ? new PgEventRelay(database.open({ poolSize: 2 })) : null;
+  void setEventRelay(eventRelay);
   const runtime: Omit<Runtime, 'runs'> = {
     config,
     store: store ?? openConversationStore(config, database),
@@ -91,6 +97,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       allowHosts: config.remotes.allowHosts,
       sshDir: path.join(config.dataDir, 'ssh'),
     }),
+    eventRelay,
     auditDir: path.join(config.dataDir, 'audit'),
     work,
     track: work.track,
@@ -170,6 +177,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   await runtime.workspaces.store.close();
   await runtime.budgets.close();
   await runtime.remotes.store.close();
+  if (runtime.eventRelay) await dropEventRelay(runtime.eventRelay);
 }
 
 /** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */

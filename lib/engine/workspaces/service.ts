@@ -12,6 +12,7 @@ export { gitIdentityEnv };
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../../sandbox/git/repo';
 import { log } from '../../core/log';
 import { validateBuild } from './build-settings';
+import { emitProjectEvent } from '../events';
 import { branchProblem, checkName } from './names';
 import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
@@ -260,6 +261,7 @@ export class WorkspaceService {
       // The clone's reflogs say where it was cloned from: a server path the model could read.
       await fs.promises.rm(path.join(dir, '.git', 'logs'), { recursive: true, force: true });
       if (base !== branch) await git(['branch', '--no-track', '--', base, baseCommit], { cwd: dir });
+      emitProjectEvent(project.id, { type: 'workspace', workspaceId: ws.id });
       return ws;
     } catch (e) {
       await removeTree(dir).catch(() => undefined);
@@ -413,7 +415,10 @@ export class WorkspaceService {
 
   /** Stores what the setup line did (the command tool runs it). */
   async recordSetup(id: string, outcome: SetupOutcome): Promise<Workspace | null> {
-    return this.opts.store.update(id, { setup: outcome });
+    const row = await this.opts.store.update(id, { setup: outcome });
+    // Its output while it runs is read by polling the workspace; its end is news.
+    if (row && outcome.status !== 'running') emitProjectEvent(row.projectId, { type: 'workspace', workspaceId: row.id });
+    return row;
   }
 
   /**
@@ -681,6 +686,7 @@ export class WorkspaceService {
     }
     const updated = await this.opts.store.update(ws.id, { status: 'merged', mergedCommit: next, mergedInto: ws.base, mergedAt: new Date().toISOString(), mergedBy: person.name }, 'open');
     if (!updated) throw new AppError('E_CONFLICT', 'The workspace changed during the merge.');
+    emitProjectEvent(ws.projectId, { type: 'workspace', workspaceId: ws.id });
     return { workspace: updated, commit: next, fastForward, checkoutUpdated };
   }
 
@@ -716,6 +722,7 @@ export class WorkspaceService {
       return row;
     });
     await removeTree(this.checkoutPath(ws));
+    emitProjectEvent(project.id, { type: 'workspace', workspaceId: ws.id });
     return updated;
   }
 }
