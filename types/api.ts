@@ -566,6 +566,20 @@ export interface BudgetView {
   month: string;
   /** This month's spend by the person whose conversations and runs made it, most first (`id` null: no account). */
   byPerson: { id: string | null; name: string | null; spent: SpendView }[];
+  /** What each person may spend in the project in a month (null: no limit). */
+  perPerson: { monthlyTokens: number | null; monthlyUsd: number | null };
+}
+
+/** The server's monthly limits (GET/PUT /api/budget, admins): every project together, and each person over every project. */
+export interface ServerBudgetView {
+  monthlyTokens: number | null;
+  monthlyUsd: number | null;
+  perPerson: { monthlyTokens: number | null; monthlyUsd: number | null };
+  /** This calendar month's spend of every project (UTC). */
+  spent: SpendView;
+  month: string;
+  /** This month's spend by person over every project, most first. */
+  byPerson: { id: string | null; name: string | null; spent: SpendView }[];
 }
 
 /** A project's remote repository (GET/PUT /api/projects/:id/remote): never a secret, only whether one is set. */

@@ -67,6 +67,7 @@ beforeEach(() => {
     monthlyUsd: null,
     spent: { tokens: 6600, usd: 0.04 },
     month: '2026-05',
+    perPerson: { monthlyTokens: null, monthlyUsd: null },
     byPerson: [
       { id: 'u1', name: 'Ada', spent: { tokens: 6000, usd: 0.03 } },
       { id: 'u2', name: 'Ed', spent: { tokens: 600, usd: 0.01 } },

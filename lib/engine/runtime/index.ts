@@ -19,7 +19,7 @@ import { externalToolCheck } from '../../content/doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../../store/auth';
 import { openDatabase } from '../../store/db/store-database';
 import { openWorkspaceStore, WorkspaceService } from '../workspaces';
-import { monthOf, openBudgetStore, projectStop, type BudgetStop, type BudgetStore } from '../../store/budgets';
+import { monthOf, openBudgetStore, personStop, projectStop, serverStop, type BudgetStop, type BudgetStore } from '../../store/budgets';
 import { closeVersionStores } from '../../content/versions';
 import { PendingWork } from './work';
 import { judgeBuildRun } from './build-judge';
@@ -125,7 +125,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
       return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId!, ...(run.storyKey ? { storyKey: run.storyKey } : {}) }, who);
     },
-    projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
+    projectBudget: (projectId, personId) => budgetStop(runtime, projectId, personId),
     // A build run's story moves to review in the sprint status, committed for its owner and naming the run.
     judgeBuild: async (run) => {
       const person = accounts ? await accounts.personById(run.ownerId) : null;
@@ -147,6 +147,41 @@ export async function projectBudgetStop(runtime: Pick<Runtime, 'budgets' | 'stor
   const month = monthOf();
   const spent = await runtime.store.spend({ projectId, since: month.since, until: month.until });
   return projectStop(budget, { tokens: spent.promptTokens + spent.completionTokens, usd: spent.cost }, month.month);
+}
+
+const usedOf = (s: { promptTokens: number; completionTokens: number; cost: number }) => ({ tokens: s.promptTokens + s.completionTokens, usd: s.cost });
+const limited = (l: { monthlyTokens: number | null; monthlyUsd: number | null }) => l.monthlyTokens !== null || l.monthlyUsd !== null;
+
+/**
+ * Whether `personId` may start work in the project this month (UTC): the project's limit per
+ * person (their spend in it), the server's per person (their spend in every project), the
+ * server's own month (everyone's, every project). The first spent one, else null.
+ */
+export async function personBudgetStop(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string, personId: string): Promise<BudgetStop | null> {
+  const [project, server] = await Promise.all([runtime.budgets.get(projectId), runtime.budgets.getServer()]);
+  const month = monthOf();
+  const range = { since: month.since, until: month.until };
+  if (limited(project.perPerson)) {
+    const stop = personStop(project.perPerson, usedOf(await runtime.store.spend({ projectId, ownerId: personId, ...range })), month.month, 'project');
+    if (stop) return stop;
+  }
+  if (limited(server.perPerson)) {
+    const stop = personStop(server.perPerson, usedOf(await runtime.store.spend({ ownerId: personId, ...range })), month.month, 'server');
+    if (stop) return stop;
+  }
+  if (limited(server)) return serverStop(server, usedOf(await runtime.store.spend(range)), month.month);
+  return null;
+}
+
+/** Every budget a new run (or a run's next model call) of `personId` in the project must fit: the project's, then the person's and the server's. */
+export async function budgetStop(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string, personId?: string): Promise<BudgetStop | null> {
+  return (await projectBudgetStop(runtime, projectId)) ?? (personId !== undefined ? await personBudgetStop(runtime, projectId, personId) : null);
+}
+
+/** For the autopilot (and anything that starts work for a person): whether the person's budgets let them start more work in the project. */
+export async function personBudgetState(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string, personId: string): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const stop = await budgetStop(runtime, projectId, personId);
+  return stop ? { ok: false, reason: stop.message } : { ok: true };
 }
 
 // Kept on globalThis so dev-mode module reloads do not open a second database handle.
