@@ -23,20 +23,27 @@ import {
   type ProjectRole,
 } from '../_lib/board';
 import { relativeTime } from '../_lib/format';
+import { autopilotApi, stepText, type AutopilotView, type StoryPipelineView } from '../_lib/autopilot';
+import { useProjectEvents } from '../_lib/projectEvents';
+import { AutopilotPanel } from './BoardAutopilot';
 import { shortSha } from '../_lib/workspaces';
 import { AnswerForm, BoardStory } from './BoardStory';
 import type { OpenDocument } from './RunsList';
 import { Spinner } from './icons';
 
-/** While a run on the board has not ended, the board is read again this often: its card moves by itself. */
+/** While a run on the board has not ended and no event stream is open, the board is read again this often: its card moves by itself. */
 const POLL_MS = 2500;
+/** With the event stream open the board is still read again this often, should an event have been lost. */
+const SLOW_POLL_MS = 60_000;
+/** Events that come together are one read. */
+const EVENT_COALESCE_MS = 150;
 
 const epicName = (key: string) => key.replace(/^epic-/, 'Epic ');
 
 /** One story's card: what it is, where its run stands and what it cost; the title opens it. */
-function StoryCard({ story, showStatus, onOpen }: { story: BoardStoryView; showStatus: boolean; onOpen: () => void }) {
+function StoryCard({ story, pipeline, showStatus, onOpen }: { story: BoardStoryView; pipeline?: StoryPipelineView | null; showStatus: boolean; onOpen: () => void }) {
   return (
-    <li className="board-card" data-testid="board-card" data-key={story.key} data-status={story.status ?? ''} data-run={story.run?.status ?? ''}>
+    <li className="board-card" data-testid="board-card" data-key={story.key} data-status={story.status ?? ''} data-run={story.run?.status ?? ''} data-step={pipeline?.step ?? ''}>
       <button type="button" className="board-card-open" onClick={onOpen} data-testid="board-card-open">
         {story.title || story.key}
       </button>
@@ -49,13 +56,32 @@ function StoryCard({ story, showStatus, onOpen }: { story: BoardStoryView; showS
           </span>
         ) : null}
         {story.spend ? <span className="board-card-spend">{spendText(story.spend)}</span> : null}
+        {pipeline ? (
+          <span className={`board-step board-step-${pipeline.step}`} data-testid="board-card-step" title={pipeline.note ?? undefined}>
+            {stepText(pipeline)}
+          </span>
+        ) : null}
       </span>
     </li>
   );
 }
 
 /** One lane: its stories, epic by epic. */
-function Lane({ name, id, stories, showStatus, onOpen }: { name: string; id: string; stories: { epic: string; list: BoardStoryView[] }[]; showStatus: boolean; onOpen: (key: string) => void }) {
+function Lane({
+  name,
+  id,
+  stories,
+  pipelines,
+  showStatus,
+  onOpen,
+}: {
+  name: string;
+  id: string;
+  stories: { epic: string; list: BoardStoryView[] }[];
+  pipelines: Record<string, StoryPipelineView>;
+  showStatus: boolean;
+  onOpen: (key: string) => void;
+}) {
   const headingId = useId();
   const count = stories.reduce((n, g) => n + g.list.length, 0);
   return (
@@ -69,7 +95,7 @@ function Lane({ name, id, stories, showStatus, onOpen }: { name: string; id: str
           <h4 className="board-epic-name">{epicName(g.epic)}</h4>
           <ul className="board-cards">
             {g.list.map((s) => (
-              <StoryCard key={s.key} story={s} showStatus={showStatus} onOpen={() => onOpen(s.key)} />
+              <StoryCard key={s.key} story={s} pipeline={s.pipeline ?? pipelines[s.key] ?? null} showStatus={showStatus} onOpen={() => onOpen(s.key)} />
             ))}
           </ul>
         </div>
@@ -197,10 +223,12 @@ export interface BoardProps {
   onStartAgent?: (agentId: string, command: string) => void;
   onOpenConversation?: (id: string) => void;
   pollMs?: number;
+  /** How often the board is read again while its event stream is open (a lost event's safety net). */
+  slowPollMs?: number;
 }
 
 /** The sprint board: the base branch's sprint status as lanes of story cards, the runs waiting on people, and the budget. */
-export function Board({ projectId, role, agents, openDocument, onStartAgent, onOpenConversation, pollMs = POLL_MS }: BoardProps) {
+export function Board({ projectId, role, agents, openDocument, onStartAgent, onOpenConversation, pollMs = POLL_MS, slowPollMs = SLOW_POLL_MS }: BoardProps) {
   const headingId = useId();
   const sectionRef = useRef<HTMLElement>(null);
   const [board, setBoard] = useState<BoardView | null>(null);
@@ -210,11 +238,49 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
   const returnTo = useRef<string | null>(null);
   const perms = boardPermissions(role);
 
+  const [autopilot, setAutopilot] = useState<AutopilotView | null>(null);
+
   useEffect(() => {
     setBoard(null);
     setOpenKey(null);
     setError(null);
+    setAutopilot(null);
   }, [projectId]);
+
+  // The autopilot, where the server has one (null otherwise: no panel); a failed read keeps the last one.
+  const loadAutopilot = useCallback(
+    async (signal?: AbortSignal) => {
+      try {
+        const a = await autopilotApi.get(projectId, signal);
+        if (!signal?.aborted) setAutopilot(a);
+      } catch {
+        // Shown as it was; the next event or poll reads it again.
+      }
+    },
+    [projectId],
+  );
+  useEffect(() => {
+    const ac = new AbortController();
+    void loadAutopilot(ac.signal);
+    return () => ac.abort();
+  }, [loadAutopilot, version]);
+
+  // Each event is a signal to read the board and the autopilot again; a burst is one read.
+  const coalesce = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const { live } = useProjectEvents(projectId, () => {
+    if (coalesce.current) return;
+    coalesce.current = setTimeout(() => {
+      coalesce.current = null;
+      setVersion((v) => v + 1);
+    }, EVENT_COALESCE_MS);
+  });
+  useEffect(() => () => void (coalesce.current && clearTimeout(coalesce.current)), []);
+
+  // The safety net: read again now and then, whatever the stream says.
+  useEffect(() => {
+    const timer = setInterval(() => setVersion((v) => v + 1), slowPollMs);
+    return () => clearInterval(timer);
+  }, [slowPollMs, projectId]);
 
   const load = useCallback(
     async (signal?: AbortSignal) => {
@@ -237,9 +303,10 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
   }, [load, version]);
 
   // One read at a time, the next one a period after the last answer: a slow server is never asked twice at once.
+  // With the event stream open, events say when to read.
   const active = hasActiveRuns(board);
   useEffect(() => {
-    if (!active) return;
+    if (!active || live) return;
     const ac = new AbortController();
     let timer: ReturnType<typeof setTimeout>;
     const tick = () => {
@@ -253,7 +320,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
       ac.abort();
       clearTimeout(timer);
     };
-  }, [active, load, pollMs]);
+  }, [active, live, load, pollMs]);
 
   // Back on the board, the focus returns to the card that was opened.
   useEffect(() => {
@@ -290,6 +357,18 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
         Sprint board
       </h2>
       {perms.budget ? <BudgetLine projectId={projectId} /> : null}
+      {autopilot ? (
+        <AutopilotPanel
+          projectId={projectId}
+          autopilot={autopilot}
+          canManage={perms.budget}
+          canWrite={perms.write}
+          onChanged={(next) => {
+            if (next) setAutopilot(next);
+            setVersion((v) => v + 1);
+          }}
+        />
+      ) : null}
       {error ? (
         <p className="notice notice-error" role="alert">
           Could not read the board: {error}
@@ -323,7 +402,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
       {board?.source ? (
         <p className="workspace-meta-line" data-testid="board-source">
           From <code>{board.source.path}</code> on <code>{board.source.branch}</code> at <code>{shortSha(board.source.commit)}</code>
-          {active ? ' · updating while runs work' : ''}
+          {live ? ' · live' : active ? ' · updating while runs work' : ''}
         </p>
       ) : null}
       {board?.uncommitted ? (
@@ -378,6 +457,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               name={COLUMN_NAMES[c]}
               showStatus={false}
               stories={storiesIn(board, (s) => s === c)}
+              pipelines={autopilot?.stories ?? {}}
               onOpen={open}
             />
           ))}
@@ -387,6 +467,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               name="Other statuses"
               showStatus
               stories={storiesIn(board, (s) => !isBoardColumn(s))}
+              pipelines={autopilot?.stories ?? {}}
               onOpen={open}
             />
           ) : null}
