@@ -286,8 +286,8 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009_client_chats': ddl(...clientChatDdl('text COLLATE "C"')),
   '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
   '0011_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
-  // A person's month over every project is summed by owner.
-  '0014_person_budgets': ddl(...PERSON_BUDGETS_DDL, 'CREATE INDEX usage_ledger_by_owner ON usage_ledger (owner_id, at)'),
+  // A person's month over every project is summed by owner, the server's by time alone.
+  '0014_person_budgets': ddl(...PERSON_BUDGETS_DDL, 'CREATE INDEX usage_ledger_by_owner ON usage_ledger (owner_id, at)', 'CREATE INDEX usage_ledger_by_at ON usage_ledger (at)'),
 };
 
 /**
