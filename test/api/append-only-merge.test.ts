@@ -92,3 +92,24 @@ it('still refuses a conflict in any other file, and joins an appendOnly file bot
   expect((await merge(b.id)).status).toBe(200);
   expect(onMain('docs/new-log.md')).toBe('c was here\nd was here\n');
 }, 120_000);
+
+it('gives the same union in a trial merge (for a test of the merged result), moving no ref', async () => {
+  const a = await workspace('trial-a');
+  const b = await workspace('trial-b');
+  const before = onMain(DEFERRED);
+  commit(a.dir, { [DEFERRED]: `${before}- [ ] from trial a\n` }, 'trial a');
+  commit(b.dir, { [DEFERRED]: `${before}- [ ] from trial b\n`, 'src/app.txt': 'trial b\n' }, 'trial b');
+  expect((await merge(a.id)).status).toBe(200);
+  const rt = getRuntime();
+  const project = { id: 'shop', root: shop };
+  await rt.workspaces.get(project, b.id);
+  const main = sh(shop, ['rev-parse', 'main']).trim();
+  const head = sh(shop, ['rev-parse', 'bmad/trial-b']).trim();
+  const trial = await rt.workspaces.trialMerge(project, main, head, { appendOnly: [DEFERRED] });
+  expect(trial.conflicts).toEqual([]);
+  expect(trial.unioned).toEqual([DEFERRED]);
+  expect(sh(shop, ['show', `${trial.tree}:${DEFERRED}`])).toBe(`${before}- [ ] from trial a\n- [ ] from trial b\n`);
+  expect(sh(shop, ['rev-parse', 'main']).trim()).toBe(main);
+  // Without the append-only list, git's own merge conflicts there.
+  expect((await rt.workspaces.trialMerge(project, main, head)).conflicts).toEqual([DEFERRED]);
+}, 120_000);

@@ -18,7 +18,7 @@ import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
 import { diskUsage, pruneUnique } from './objects';
 import { cloneScript, cloneScriptOutcome, runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
-import { mergeTrees, repoPathsOf } from './union-merge';
+import { mergeTrees, repoPathsOf, type TreeMerge } from './union-merge';
 import { NameTakenError, DEFAULT_BUILD, type BuildSettings, type CommitInfo, type FileChange, type SetupOutcome, type Workspace, type WorkspaceDetail, type WorkspaceStore, type WorkspaceSummary } from './types';
 
 export type { Dropped };
@@ -688,6 +688,17 @@ export class WorkspaceService {
     if (!updated) throw new AppError('E_CONFLICT', 'The workspace changed during the merge.');
     emitProjectEvent(ws.projectId, { type: 'workspace', workspaceId: ws.id });
     return { workspace: updated, commit: next, fastForward, checkoutUpdated };
+  }
+
+  /**
+   * The merge of `head` into `base` (commits of the project repository) as the workspace merge
+   * would make it — append-only files (`appendOnly`, relative to the project) joined as a union —
+   * without moving any ref: the tree and what still conflicts. For a test of the merged result
+   * in a scratch checkout before anything lands.
+   */
+  async trialMerge(project: ProjectRef, base: string, head: string, opts: { appendOnly?: string[] } = {}): Promise<TreeMerge> {
+    const top = this.repoTop(project);
+    return mergeTrees(top, base, head, { unionPaths: opts.appendOnly?.length ? repoPathsOf(projectInRepo(top, project), opts.appendOnly) : [] });
   }
 
   /**
