@@ -113,7 +113,7 @@ function BudgetLine({ projectId }: { projectId: string }) {
   const [budget, setBudget] = useState<BudgetView | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState(false);
-  const [form, setForm] = useState({ tokens: '', usd: '' });
+  const [form, setForm] = useState({ tokens: '', usd: '', personTokens: '', personUsd: '' });
   const [saveError, setSaveError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -139,14 +139,19 @@ function BudgetLine({ projectId }: { projectId: string }) {
     };
     const monthlyTokens = parse(form.tokens, true);
     const monthlyUsd = parse(form.usd, false);
-    if (monthlyTokens === 'bad' || monthlyUsd === 'bad') {
+    const personTokens = parse(form.personTokens, true);
+    const personUsd = parse(form.personUsd, false);
+    if (monthlyTokens === 'bad' || monthlyUsd === 'bad' || personTokens === 'bad' || personUsd === 'bad') {
       setSaveError('A limit is a number of 0 or more (tokens: a whole number); empty removes it.');
       return;
     }
+    const per = budget.perPerson;
+    // Limits per person are sent only when they change: a server without them keeps working.
+    const perPerson = per && (per.monthlyTokens !== personTokens || per.monthlyUsd !== personUsd) ? { perPerson: { monthlyTokens: personTokens, monthlyUsd: personUsd } } : {};
     setBusy(true);
     setSaveError(null);
     try {
-      setBudget(await boardApi.saveBudget(projectId, { monthlyTokens, monthlyUsd }));
+      setBudget(await boardApi.saveBudget(projectId, { monthlyTokens, monthlyUsd, ...perPerson }));
       setEditing(false);
     } catch (err) {
       setSaveError(boardErrorText(err, 'budget'));
@@ -156,6 +161,9 @@ function BudgetLine({ projectId }: { projectId: string }) {
   };
 
   const limit = [budget.monthlyTokens !== null ? tokensText(budget.monthlyTokens) : null, budget.monthlyUsd !== null ? usdText(budget.monthlyUsd) : null].filter(Boolean).join(' or ');
+  const perPersonLimit = budget.perPerson
+    ? [budget.perPerson.monthlyTokens !== null ? tokensText(budget.perPerson.monthlyTokens) : null, budget.perPerson.monthlyUsd !== null ? usdText(budget.perPerson.monthlyUsd) : null].filter(Boolean).join(' or ')
+    : '';
   return (
     <div className="board-budget" data-testid="budget-line">
       <p>
@@ -166,7 +174,12 @@ function BudgetLine({ projectId }: { projectId: string }) {
             type="button"
             className="link-button"
             onClick={() => {
-              setForm({ tokens: budget.monthlyTokens?.toString() ?? '', usd: budget.monthlyUsd?.toString() ?? '' });
+              setForm({
+                tokens: budget.monthlyTokens?.toString() ?? '',
+                usd: budget.monthlyUsd?.toString() ?? '',
+                personTokens: budget.perPerson?.monthlyTokens?.toString() ?? '',
+                personUsd: budget.perPerson?.monthlyUsd?.toString() ?? '',
+              });
               setSaveError(null);
               setEditing(true);
             }}
@@ -176,6 +189,11 @@ function BudgetLine({ projectId }: { projectId: string }) {
           </button>
         ) : null}
       </p>
+      {perPersonLimit ? (
+        <p className="board-budget-people" data-testid="budget-per-person">
+          Each person may spend {perPersonLimit} a month here.
+        </p>
+      ) : null}
       {budget.byPerson?.length ? (
         <p className="board-budget-people" data-testid="budget-people">
           By person: {budget.byPerson.map((p) => `${p.name ?? (p.id ? 'a removed person' : 'without an account')} ${spendText(p.spent)}`).join(' · ')}
@@ -191,8 +209,20 @@ function BudgetLine({ projectId }: { projectId: string }) {
             Dollars a month
             <input value={form.usd} onChange={(e) => setForm((f) => ({ ...f, usd: e.target.value }))} inputMode="decimal" aria-describedby={`${id}-h`} data-testid="budget-usd" />
           </label>
+          {budget.perPerson ? (
+            <>
+              <label className="build-field">
+                Tokens a month per person
+                <input value={form.personTokens} onChange={(e) => setForm((f) => ({ ...f, personTokens: e.target.value }))} inputMode="numeric" aria-describedby={`${id}-h`} data-testid="budget-person-tokens" />
+              </label>
+              <label className="build-field">
+                Dollars a month per person
+                <input value={form.personUsd} onChange={(e) => setForm((f) => ({ ...f, personUsd: e.target.value }))} inputMode="decimal" aria-describedby={`${id}-h`} data-testid="budget-person-usd" />
+              </label>
+            </>
+          ) : null}
           <p id={`${id}-h`} className="build-help">
-            Empty: no limit. A run stops, blocked, when the project has spent either; a new one is refused until next month.
+            Empty: no limit. A run stops, blocked, when the project (or the person it runs for) has spent either; a new one is refused until next month.
           </p>
           <p className="build-error" role="alert">
             {saveError}
