@@ -30,7 +30,8 @@ beforeAll(async () => {
   writeFiles(shop, { [`${ARTIFACTS}/sprint-status.yaml`]: SPRINT });
   sh(shop, ['add', '-A']);
   sh(shop, ['commit', '-q', '-m', 'initial']);
-  h = await startHarness({ PROJECTS_ROOT: projectsRoot });
+  // The runtime (whose run service emits) from a second copy of lib/, as next start builds it: the bus is one per process all the same.
+  h = await startHarness({ PROJECTS_ROOT: projectsRoot }, { separateGraph: true });
 }, 180_000);
 
 afterAll(async () => {
