@@ -13,8 +13,8 @@ export { forgeRegistry, GitHubClient, GitLabClient, GiteaClient } from './forge-
 export { defaultApiUrl } from './forge-http';
 export { forgeWebhooks, readEvent, webhookKind, type ForgeEvent } from './webhooks';
 export { openPullRequestStore, MemoryPullRequestStore, SqlPullRequestStore, type PullRequestStore, type StoredPullRequest, type PullRequestPatch } from './pr-store';
-export { ForgeService, type ForgeServiceDeps, type ForgeProject, type RanCommand, type WebhookOutcome } from './pull-requests';
-export { publishWorkspace, commandsInWorkspace, pullRequestOutcome, pullRequestBody, type PublishRequest, type PublishOutcome, type PullRequestOutcome } from './publish';
+export { ForgeService, type ForgeServiceDeps, type ForgeProject, type ForgeStory, type ForgeWorkspace, type ForgeWorkspaces, type RanCommand, type WebhookOutcome } from './pull-requests';
+export { publishWorkspace, pullRequestOutcome, pullRequestBody, type PublishRequest, type PublishOutcome, type PullRequestOutcome } from './publish';
 export { SqlRemoteStore } from './sql-store';
 
 /** Remotes and clones in the stores' database (as lib/engine/workspaces' openWorkspaceStore). */

@@ -18,13 +18,12 @@ import { AppError } from '../../core/errors';
 import { log } from '../../core/log';
 import { withFileLock } from '../../core/paths/file-lock';
 import { findRepositoryTop, resolveCommit } from '../../sandbox/git/repo';
-import { readBoard, sprintProjectOf } from '../sprint';
-import type { CommitInfo } from '../workspaces';
-import type { ConversationStore } from '../../store/conversations/types';
 import { trackingRef } from './base';
 import type { ChecksSummary, PullRequest } from './forge';
 import type { StoredPullRequest } from './pr-store';
 import type { ForgeService, RanCommand } from './pull-requests';
+
+type CommitInfo = { sha: string; subject: string; author: string };
 
 export interface PublishRequest {
   projectId: string;
@@ -103,15 +102,10 @@ export async function publishWorkspace(deps: { forges: ForgeService }, req: Publ
     const expected = existing?.pushedHead ?? (await resolveCommit(top, trackingRef(ws.branch)));
     if (expected !== head) await f.remotes.pushWorkspaceBranch(pref, ws.branch, expected ?? null);
 
-    const storyKey = await f.storyOf(project.id, ws.id);
-    let storyTitle: string | null = null;
-    let storyFile: string | null = null;
-    if (storyKey) {
-      const board = await readBoard(sprintProjectOf(project, ws.base)).catch(() => null);
-      const story = board?.epics.flatMap((e) => e.stories).find((s) => s.key === storyKey);
-      storyTitle = story?.title ?? null;
-      storyFile = story?.file ?? null;
-    }
+    const story = await f.storyOf(project, ws).catch(() => null);
+    const storyKey = story?.key ?? null;
+    const storyTitle = story?.title ?? null;
+    const storyFile = story?.file ?? null;
     const detail = await f.workspaces.get(pref, ws.id);
     const commands = await f.commandsOf(project.id, ws.id).catch(() => []);
     const title = storyKey ? `${storyKey}: ${storyTitle ?? storyKey}` : ws.name;
@@ -145,31 +139,3 @@ export async function publishWorkspace(deps: { forges: ForgeService }, req: Publ
   });
 }
 
-/** The run_command calls of a workspace's conversations, oldest first (bounded: the newest 50 conversations of the project are looked at). */
-export async function commandsInWorkspace(store: ConversationStore, projectId: string, workspaceId: string): Promise<RanCommand[]> {
-  const page = await store.list({ projectId, limit: 50 });
-  const out: { at: string; command: RanCommand }[] = [];
-  for (const c of page.items) {
-    if (c.workspaceId !== workspaceId) continue;
-    const asked = new Map<string, string>();
-    for (const m of await store.messages(c.id)) {
-      if (m.role === 'assistant') {
-        for (const call of m.toolCalls ?? []) {
-          if (call.name !== 'run_command') continue;
-          try {
-            const args = JSON.parse(call.arguments) as { command?: unknown };
-            if (typeof args.command === 'string') asked.set(call.id, args.command);
-          } catch {
-            // Arguments the tool refused: no command ran.
-          }
-        }
-      } else if (m.role === 'tool' && m.name === 'run_command') {
-        const command = asked.get(m.toolCallId);
-        if (command === undefined) continue;
-        const r = m.result as unknown as { exit_code?: unknown };
-        out.push({ at: m.timestamp, command: { command, exitCode: typeof r?.exit_code === 'number' ? r.exit_code : null } });
-      }
-    }
-  }
-  return out.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0)).map((x) => x.command);
-}

@@ -1,8 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../../core/errors';
 import { log } from '../../core/log';
-import { readBoard, setStoryStatus, sprintProjectOf } from '../sprint';
-import type { WorkspaceService } from '../workspaces';
 import { forgeName, type PullRequest } from './forge';
 import type { PullRequestStore, StoredPullRequest } from './pr-store';
 import type { RemoteService } from './service';
@@ -21,13 +19,56 @@ export interface RanCommand {
   exitCode: number | null;
 }
 
+/** A workspace as this part reads it (lib/engine/workspaces' Workspace). */
+export interface ForgeWorkspace {
+  id: string;
+  name: string;
+  branch: string;
+  base: string;
+  baseCommit: string;
+  status: 'open' | 'merged' | 'discarded' | 'closed';
+}
+
+type ProjectRef = { id: string; root: string };
+
+/**
+ * What the forges' part uses of workspaces and the sprint, handed in (lib/engine/runtime wires
+ * them): remotes sit below both and import neither.
+ */
+export interface ForgeWorkspaces {
+  find(project: ProjectRef, id: string): Promise<ForgeWorkspace>;
+  /** Its commits beyond the base, newest first. */
+  get(project: ProjectRef, id: string): Promise<{ commits: { sha: string; subject: string; author: string; date: string }[] }>;
+  /** Its branch brought up to its clone (a refused sync is the caller's refusal). */
+  syncOrRefuse(project: ProjectRef, ws: ForgeWorkspace): Promise<unknown>;
+  store: {
+    get(id: string): Promise<ForgeWorkspace | null>;
+    update(id: string, patch: { status: ForgeWorkspace['status']; mergedCommit?: string; mergedInto?: string; mergedAt?: string; mergedBy?: string }, fromStatus?: ForgeWorkspace['status']): Promise<ForgeWorkspace | null>;
+  };
+}
+
+/** The story a workspace was made for, as the board reads it. */
+export interface ForgeStory {
+  key: string;
+  title: string | null;
+  /** Relative to the project. */
+  file: string | null;
+  /** Its status in the sprint now. */
+  status: string | null;
+}
+
 export interface ForgeServiceDeps {
   remotes: RemoteService;
-  workspaces: WorkspaceService;
+  workspaces: ForgeWorkspaces;
   store: PullRequestStore;
   project(projectId: string): Promise<ForgeProject | null>;
-  /** The story a workspace was made for (the story of the runs the board started in it). */
-  storyOf(projectId: string, workspaceId: string): Promise<string | null>;
+  /** The story a workspace was made for (the story of the runs the board started in it), read from its base. */
+  storyOf(project: ForgeProject, ws: ForgeWorkspace): Promise<ForgeStory | null>;
+  /**
+   * Moves a story in the sprint status of the workspace's base: the status change the board's
+   * Merge makes (committed, and pushed to the remote's base or status branch).
+   */
+  moveStory(project: ForgeProject, ws: ForgeWorkspace, key: string, status: string, by: { name: string; email: string }): Promise<void>;
   /** The run_command calls of the workspace's conversations, oldest first. */
   commandsOf(projectId: string, workspaceId: string): Promise<RanCommand[]>;
   /** FORGE_POLL_SECONDS (0: no polling). */
@@ -35,8 +76,6 @@ export interface ForgeServiceDeps {
 }
 
 export type WebhookOutcome = { duplicate: true } | { duplicate: false; event: string; changed: boolean };
-
-const ref = (p: ForgeProject) => ({ id: p.id, root: p.root });
 
 const POLL_LEASE = 'forge-poll';
 
@@ -100,18 +139,16 @@ export class ForgeService {
       changed = !!(await workspaces.store.update(ws.id, { status: 'open' }, 'closed'));
     }
     if (!changed || row.state === 'open') return;
-    const story = await this.deps.storyOf(row.projectId, ws.id);
-    const project = story ? await this.deps.project(row.projectId) : null;
+    const project = await this.deps.project(row.projectId);
+    const story = project ? await this.deps.storyOf(project, ws) : null;
     if (!story || !project) return;
-    const sprint = sprintProjectOf(project, ws.base, await this.deps.remotes.sprintRemote(ref(project)));
     const actor = { name: `${forge} ${forge === 'GitLab' ? '!' : '#'}${row.number}`, email: 'bmad@localhost' };
     if (row.state === 'merged') {
-      await setStoryStatus(sprint, story, 'done', actor);
+      await this.deps.moveStory(project, ws, story.key, 'done', actor);
       return;
     }
-    // Closed: back to review, unless a person already moved it elsewhere than done or in progress.
-    const now = (await readBoard(sprint)).epics.flatMap((e) => e.stories).find((s) => s.key === story)?.status;
-    if (now === 'done' || now === 'in-progress' || now === 'review') await setStoryStatus(sprint, story, 'review', actor);
+    // Closed: back to review, unless a person already moved it back further (to do, or backlog).
+    if (story.status === 'done' || story.status === 'in-progress' || story.status === 'review') await this.deps.moveStory(project, ws, story.key, 'review', actor);
   }
 
   /**

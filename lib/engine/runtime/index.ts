@@ -22,7 +22,8 @@ import { monthOf, openBudgetStore, projectStop, type BudgetStop, type BudgetStor
 import { closeVersionStores } from '../../content/versions';
 import { PendingWork } from './work';
 import { judgeBuildRun } from './build-judge';
-import { commandsInWorkspace, forgeRegistry, ForgeService, openPullRequestStore, openRemoteStore, RemoteService } from '../remotes';
+import { forgeRegistry, type ForgeService, openPullRequestStore, openRemoteStore, RemoteService } from '../remotes';
+import { createForgeService } from './forges';
 import { keyRingOf } from '../../store/secrets';
 import { log } from '../../core/log';
 
@@ -137,13 +138,13 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     },
   });
   runsOf = runs;
-  forges = new ForgeService({
+  forges = createForgeService({
     remotes: runtime.remotes,
     workspaces: runtime.workspaces,
     store: openPullRequestStore(database),
-    project: (id) => runtime.projects.get(id),
-    storyOf: async (projectId, workspaceId) => (await runsOf!.store.storyRuns(projectId)).find((r) => r.workspaceId === workspaceId)?.storyKey ?? null,
-    commandsOf: (projectId, workspaceId) => commandsInWorkspace(runtime.store, projectId, workspaceId),
+    projects: runtime.projects,
+    conversations: runtime.store,
+    runs: () => runsOf!.store,
     pollSeconds: config.remotes.pollSeconds,
   });
   if (config.remotes.previousSecretsKeys?.length && config.remotes.secretsKey) {
