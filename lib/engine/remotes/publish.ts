@@ -53,7 +53,7 @@ export function pullRequestOutcome(row: StoredPullRequest): PullRequestOutcome {
 }
 
 /** A command that runs tests, type checks or linters, by its words (what a reviewer wants to see of a run). */
-const TEST_WORDS = /(^|[\s;&|(/])(npm (run )?test|npm t|yarn test|pnpm test|jest|vitest|mocha|tape|tap|ava|pytest|python -m pytest|go test|cargo test|mvn test|gradle test|rspec|phpunit|dotnet test|tsc|tsd|eslint|ruff|mypy|make test|ctest|deno test|bun test)\b/;
+const TEST_WORDS = /(^|[^A-Za-z0-9])(tests?|specs?|check|jest|vitest|mocha|tape|tap|ava|pytest|go test|cargo test|rspec|phpunit|tsc|tsd|eslint|ruff|mypy|ctest)([^A-Za-z0-9]|$)/i;
 
 const code = (s: string) => `\`${s.replace(/`/g, "'").replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 200)}\``;
 

@@ -218,7 +218,7 @@ export class ForgeService {
       if (event.type === 'pull-request' && Number.isInteger(event.number)) {
         const row = await this.deps.store.byNumber(projectId, event.number);
         if (row) {
-          changed = await this.applyState(row, { state: event.state, ...(event.url ? { url: event.url } : {}), ...(event.headSha ? { headSha: event.headSha } : {}), ...(event.draft !== null ? { draft: event.draft } : {}) });
+          changed = await this.applyState(row, { state: event.state, ...(event.url ? { url: event.url } : {}), ...(event.headSha ? { headSha: event.headSha } : {}), ...(event.draft !== null ? { draft: event.draft } : {}), ...(event.mergeCommit ? { mergeCommit: event.mergeCommit } : {}) });
           const now = await this.deps.store.get(row.workspaceId);
           if (now?.state === 'open') await this.refreshChecks(now);
         }

@@ -67,7 +67,7 @@ export function webhookKind(headers: Headers): ForgeKind | null {
 
 /** What a delivery says, once verified. */
 export type ForgeEvent =
-  | { type: 'pull-request'; number: number; state: PullRequestState; headSha: string | null; url: string | null; draft: boolean | null }
+  | { type: 'pull-request'; number: number; state: PullRequestState; headSha: string | null; url: string | null; draft: boolean | null; mergeCommit: string | null }
   | { type: 'checks'; sha: string }
   | { type: 'ignored'; event: string };
 
@@ -82,7 +82,7 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
     if (event === 'pull_request') {
       const pr = obj(p.pull_request);
       const merged = pr.merged === true || !!pr.merged_at;
-      return { type: 'pull-request', number: Number(pr.number ?? p.number), state: merged ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: pr.head?.sha ?? null, url: pr.html_url ?? null, draft: typeof pr.draft === 'boolean' ? pr.draft : null };
+      return { type: 'pull-request', number: Number(pr.number ?? p.number), state: merged ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: pr.head?.sha ?? null, url: pr.html_url ?? null, draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: merged ? (pr.merge_commit_sha ?? null) : null };
     }
     if (event === 'check_run' && p.check_run?.head_sha) return { type: 'checks', sha: String(p.check_run.head_sha) };
     if (event === 'check_suite' && p.check_suite?.head_sha) return { type: 'checks', sha: String(p.check_suite.head_sha) };
@@ -94,7 +94,7 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
     const a = obj(p.object_attributes);
     if (event === 'Merge Request Hook' || p.object_kind === 'merge_request') {
       const state = a.state === 'merged' ? 'merged' : a.state === 'closed' || a.state === 'locked' ? 'closed' : 'open';
-      return { type: 'pull-request', number: Number(a.iid), state, headSha: a.last_commit?.id ?? null, url: a.url ?? null, draft: typeof a.draft === 'boolean' ? a.draft : null };
+      return { type: 'pull-request', number: Number(a.iid), state, headSha: a.last_commit?.id ?? null, url: a.url ?? null, draft: typeof a.draft === 'boolean' ? a.draft : null, mergeCommit: state === 'merged' ? (a.merge_commit_sha ?? null) : null };
     }
     if ((event === 'Pipeline Hook' || p.object_kind === 'pipeline') && a.sha) return { type: 'checks', sha: String(a.sha) };
     return { type: 'ignored', event };
@@ -102,7 +102,7 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
   const event = headers.get('x-gitea-event') ?? headers.get('x-forgejo-event') ?? '';
   if (event === 'pull_request') {
     const pr = obj(p.pull_request);
-    return { type: 'pull-request', number: Number(pr.number ?? p.number), state: pr.merged === true ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: pr.head?.sha ?? null, url: pr.html_url ?? null, draft: typeof pr.draft === 'boolean' ? pr.draft : null };
+    return { type: 'pull-request', number: Number(pr.number ?? p.number), state: pr.merged === true ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: pr.head?.sha ?? null, url: pr.html_url ?? null, draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: pr.merged === true ? (pr.merge_commit_sha ?? null) : null };
   }
   if (event === 'status' && p.sha) return { type: 'checks', sha: String(p.sha) };
   return { type: 'ignored', event };
