@@ -349,10 +349,11 @@ describe.each([
     expect(ws.status).toBe(201);
     const row = (await h.runtime.workspaces.store.get(ws.body.data.id))!;
     commit(h.runtime.workspaces.checkoutPath(row), { 'src/feature.txt': 'feature\n' }, 'Add the feature');
-    const p = await publish('ed', row.id, id);
+    const p = await publish('ed', row.id, id, { draft: true });
     expect(p.status).toBe(200);
-    expect(p.body.data).toMatchObject({ branch: 'bmad/feature', pullRequest: { number: 1, state: 'open' } });
-    expect(forge().pulls[0]).toMatchObject({ head: 'bmad/feature', base: 'main', title: 'feature', state: 'open' });
+    expect(p.body.data).toMatchObject({ branch: 'bmad/feature', pullRequest: { number: 1, state: 'open', draft: true } });
+    const drafted = name === 'GitLab' ? 'Draft: feature' : 'WIP: feature';
+    expect(forge().pulls[0]).toMatchObject({ head: 'bmad/feature', base: 'main', title: drafted, state: 'open' });
     expect(forge().pulls[0]!.body).toContain('Add the feature');
     const head = sh(path.join(projectsRoot, id), ['rev-parse', 'bmad/feature']).trim();
     expect(sh(server.repoPath(repo), ['rev-parse', 'bmad/feature']).trim()).toBe(head);
@@ -362,6 +363,8 @@ describe.each([
     // Publishing again updates the same one.
     expect((await publish('ed', row.id, id)).body.data.pullRequest.number).toBe(1);
     expect(forge().pulls).toHaveLength(1);
+    // Still a draft: publishing again does not take it out of draft.
+    expect(forge().pulls[0]!.title).toBe(drafted);
     // A forged delivery is refused; the signed one merges the workspace.
     forge().merge(1);
     expect((await deliver(id, forge().pullRequestHook(1, 'wrong'))).status).toBe(401);

@@ -179,7 +179,8 @@ function giteaPull(p: Json): PullRequest {
     number: Number(p.number),
     url: String(p.html_url ?? ''),
     state: merged ? 'merged' : p.state === 'closed' ? 'closed' : 'open',
-    draft: p.draft === true,
+    // Gitea marks work in progress by the title's prefix (its `draft` field is recent).
+    draft: p.draft === true || /^\s*(WIP:|\[WIP\])/i.test(String(p.title ?? '')),
     ...(p.head?.sha ? { headSha: String(p.head.sha) } : {}),
     ...(merged && p.merge_commit_sha ? { mergeCommit: String(p.merge_commit_sha) } : {}),
     ...(typeof p.title === 'string' ? { title: p.title } : {}),

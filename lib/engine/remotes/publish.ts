@@ -112,11 +112,12 @@ export async function publishWorkspace(deps: { forges: ForgeService }, req: Publ
     const body = pullRequestBody({ storyKey, storyFile, workspace: ws, commits: detail.commits, commands });
 
     let pr: PullRequest;
-    if (existing && existing.state === 'open') pr = await client.updatePullRequest(existing.number, { title, body, ...(req.draft !== undefined ? { draft: req.draft } : {}) });
+    // A draft stays one unless the request says otherwise (GitLab and Gitea keep it in the title).
+    if (existing && existing.state === 'open') pr = await client.updatePullRequest(existing.number, { title, body, draft: req.draft ?? existing.draft });
     else if (existing && existing.state === 'merged') throw new AppError('E_CONFLICT', `Pull request #${existing.number} of this workspace is merged already.`);
     else {
       const found = await client.findPullRequest(ws.branch, ws.base);
-      pr = found ? await client.updatePullRequest(found.number, { title, body }) : await client.openPullRequest({ head: ws.branch, base: ws.base, title, body, draft: !!req.draft });
+      pr = found ? await client.updatePullRequest(found.number, { title, body, draft: req.draft ?? !!found.draft }) : await client.openPullRequest({ head: ws.branch, base: ws.base, title, body, draft: !!req.draft });
     }
     const row = await f.store.put({
       workspaceId: ws.id,
@@ -126,7 +127,7 @@ export async function publishWorkspace(deps: { forges: ForgeService }, req: Publ
       number: pr.number,
       url: pr.url,
       state: pr.state,
-      draft: pr.draft ?? !!req.draft,
+      draft: pr.draft ?? req.draft ?? existing?.draft ?? false,
       headSha: pr.headSha ?? head,
       etag: null,
       checks: existing?.number === pr.number ? existing.checks : null,
