@@ -20,11 +20,12 @@ import {
   type BoardStoryView,
   type BoardView,
   type BudgetView,
+  type ForgeKind,
   type ProjectRole,
 } from '../_lib/board';
 import { relativeTime } from '../_lib/format';
 import { shortSha } from '../_lib/workspaces';
-import { AnswerForm, BoardStory } from './BoardStory';
+import { AnswerForm, BoardStory, PullRequestLink } from './BoardStory';
 import type { OpenDocument } from './RunsList';
 import { Spinner } from './icons';
 
@@ -34,7 +35,7 @@ const POLL_MS = 2500;
 const epicName = (key: string) => key.replace(/^epic-/, 'Epic ');
 
 /** One story's card: what it is, where its run stands and what it cost; the title opens it. */
-function StoryCard({ story, showStatus, onOpen }: { story: BoardStoryView; showStatus: boolean; onOpen: () => void }) {
+function StoryCard({ story, showStatus, forge, onOpen }: { story: BoardStoryView; showStatus: boolean; forge?: ForgeKind | null; onOpen: () => void }) {
   return (
     <li className="board-card" data-testid="board-card" data-key={story.key} data-status={story.status ?? ''} data-run={story.run?.status ?? ''}>
       <button type="button" className="board-card-open" onClick={onOpen} data-testid="board-card-open">
@@ -49,13 +50,14 @@ function StoryCard({ story, showStatus, onOpen }: { story: BoardStoryView; showS
           </span>
         ) : null}
         {story.spend ? <span className="board-card-spend">{spendText(story.spend)}</span> : null}
+        {story.pullRequest ? <PullRequestLink pr={story.pullRequest} forge={forge} /> : null}
       </span>
     </li>
   );
 }
 
 /** One lane: its stories, epic by epic. */
-function Lane({ name, id, stories, showStatus, onOpen }: { name: string; id: string; stories: { epic: string; list: BoardStoryView[] }[]; showStatus: boolean; onOpen: (key: string) => void }) {
+function Lane({ name, id, stories, showStatus, forge, onOpen }: { name: string; id: string; stories: { epic: string; list: BoardStoryView[] }[]; showStatus: boolean; forge?: ForgeKind | null; onOpen: (key: string) => void }) {
   const headingId = useId();
   const count = stories.reduce((n, g) => n + g.list.length, 0);
   return (
@@ -69,7 +71,7 @@ function Lane({ name, id, stories, showStatus, onOpen }: { name: string; id: str
           <h4 className="board-epic-name">{epicName(g.epic)}</h4>
           <ul className="board-cards">
             {g.list.map((s) => (
-              <StoryCard key={s.key} story={s} showStatus={showStatus} onOpen={() => onOpen(s.key)} />
+              <StoryCard key={s.key} story={s} showStatus={showStatus} forge={forge} onOpen={() => onOpen(s.key)} />
             ))}
           </ul>
         </div>
@@ -366,6 +368,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
           canWrite={perms.write}
           openDocument={openDocument}
           onOpenConversation={onOpenConversation}
+          forge={board.pullRequests?.forge ?? null}
           onBack={() => setOpenKey(null)}
           onChanged={changed(found.story.key)}
         />
@@ -377,6 +380,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               id={c}
               name={COLUMN_NAMES[c]}
               showStatus={false}
+              forge={board.pullRequests?.forge ?? null}
               stories={storiesIn(board, (s) => s === c)}
               onOpen={open}
             />
@@ -386,6 +390,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               id="other"
               name="Other statuses"
               showStatus
+              forge={board.pullRequests?.forge ?? null}
               stories={storiesIn(board, (s) => !isBoardColumn(s))}
               onOpen={open}
             />
