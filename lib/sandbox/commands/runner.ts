@@ -11,7 +11,8 @@ import { scriptCapabilities } from '../scripts';
 import { commandEnv } from './env-policy';
 import { lastUsage, measure, onlyRemoves, rememberUsage, watchQuota } from './quota';
 import { supportFiles } from './shim';
-import { withWorkspaceLock } from './workspace-lock';
+import { dropStatus, forgetStatus, keepStatus, keptStatus } from './snapshot';
+import { withCommandLock } from './workspace-lock';
 
 /** Where the checkout appears inside the sandbox; the same for every workspace and instance. */
 export const CHECKOUT_AT = '/workspace';
@@ -104,14 +105,16 @@ export interface CommandResult {
  * The sandbox's pid 1: an execute-only copy of bash (see shim.ts), so no process inside may
  * trace it, read its memory or descriptors, or signal it. It joins the run's cgroups first (see
  * RunOptions.cgroupFds), closes every other descriptor the server was started with (only stdio
- * and the report channel go on), sets the process limits, records
- * git status, runs the line (in a subshell that exports the line's environment: the wrapper's own
- * is fixed, so no project variable reaches it), then ends every other process of the sandbox, records git
+ * and the report channel go on), sets the process limits, records git status (unless the
+ * server still knows it from the last command: see snapshot.ts), runs the line (in a subshell
+ * that exports the line's environment: the wrapper's own is fixed, so no project variable
+ * reaches it), then ends every other process of the sandbox, records git
  * status again, ends what that started (a repository's filters run there) and clears set-id bits
  * in what the command could write: inside the sandbox's mount namespace, where a link points only
  * at what the sandbox sees (read-only but for those folders). Last, `@@done` with a nonce only
  * it knows (its environment is unreadable inside) says the clearing ran to its end.
- * Arguments: file size KB, processes, address space KB, track (1/0), checkout, mode (run/clean),
+ * Arguments: file size KB, processes, address space KB, track (0 no status, 1 before and after,
+ * 2 after only), checkout, mode (run/clean),
  * the line — never spliced into this text.
  */
 const WRAPPER = `
@@ -132,8 +135,8 @@ if [ "$6" = run ]; then
   ( export "\${env[@]}"; exec /bin/bash -c "$7" ) 3>&-
   rc=$?
   stop_all
-  if [ "$4" = 1 ]; then snap @@after "$5" >&3; stop_all; fi
-elif [ "$4" = 1 ]; then
+  if [ "$4" != 0 ]; then snap @@after "$5" >&3; stop_all; fi
+elif [ "$4" != 0 ]; then
   snap @@after "$5" 'timeout -s KILL 10' >&3; stop_all
 fi
 find /workspace /tmp "\${writable[@]}" -xdev \\( -type d ! -perm -u=rx -exec chmod u+rx -- {} \\; -false \\) -o \\( \\( -type f -o -type d \\) -perm /6000 -exec chmod ug-s -- {} + \\) 2>/dev/null
@@ -340,7 +343,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const started = performance.now();
   const aborted = (): CommandResult => ({ exitCode: null, stdout: '', stderr: '', transcript: [], durationMs: Math.round(performance.now() - started), stopped: null, aborted: true, truncated: false, outputBytes: 0, changes: null, cgroup: [] });
   try {
-    return await withWorkspaceLock(
+    return await withCommandLock(
       checkout,
       async () => {
         if (req.signal?.aborted) return aborted();
@@ -383,7 +386,11 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
     warnedNoProcessLimit = true;
     log.warn('commands.no_process_limit', { reason: 'the server runs as root and no pids cgroup could be made; run it as an unprivileged user or delegate a cgroup' });
   }
-  const track = !req.setup && existsSync(path.join(checkout, '.git'));
+  // A setup changes the checkout outside any command's view; a command reads its status afresh after it.
+  if (req.setup) await forgetStatus(checkout);
+  const track = !req.setup && (await fs.access(path.join(checkout, '.git')).then(() => true, () => false));
+  // The status the last command left, when nothing else touched the checkout since: no git run before this one.
+  const known = track ? await keptStatus(checkout) : null;
   const nonce = randomBytes(16).toString('hex');
   const env = wrapperEnv(lineEnv(req, settings), nonce, extraAt);
   const limits = limitsFor(settings, heldByCgroup);
@@ -403,7 +410,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
         mounts,
         cwd,
         env,
-        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, 'run', req.command],
+        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? (known ? '2' : '1') : '0', CHECKOUT_AT, 'run', req.command],
         disableUserns: host.disableUserns,
         asPid1: true,
       },
@@ -464,9 +471,15 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
   // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
   let changesUnknown = track && (outcome.reportCut || report.endsWith('\0@@cut'));
   if (track && !outcome.spawnError && !changesUnknown) {
-    const { before, after } = parseStatus(report);
-    if (before && after) changes = diffStatus(before, after);
+    const read = parseStatus(report);
+    const before = known ?? read.before;
+    if (before && read.after) {
+      changes = diffStatus(before, read.after);
+      // Every process of the command is gone: what it left stands until something else moves it.
+      if (finished(outcome, nonce)) await keepStatus(checkout, read.after);
+    }
   }
+  if (track && !changes) dropStatus(checkout);
   return {
     exitCode: outcome.exitCode,
     stdout: outcome.stdout,

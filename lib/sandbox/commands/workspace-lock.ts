@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { withFileLock } from '../../core/paths';
+import { forgetStatus } from './snapshot';
 
 /**
  * One thing at a time in a workspace's checkout: a command (its whole sandbox, from the mounts
@@ -13,5 +14,19 @@ import { withFileLock } from '../../core/paths';
  */
 export async function withWorkspaceLock<T>(checkout: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   const real = await fs.realpath(checkout).catch(() => path.resolve(checkout));
+  return withFileLock(
+    `${real}\0commands`,
+    async () => {
+      // Whatever a holder other than a command does may change the checkout: the next command
+      // reads its git status afresh (see snapshot.ts).
+      await forgetStatus(real);
+      return fn();
+    },
+    { waitMs: Number.POSITIVE_INFINITY, signal },
+  );
+}
+
+/** The lock as a command holds it: what a command changes, it reads itself. */
+export async function withCommandLock<T>(real: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   return withFileLock(`${real}\0commands`, fn, { waitMs: Number.POSITIVE_INFINITY, signal });
 }

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { promises as fs } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import type { RunCgroup } from './cgroup';
+import type { Launcher } from './launcher';
 import { bwrapOptions, type SandboxSpec } from './bwrap';
 import { HeadTail, Transcript, type TranscriptChunk } from './output';
 
@@ -77,6 +78,12 @@ const CLOSE_GRACE_MS = 2_000;
 const ARGS_FD = 4;
 
 export async function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
+  // A process made ahead inside the group: no join and no fork of the server now. Not with a
+  // gate (its two pipes are not among the launcher's), nor for a command a NUL would split.
+  const taken = opts.cgroup?.takeLauncher() ?? null;
+  const launcher = taken && !opts.prepare && !opts.spec.command.some((a) => a.includes('\0')) ? taken : null;
+  if (taken && !launcher) taken.dispose();
+  if (launcher) return start({ ...opts, spec: { ...opts.spec, env: { ...opts.spec.env, ...(opts.cgroupFds ? { BMAD_CGROUPS: '0' } : {}) } } }, [], launcher);
   const procs = opts.cgroupFds ? (opts.cgroup?.procsFiles ?? []) : [];
   const handles: Awaited<ReturnType<typeof fs.open>>[] = [];
   try {
@@ -93,7 +100,7 @@ export async function runSandboxed(opts: RunOptions): Promise<RunOutcome> {
   }
 }
 
-function start(opts: RunOptions, cgroupFds: number[]): Promise<RunOutcome> {
+function start(opts: RunOptions, cgroupFds: number[], launcher: Launcher | null = null): Promise<RunOutcome> {
   // Options (host paths among them) go on a descriptor; only the command stays on bwrap's own
   // command line, which is pid 1's (or its reaper's) inside and readable there.
   const options = Buffer.from(bwrapOptions(opts.spec).map((a) => `${a}\0`).join(''));
@@ -102,7 +109,7 @@ function start(opts: RunOptions, cgroupFds: number[]): Promise<RunOutcome> {
   // child's pid on one and waits for a byte on the other.
   const gate = opts.prepare ? { info: stdio.push('pipe') - 1, block: stdio.push('pipe') - 1 } : null;
   const args = [...(gate ? ['--info-fd', String(gate.info), '--block-fd', String(gate.block)] : []), '--args', String(ARGS_FD), '--', ...opts.spec.command];
-  const [file, argv] = opts.cgroup?.procsFiles.length && !opts.cgroupFds
+  const [file, argv] = opts.cgroup?.procsFiles.length && !opts.cgroupFds && !launcher
     ? ['/bin/sh', ['-c', ENTER_CGROUPS, 'sh', ...opts.cgroup.procsFiles, '--', opts.bwrap, ...args]]
     : [opts.bwrap, args];
   const started = performance.now();
@@ -117,7 +124,7 @@ function start(opts: RunOptions, cgroupFds: number[]): Promise<RunOutcome> {
     let settled = false;
     let exit: { code: number | null; signal: string | null } | null = null;
 
-    const child = spawn(file, argv, { stdio, detached: true, env: {} as NodeJS.ProcessEnv });
+    const child = launcher ? launcher.exec(file, argv) : spawn(file, argv, { stdio, detached: true, env: {} as NodeJS.ProcessEnv });
     const argsPipe = child.stdio[ARGS_FD] as Writable | null;
     // bwrap reads to the end before anything else; an early exit closes the pipe (EPIPE, ignored).
     argsPipe?.on('error', () => undefined);
