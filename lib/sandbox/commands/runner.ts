@@ -470,16 +470,18 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
   let changes: CommandResult['changes'] = null;
   // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
   let changesUnknown = track && (outcome.reportCut || report.endsWith('\0@@cut'));
+  let kept = false;
   if (track && !outcome.spawnError && !changesUnknown) {
     const read = parseStatus(report);
     const before = known ?? read.before;
     if (before && read.after) {
       changes = diffStatus(before, read.after);
       // Every process of the command is gone: what it left stands until something else moves it.
-      if (finished(outcome, nonce)) await keepStatus(checkout, read.after);
+      if (finished(outcome, nonce)) kept = await keepStatus(checkout, read.after).then(() => true);
     }
   }
-  if (track && !changes) dropStatus(checkout);
+  // Cut off, or not read whole: the next command reads its status itself.
+  if (track && !kept) dropStatus(checkout);
   return {
     exitCode: outcome.exitCode,
     stdout: outcome.stdout,
