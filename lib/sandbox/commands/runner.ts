@@ -230,15 +230,12 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
   mounts.push({ kind: 'ro', host: support.bin, at: SHIM_AT });
   if (support.libexec) mounts.push({ kind: 'ro', host: support.libexec, at: LIBEXEC_AT });
   mounts.push({ kind: 'rw', host: checkout, at: CHECKOUT_AT });
-  for (const dir of req.readOnlyInside ?? []) {
-    const real = await fs.realpath(dir).catch(() => null);
-    if (real && isInside(checkout, real)) mounts.push({ kind: 'ro', host: real, at: sandboxPath(checkout, real) });
-  }
-  for (const dir of req.writableInside ?? []) {
-    if (!(await makeInside(checkout, req.checkout, dir))) continue;
-    const real = await fs.realpath(dir).catch(() => null);
-    if (real && isInside(checkout, real)) mounts.push({ kind: 'rw', host: real, at: sandboxPath(checkout, real) });
-  }
+  // Each list looked up at once, mounted in the order given (a later mount covers an earlier
+  // one); the writable folders made first, so what the read-only ones are is the same every time.
+  const writable = await Promise.all((req.writableInside ?? []).map(async (dir) => ((await makeInside(checkout, req.checkout, dir)) ? fs.realpath(dir).catch(() => null) : null)));
+  const readOnly = await Promise.all((req.readOnlyInside ?? []).map((dir) => fs.realpath(dir).catch(() => null)));
+  for (const real of readOnly) if (real && isInside(checkout, real)) mounts.push({ kind: 'ro', host: real, at: sandboxPath(checkout, real) });
+  for (const real of writable) if (real && isInside(checkout, real)) mounts.push({ kind: 'rw', host: real, at: sandboxPath(checkout, real) });
   return mounts;
 }
 
@@ -359,11 +356,13 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
 }
 
 async function runLocked(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string): Promise<CommandResult> {
-  const cwdReal = await fs.realpath(req.cwd).catch(() => null);
+  const [cwdReal, tmpReal] = await Promise.all([
+    fs.realpath(req.cwd).catch(() => null),
+    req.tmp ? fs.mkdir(req.tmp, { recursive: true }).then(() => fs.realpath(req.tmp as string)) : null,
+  ]);
   const cwd = cwdReal && isInside(checkout, cwdReal) ? sandboxPath(checkout, cwdReal) : CHECKOUT_AT;
   const timeoutMs = Math.max(100, Math.min(settings.timeoutMs, req.timeoutMs ?? settings.timeoutMs));
   const maxBytes = settings.workspaceMaxMb > 0 ? settings.workspaceMaxMb * 1024 * 1024 : 0;
-  const tmpReal = req.tmp ? await fs.mkdir(req.tmp, { recursive: true }).then(() => fs.realpath(req.tmp as string)) : null;
   const diskDirs = [checkout, ...(tmpReal ? [tmpReal] : [])];
   // A setup's read-write mounts (its package caches): cleared of set-id bits like the checkout.
   const extraWritable = (req.mounts ?? []).filter((m) => m.kind === 'rw').map((m) => m.host);
@@ -379,22 +378,30 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
   }
 
   const memoryBytes = settings.memoryMb * 1024 * 1024;
-  const cgroup = await createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null);
+  // A setup changes the checkout outside any command's view; a command reads its status afresh after it.
+  if (req.setup) await forgetStatus(checkout);
+  // Independent steps, at once: the run's cgroup, what git status is known, the mounts.
+  const [cgroup, status, mounts] = await Promise.all([
+    createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null),
+    req.setup
+      ? { track: false, known: null }
+      : fs.access(path.join(checkout, '.git')).then(
+          // The status the last command left, when nothing else touched the checkout since: no git run before this one.
+          async () => ({ track: true, known: await keptStatus(checkout) }),
+          () => ({ track: false, known: null }),
+        ),
+    mountsFor(req, settings, host, checkout, tmpReal),
+  ]);
+  const { track, known } = status;
   const heldByCgroup = new Set(cgroup?.controllers ?? []);
   if (!heldByCgroup.has('pids') && process.getuid?.() === 0 && !warnedNoProcessLimit) {
     // ulimit -u is not enforced for root: nothing holds a fork storm but the host's own limits.
     warnedNoProcessLimit = true;
     log.warn('commands.no_process_limit', { reason: 'the server runs as root and no pids cgroup could be made; run it as an unprivileged user or delegate a cgroup' });
   }
-  // A setup changes the checkout outside any command's view; a command reads its status afresh after it.
-  if (req.setup) await forgetStatus(checkout);
-  const track = !req.setup && (await fs.access(path.join(checkout, '.git')).then(() => true, () => false));
-  // The status the last command left, when nothing else touched the checkout since: no git run before this one.
-  const known = track ? await keptStatus(checkout) : null;
   const nonce = randomBytes(16).toString('hex');
   const env = wrapperEnv(lineEnv(req, settings), nonce, extraAt);
   const limits = limitsFor(settings, heldByCgroup);
-  const mounts = await mountsFor(req, settings, host, checkout, tmpReal);
   const wrapper = (await supportFiles(host.python)).libexec ? `${LIBEXEC_AT}/bash` : '/bin/bash';
   const stop = new AbortController();
   const onAbort = () => stop.abort();
