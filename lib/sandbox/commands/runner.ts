@@ -140,7 +140,9 @@ elif [ "$4" != 0 ]; then
   snap @@after "$5" 'timeout -s KILL 10' >&3; stop_all
 fi
 find /workspace /tmp "\${writable[@]}" -xdev \\( -type d ! -perm -u=rx -exec chmod u+rx -- {} \\; -false \\) -o \\( \\( -type f -o -type d \\) -perm /6000 -exec chmod ug-s -- {} + \\) 2>/dev/null
-[ $? -lt 126 ] && printf '@@done\\0%s\\0' "$nonce" >&3
+found=$?
+printf '\\0@@eof%s' "$nonce"; printf '\\0@@eof%s' "$nonce" >&2
+[ $found -lt 126 ] && printf '@@done\\0%s\\0%s\\0' "$rc" "$nonce" >&3
 exit $rc
 `;
 
@@ -314,10 +316,19 @@ function wrapperEnv(line: Record<string, string>, nonce: string, extraWritable: 
   return env;
 }
 
-/** Whether the report ends with the wrapper's own `@@done` (one a line forged carries another nonce). */
-function finished(o: RunOutcome, nonce: string): boolean {
-  return !o.spawnError && o.reportTail.endsWith(`@@done\0${nonce}\0`);
+/** The exit status in the wrapper's own `@@done` at the report's end (one a line forged carries another nonce), or null. */
+function doneStatus(reportTail: string, nonce: string): number | null {
+  const m = /@@done\0(\d{1,3})\0([0-9a-f]+)\0$/.exec(reportTail.slice(-64));
+  return m && m[2] === nonce ? Number(m[1]) : null;
 }
+
+/** Whether the wrapper's clearing ran to its end. */
+function finished(o: RunOutcome, nonce: string): boolean {
+  return !o.spawnError && doneStatus(o.reportTail, nonce) !== null;
+}
+
+/** The wrapper ends its stdout and stderr with the nonce, and its report with `@@done`: see RunOptions.endMark. */
+const endMark = (nonce: string): RunOptions['endMark'] => ({ mark: nonce, done: (tail) => doneStatus(tail, nonce) });
 
 function limitsFor(settings: CommandSettings, heldByCgroup: Set<string>): string[] {
   return [
@@ -431,6 +442,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       signal: stop.signal,
       prepare: req.prepare,
       onOutput: req.onOutput,
+      endMark: endMark(nonce),
     });
     memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
   } finally {
@@ -463,6 +475,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       timeoutMs: CLEANUP_TIMEOUT_MS,
       maxOutputBytes: 10_000,
       maxReportBytes: MAX_STATUS_REPORT_BYTES,
+      endMark: endMark(nonce),
     });
     if (!finished(again, nonce)) {
       const cleared = await clearSetIdOnHost([...diskDirs, ...extraWritable]);
