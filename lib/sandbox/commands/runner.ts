@@ -392,7 +392,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
   // A setup changes the checkout outside any command's view; a command reads its status afresh after it.
   if (req.setup) await forgetStatus(checkout);
   // Independent steps, at once: the run's cgroup, what git status is known, the mounts.
-  const [cgroup, status, mounts] = await Promise.all([
+  const [cgroup, gitState, mounts] = await Promise.all([
     createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null),
     req.setup
       ? { track: false, known: null }
@@ -403,7 +403,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
         ),
     mountsFor(req, settings, host, checkout, tmpReal),
   ]);
-  const { track, known } = status;
+  const { track, known } = gitState;
   const heldByCgroup = new Set(cgroup?.controllers ?? []);
   if (!heldByCgroup.has('pids') && process.getuid?.() === 0 && !warnedNoProcessLimit) {
     // ulimit -u is not enforced for root: nothing holds a fork storm but the host's own limits.
@@ -444,21 +444,44 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       onOutput: req.onOutput,
       endMark: endMark(nonce),
     });
-    memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
   } finally {
     req.signal?.removeEventListener('abort', onAbort);
   }
   const dispose = () => cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
-  // The wrapper's pid 1 ended by itself: the kernel ended every other process of the sandbox
-  // before bwrap saw it go, so the empty group is removed meanwhile. Cut off from outside, the
-  // group is emptied (every process killed) before anything looks at the checkout again.
-  if (finished(outcome, nonce)) void dispose();
-  else await dispose();
-  const usedBytes = quota ? await quota.finish() : null;
+  const done = finished(outcome, nonce);
+  let report = outcome.report;
+  // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
+  const cut = () => track && (outcome.reportCut || report.endsWith('\0@@cut'));
+  const statusOf = () => {
+    if (!track || outcome.spawnError || cut()) return null;
+    const read = parseStatus(report);
+    const before = known ?? read.before;
+    return before && read.after ? { before, after: read.after } : null;
+  };
+  let usedBytes: number | null;
+  let status: { before: Map<string, string>; after: Map<string, string> } | null = null;
+  let kept = false;
+  if (done) {
+    // The wrapper said it is done: every other process of the sandbox is gone and pid 1 only
+    // exits. The group is removed meanwhile; the rest is read at once. What the command left
+    // stands until something else moves it.
+    status = statusOf();
+    [memoryExceeded, usedBytes, kept] = await Promise.all([
+      cgroup ? cgroup.memoryExceeded() : false,
+      quota ? quota.finish() : null,
+      status ? keepStatus(checkout, status.after).then(() => true) : false,
+    ]);
+    void dispose();
+  } else {
+    // Cut off from outside: the group is emptied (every process killed) before anything looks
+    // at the checkout again.
+    memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
+    await dispose();
+    usedBytes = quota ? await quota.finish() : null;
+  }
   const overQuota = quota?.exceeded ?? false;
 
-  let report = outcome.report;
-  if (!outcome.spawnError && !finished(outcome, nonce)) {
+  if (!outcome.spawnError && !done) {
     // The line was cut off (time limit, stop, quota) before the wrapper's clearing ended: a
     // sandbox of its own clears, and looks at git status if the first one did not get to.
     const needStatus = track && !outcome.reportCut && !req.signal?.aborted && parseStatus(report).after === null;
@@ -486,20 +509,10 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       else report = `${report}\0${again.report}`;
     }
   }
+  if (!done) status = statusOf();
 
-  let changes: CommandResult['changes'] = null;
-  // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
-  let changesUnknown = track && (outcome.reportCut || report.endsWith('\0@@cut'));
-  let kept = false;
-  if (track && !outcome.spawnError && !changesUnknown) {
-    const read = parseStatus(report);
-    const before = known ?? read.before;
-    if (before && read.after) {
-      changes = diffStatus(before, read.after);
-      // Every process of the command is gone: what it left stands until something else moves it.
-      if (finished(outcome, nonce)) kept = await keepStatus(checkout, read.after).then(() => true);
-    }
-  }
+  const changesUnknown = cut();
+  const changes: CommandResult['changes'] = status ? diffStatus(status.before, status.after) : null;
   // Cut off, or not read whole: the next command reads its status itself.
   if (track && !kept) dropStatus(checkout);
   return {
