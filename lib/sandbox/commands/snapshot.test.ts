@@ -86,6 +86,14 @@ sandboxed('the status a command leaves, as the next one\'s before', () => {
     expect(changed(await run('git checkout -- README.md'))).toEqual([{ path: 'README.md', status: 'clean' }]);
   });
 
+  it('is kept across a holder of the lock that only reads, and used: no status is read before the next command', async () => {
+    await run('echo one > a.txt');
+    await withWorkspaceLock(checkout, () => fs.readFile(path.join(checkout, 'a.txt'), 'utf8'), undefined, { readsOnly: true });
+    // Written past the lock, as nothing of the server does: only a status read afresh would know it.
+    await fs.writeFile(path.join(checkout, 'past-the-lock.txt'), 'x\n');
+    expect(changed(await run('true'))).toEqual([{ path: 'past-the-lock.txt', status: '??' }]);
+  });
+
   it('sees a write by another instance\'s file tool, which shares only the lock folder', async () => {
     await run('echo one > a.txt');
     const out = await new Promise<string>((resolve, reject) =>

@@ -12,14 +12,14 @@ import { forgetStatus } from './snapshot';
  * sharing the lock folder sees. No time limit on the wait (a holder ends within its own limits);
  * the signal stops it.
  */
-export async function withWorkspaceLock<T>(checkout: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+export async function withWorkspaceLock<T>(checkout: string, fn: () => Promise<T>, signal?: AbortSignal, opts: { readsOnly?: boolean } = {}): Promise<T> {
   const real = await fs.realpath(checkout).catch(() => path.resolve(checkout));
   return withFileLock(
     `${real}\0commands`,
     async () => {
-      // Whatever a holder other than a command does may change the checkout: the next command
-      // reads its git status afresh (see snapshot.ts).
-      await forgetStatus(real);
+      // Whatever a holder other than a command may change in the checkout, the next command
+      // reads its git status afresh for (see snapshot.ts); a holder that only reads leaves it.
+      if (!opts.readsOnly) await forgetStatus(real);
       return fn();
     },
     { waitMs: Number.POSITIVE_INFINITY, signal },

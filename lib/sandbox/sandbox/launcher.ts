@@ -33,11 +33,9 @@ const LAUNCH = [
   'exec "${a[@]}"',
 ].join('\n');
 
-/** stdin (the program to become), stdout, stderr, the report channel and bwrap's options. */
-export const LAUNCHER_STDIO = 5;
-
 export function startLauncher(procsFiles: string[]): Launcher {
   const child = spawn('/bin/bash', ['--noprofile', '--norc', '-c', LAUNCH, 'launcher', ...procsFiles], {
+    // stdin (the program to become), stdout, stderr, the report channel and bwrap's options.
     stdio: ['pipe', 'pipe', 'pipe', 'pipe', 'pipe'],
     detached: true,
     env: {} as NodeJS.ProcessEnv,
