@@ -9,8 +9,9 @@ import { fileLockFolder } from '../../core/paths';
  * command's cost after bubblewrap itself). It stands only while nothing but commands touched the
  * checkout since, which three things tell, each checked before it is used (all under the
  * workspace's lock, which every command and file tool holds):
- * - whatever else holds the workspace's lock (a file tool's write; a read only leaves it) forgets it, in this
- *   process and, through a token in the shared lock folder, in every instance sharing it;
+ * - whatever else holds the workspace's lock (a file tool's write; a read leaves it) forgets
+ *   it, in this process and, through a token in the shared lock folder, in every instance
+ *   sharing it;
  * - the host's own steps on the checkout (a turn's commit, a setup) forget it (forgetStatus);
  * - a stamp of the repository's own files (index, HEAD, packed refs, HEAD's log) taken right
  *   after the command must be unchanged: any git operation from outside a command (another
