@@ -17,7 +17,7 @@ import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
 import { diskUsage, pruneUnique } from './objects';
 import { cloneScript, cloneScriptOutcome, runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
-import { forgetStatus } from '../../sandbox/commands/snapshot';
+import { forgetCheckout, forgetStatus } from '../../sandbox/commands/snapshot';
 import { NameTakenError, DEFAULT_BUILD, type BuildSettings, type CommitInfo, type FileChange, type SetupOutcome, type Workspace, type WorkspaceDetail, type WorkspaceStore, type WorkspaceSummary } from './types';
 
 export type { Dropped };
@@ -721,7 +721,10 @@ export class WorkspaceService {
       if (pruned) log.info('workspace.pruned', { workspace: ws.id, removed: pruned.removed, repacked: pruned.repacked });
       return row;
     });
-    await removeTree(this.checkoutPath(ws));
+    const dir = this.checkoutPath(ws);
+    const real = await fs.promises.realpath(dir).catch(() => null);
+    await removeTree(dir);
+    if (real) await forgetCheckout(real);
     return updated;
   }
 }

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { DEFAULT_COMMAND_SETTINGS } from '../../core/config';
 import { fileLockFolder, setFileLockFolder } from '../../core/paths';
 import { forgetStatus, runCommand, withWorkspaceLock, type CommandHost, type CommandRequest, type CommandResult } from '.';
+import { forgetCheckout } from './snapshot';
 
 /**
  * The git status a command leaves, kept as the next command's "before": what a command reports
@@ -126,5 +127,13 @@ sandboxed('the status a command leaves, as the next one\'s before', () => {
     const cut = await run('echo late > late.txt; sleep 30', { timeoutMs: 1_000 });
     expect(cut.stopped).toBe('time_limit');
     expect(changed(await run('rm late.txt'))).toEqual([{ path: 'late.txt', status: 'clean' }]);
+  });
+
+  it('leaves nothing in the lock folder once the checkout is gone', async () => {
+    await withWorkspaceLock(checkout, async () => undefined);
+    const tokens = async () => (await fs.readdir(fileLockFolder())).filter((n) => n.endsWith('.touched'));
+    expect(await tokens()).toHaveLength(1);
+    await forgetCheckout(checkout);
+    expect(await tokens()).toEqual([]);
   });
 });

@@ -93,3 +93,9 @@ export async function forgetStatus(real: string): Promise<void> {
     await fs.writeFile(tokenFile(real), randomBytes(12).toString('hex')).catch(() => undefined);
   });
 }
+
+/** The checkout is gone (its workspace discarded): nothing of it is kept, here or in the lock folder. */
+export async function forgetCheckout(real: string): Promise<void> {
+  kept.delete(real);
+  await fs.unlink(tokenFile(real)).catch(() => undefined);
+}
