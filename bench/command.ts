@@ -1,8 +1,9 @@
 /**
  * The command tool's overhead: `bash -c true` run directly (spawned, the way a server would run a
  * line without a sandbox) against the same `true` through run_command (executeTool in a workspace
- * checkout: the queue, the quota watch, bubblewrap, git status before and after, the set-id
- * clearing, path mapping, audit), through its runner alone, in a folder without git, and a bare
+ * checkout: the queue, the quota watch, bubblewrap, git status after (before: the one the last
+ * command left), the set-id clearing, path mapping, audit), the same after a file tool's write
+ * (git status read before too), through its runner alone, in a folder without git, and a bare
  * bubblewrap start (the floor). Measured interleaved, one of each per round, so a machine whose
  * load changes meanwhile weighs on all alike. Figures only; not a timed test.
  *
@@ -13,7 +14,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { commandHost, runCommand } from '../lib/sandbox/commands';
+import { commandHost, forgetStatus, runCommand } from '../lib/sandbox/commands';
 import { bwrapArgs } from '../lib/sandbox/sandbox';
 import { DEFAULT_COMMAND_SETTINGS, DEFAULT_LIMITS, DEFAULT_SCRIPT_SETTINGS } from '../lib/core/config';
 import { executeTool } from '../lib/engine/tools';
@@ -30,6 +31,8 @@ export interface CommandFigures {
   toolCallMs: Summary;
   /** The tool's own duration_ms for those calls. */
   toolDurationMs: Summary;
+  /** The same call right after a file tool's write: git status read before the line too. */
+  toolAfterWriteMs: Summary;
   /** runCommand alone, same checkout. */
   runnerGitMs: Summary;
   /** runCommand in a folder without git (no status). */
@@ -84,7 +87,7 @@ export async function commandFigures(runs: number, say: (s: string) => void = ()
   };
   const bare = bwrapArgs({ mounts: [], cwd: '/', env: {}, command: ['/bin/true'], disableUserns: host.disableUserns });
   const loadAvgStart = os.loadavg().map((n) => Math.round(n * 100) / 100);
-  const series = { direct: [] as number[], tool: [] as number[], toolDuration: [] as number[], runnerGit: [] as number[], runnerPlain: [] as number[], bwrap: [] as number[] };
+  const series = { direct: [] as number[], tool: [] as number[], toolDuration: [] as number[], toolAfterWrite: [] as number[], runnerGit: [] as number[], runnerPlain: [] as number[], bwrap: [] as number[] };
   const call = async () => {
     const r = (await executeTool({ id: 'b', name: 'run_command', arguments: '{"command":"true"}' }, ctx)) as { ok: boolean; duration_ms?: number };
     if (!r.ok) throw new Error(`run_command failed: ${JSON.stringify(r).slice(0, 300)}`);
@@ -102,6 +105,9 @@ export async function commandFigures(runs: number, say: (s: string) => void = ()
       let d = NaN;
       series.tool.push(await timed(async () => (d = await call())));
       series.toolDuration.push(d);
+      // What a file tool's write does to the status the last command left.
+      await forgetStatus(checkout);
+      series.toolAfterWrite.push(await timed(() => call()));
       series.runnerGit.push(await timed(() => runCommand({ checkout, cwd: checkout, tmp: ctx.tmpRoot, command: 'true' }, settings, host)));
       series.runnerPlain.push(await timed(() => runCommand({ checkout: plain, cwd: plain, command: 'true' }, settings, host)));
       series.bwrap.push(await timed(() => spawnWait(host.bwrap, bare)));
@@ -116,6 +122,7 @@ export async function commandFigures(runs: number, say: (s: string) => void = ()
     directBashMs: summary(series.direct),
     toolCallMs: summary(series.tool),
     toolDurationMs: summary(series.toolDuration),
+    toolAfterWriteMs: summary(series.toolAfterWrite),
     runnerGitMs: summary(series.runnerGit),
     runnerPlainMs: summary(series.runnerPlain),
     bareBwrapMs: summary(series.bwrap),
@@ -137,6 +144,7 @@ export function commandMarkdown(f: CommandFigures): string {
     row('`bash -c true` spawned directly', f.directBashMs),
     row('run_command `true` (executeTool, git checkout of 100 files): the whole call', f.toolCallMs),
     row('… its duration_ms', f.toolDurationMs),
+    row('… right after a file tool\'s write (git status read before the line too)', f.toolAfterWriteMs),
     row('runCommand alone, same checkout', f.runnerGitMs),
     row('runCommand in a folder without git', f.runnerPlainMs),
     row('bare bubblewrap start (`true`, system mounts only)', f.bareBwrapMs),

@@ -550,6 +550,8 @@ export interface BoardView {
   decisions: DecisionView[];
   /** The project folder's sprint status differs from the committed one: changes wait until it is committed. */
   uncommitted?: boolean;
+  /** Present when work leaves as pull requests: the remote is in `pull-request` mode on this forge. */
+  pullRequests?: { forge: 'github' | 'gitlab' | 'gitea' };
 }
 
 /** 202 answer of starting a story. */
@@ -664,6 +666,8 @@ export interface PullRequestView {
   checks?: { state: 'pending' | 'success' | 'failure' | 'neutral' | null; checks: { name: string; state: 'pending' | 'success' | 'failure' | 'neutral'; url?: string }[] } | null;
   /** When the server last learned its state (webhook or poll). */
   updatedAt?: string;
+  /** What its last change meant for the story (closed without a merge: back in review). */
+  note?: string;
 }
 
 /** POST /api/projects/:id/workspaces/:wid/publish. */

@@ -106,6 +106,11 @@ beforeEach(() => {
     }
     if (/^\/api\/runs\/[^/]+\/answer$/.test(url) && method === 'POST') return json(202, { success: true, data: { status: 'queued' } });
     if (/^\/api\/projects\/shop\/workspaces\/[^/]+\/diff/.test(url)) return json(200, { success: true, data: { diff: DIFF, cut: false, bytes: DIFF.length } });
+    if (/^\/api\/projects\/shop\/workspaces\/[^/]+\/publish$/.test(url) && method === 'POST') {
+      const s = findStory('1-2-cart');
+      s.pullRequest = { number: 4, url: 'https://gitlab.example.com/team/shop/-/merge_requests/4', state: 'open', checks: { state: 'pending', checks: [{ name: 'pipeline #9', state: 'pending' }] } };
+      return json(200, { success: true, data: { branch: 'bmad/1-2-cart', pullRequest: s.pullRequest } });
+    }
     if (/^\/api\/projects\/shop\/workspaces\/[^/]+\/merge$/.test(url) && method === 'POST') {
       const s = findStory('1-2-cart');
       s.status = 'done';
@@ -285,6 +290,43 @@ it('merges a story from review; a conflict shows the paths and keeps it in revie
   expect(screen.getByTestId('story-notice')).toHaveTextContent('Merged at fffffff: the story is done.');
   expect(screen.queryByTestId('story-merge')).toBeNull();
   expect(methodsOf(/\/merge$/).map((c) => c.url)).toEqual(['/api/projects/shop/workspaces/ws_cart/merge', '/api/projects/shop/workspaces/ws_cart/merge']);
+});
+
+it('in pull-request mode, opens the story’s merge request from review, then offers to update it; the card links it with its checks', async () => {
+  board.pullRequests = { forge: 'gitlab' };
+  render(<Board projectId="shop" role="editor" agents={[]} />);
+  await screen.findAllByTestId('board-card');
+  await userEvent.click(within(lane('review')).getByRole('button', { name: 'Add items to the cart' }));
+  const publish = await screen.findByTestId('story-publish');
+  expect(publish).toHaveTextContent('Open merge request');
+  expect(screen.queryByTestId('story-pull-request')).toBeNull();
+  await userEvent.click(publish);
+  expect(await screen.findByTestId('story-notice')).toHaveTextContent('Opened merge request !4 from bmad/1-2-cart.');
+  await waitFor(() => expect(screen.getByTestId('story-publish')).toHaveTextContent('Update merge request'));
+  const link = within(screen.getByTestId('story-pull-request')).getByTestId('pull-request-link');
+  expect(link).toHaveTextContent('!4 open · checks running');
+  expect(link).toHaveAttribute('href', 'https://gitlab.example.com/team/shop/-/merge_requests/4');
+  expect(screen.getByTestId('story-pull-request')).toHaveTextContent('pipeline #9');
+  expect(methodsOf(/\/publish$/).map((c) => c.url)).toEqual(['/api/projects/shop/workspaces/ws_cart/publish']);
+  await userEvent.click(screen.getByTestId('story-back'));
+  expect(within(lane('review')).getByTestId('pull-request-link')).toHaveTextContent('!4 open');
+});
+
+it('offers no pull request when the remote is not in pull-request mode', async () => {
+  render(<Board projectId="shop" role="editor" agents={[]} />);
+  await screen.findAllByTestId('board-card');
+  await userEvent.click(within(lane('review')).getByRole('button', { name: 'Add items to the cart' }));
+  await screen.findByTestId('story-merge');
+  expect(screen.queryByTestId('story-publish')).toBeNull();
+});
+
+it('gives a viewer no pull request button in pull-request mode', async () => {
+  board.pullRequests = { forge: 'github' };
+  render(<Board projectId="shop" role="viewer" agents={[]} />);
+  await screen.findAllByTestId('board-card');
+  await userEvent.click(within(lane('review')).getByRole('button', { name: 'Add items to the cart' }));
+  await screen.findByTestId('story-detail');
+  expect(screen.queryByTestId('story-publish')).toBeNull();
 });
 
 it('answers a run that waits on a person from the decisions list', async () => {

@@ -20,6 +20,7 @@ import {
   type BoardStoryView,
   type BoardView,
   type BudgetView,
+  type ForgeKind,
   type ProjectRole,
 } from '../_lib/board';
 import { relativeTime } from '../_lib/format';
@@ -27,7 +28,7 @@ import { autopilotApi, stepText, type AutopilotView, type StoryPipelineView } fr
 import { useProjectEvents } from '../_lib/projectEvents';
 import { AutopilotPanel } from './BoardAutopilot';
 import { shortSha } from '../_lib/workspaces';
-import { AnswerForm, BoardStory } from './BoardStory';
+import { AnswerForm, BoardStory, PullRequestLink } from './BoardStory';
 import type { OpenDocument } from './RunsList';
 import { Spinner } from './icons';
 
@@ -41,7 +42,19 @@ const EVENT_COALESCE_MS = 150;
 const epicName = (key: string) => key.replace(/^epic-/, 'Epic ');
 
 /** One story's card: what it is, where its run stands and what it cost; the title opens it. */
-function StoryCard({ story, pipeline, showStatus, onOpen }: { story: BoardStoryView; pipeline?: StoryPipelineView | null; showStatus: boolean; onOpen: () => void }) {
+function StoryCard({
+  story,
+  pipeline,
+  showStatus,
+  forge,
+  onOpen,
+}: {
+  story: BoardStoryView;
+  pipeline?: StoryPipelineView | null;
+  showStatus: boolean;
+  forge?: ForgeKind | null;
+  onOpen: () => void;
+}) {
   return (
     <li className="board-card" data-testid="board-card" data-key={story.key} data-status={story.status ?? ''} data-run={story.run?.status ?? ''} data-step={pipeline?.step ?? ''}>
       <button type="button" className="board-card-open" onClick={onOpen} data-testid="board-card-open">
@@ -56,6 +69,7 @@ function StoryCard({ story, pipeline, showStatus, onOpen }: { story: BoardStoryV
           </span>
         ) : null}
         {story.spend ? <span className="board-card-spend">{spendText(story.spend)}</span> : null}
+        {story.pullRequest ? <PullRequestLink pr={story.pullRequest} forge={forge} /> : null}
         {pipeline ? (
           <span className={`board-step board-step-${pipeline.step}`} data-testid="board-card-step" title={pipeline.note ?? undefined}>
             {stepText(pipeline)}
@@ -73,6 +87,7 @@ function Lane({
   stories,
   pipelines,
   showStatus,
+  forge,
   onOpen,
 }: {
   name: string;
@@ -80,6 +95,7 @@ function Lane({
   stories: { epic: string; list: BoardStoryView[] }[];
   pipelines: Record<string, StoryPipelineView>;
   showStatus: boolean;
+  forge?: ForgeKind | null;
   onOpen: (key: string) => void;
 }) {
   const headingId = useId();
@@ -95,7 +111,7 @@ function Lane({
           <h4 className="board-epic-name">{epicName(g.epic)}</h4>
           <ul className="board-cards">
             {g.list.map((s) => (
-              <StoryCard key={s.key} story={s} pipeline={s.pipeline ?? pipelines[s.key] ?? null} showStatus={showStatus} onOpen={() => onOpen(s.key)} />
+              <StoryCard key={s.key} story={s} pipeline={s.pipeline ?? pipelines[s.key] ?? null} showStatus={showStatus} forge={forge} onOpen={() => onOpen(s.key)} />
             ))}
           </ul>
         </div>
@@ -475,6 +491,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
           canWrite={perms.write}
           openDocument={openDocument}
           onOpenConversation={onOpenConversation}
+          forge={board.pullRequests?.forge ?? null}
           onBack={() => setOpenKey(null)}
           onChanged={changed(found.story.key)}
         />
@@ -486,6 +503,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               id={c}
               name={COLUMN_NAMES[c]}
               showStatus={false}
+              forge={board.pullRequests?.forge ?? null}
               stories={storiesIn(board, (s) => s === c)}
               pipelines={autopilot?.stories ?? {}}
               onOpen={open}
@@ -496,6 +514,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               id="other"
               name="Other statuses"
               showStatus
+              forge={board.pullRequests?.forge ?? null}
               stories={storiesIn(board, (s) => !isBoardColumn(s))}
               pipelines={autopilot?.stories ?? {}}
               onOpen={open}

@@ -3,7 +3,7 @@
 import { RUN_STATUS_WORDS } from '../_lib/runs';
 import { useEffect, useId, useRef, useState, type FormEvent, type KeyboardEvent } from 'react';
 import { ApiError } from '../_lib/api';
-import { BOARD_COLUMNS, COLUMN_NAMES, boardApi, boardErrorText, isBoardColumn, isRunActive, spendText, type BoardStoryView, type DecisionView } from '../_lib/board';
+import { BOARD_COLUMNS, COLUMN_NAMES, boardApi, boardErrorText, isBoardColumn, isRunActive, pullRequestName, pullRequestText, spendText, type BoardStoryView, type DecisionView, type ForgeKind, type PullRequestView } from '../_lib/board';
 import { useEscape } from '../_lib/escape';
 import { modalKeys } from '../_lib/focus';
 import { relativeTime } from '../_lib/format';
@@ -126,6 +126,16 @@ export function AnswerForm({ decision, label, onAnswered }: { decision: Decision
   );
 }
 
+/** A pull request's link with its state and checks, as a card and the story show it. */
+export function PullRequestLink({ pr, forge }: { pr: PullRequestView; forge?: ForgeKind | null }) {
+  const name = pullRequestName(forge);
+  return (
+    <a className={`board-pr board-pr-${pr.state}`} href={pr.url} target="_blank" rel="noreferrer" data-testid="pull-request-link" data-state={pr.state} data-checks={pr.checks?.state ?? ''}>
+      {name.number(pr.number)} {pullRequestText(pr)}
+    </a>
+  );
+}
+
 function reasonOf(run: RunItem | null): string | null {
   const r = run?.result;
   if (r && typeof r.reason === 'string' && r.reason) return r.reason;
@@ -145,10 +155,12 @@ export interface BoardStoryProps {
   onBack: () => void;
   /** Something on the board changed (a start, a move, a merge, an answer): read it again. */
   onChanged: (optimistic?: Partial<BoardStoryView>) => void;
+  /** The remote's forge when work leaves as pull requests (the remote in pull-request mode). */
+  forge?: ForgeKind | null;
 }
 
 /** One story opened from its card: its document, its run, its workspace's diff, and what a person may do with it. */
-export function BoardStory({ projectId, story, epicKey, decision, canWrite, openDocument, onOpenConversation, onBack, onChanged }: BoardStoryProps) {
+export function BoardStory({ projectId, story, epicKey, decision, canWrite, openDocument, onOpenConversation, onBack, onChanged, forge }: BoardStoryProps) {
   const headingId = useId();
   const headingRef = useRef<HTMLHeadingElement>(null);
   const [dialog, setDialog] = useState<'start' | 'merge' | null>(null);
@@ -245,9 +257,28 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
     }
   };
 
+  const publish = async () => {
+    if (!ws) return;
+    setBusy(true);
+    setError(null);
+    setNotice(null);
+    try {
+      const r = await boardApi.publish(projectId, ws.id);
+      const name = pullRequestName(forge);
+      setNotice(`${story.pullRequest?.state === 'open' ? 'Updated' : 'Opened'} ${name.noun} ${name.number(r.pullRequest.number)} from ${r.branch}.`);
+      onChanged({ pullRequest: r.pullRequest });
+    } catch (e) {
+      setError({ message: boardErrorText(e, 'publish') });
+    } finally {
+      setBusy(false);
+    }
+  };
+
   const statuses = [...BOARD_COLUMNS, ...(story.status && !isBoardColumn(story.status) ? [story.status] : [])];
   const canStart = canWrite && !active && story.status !== 'done' && (!ws || ws.status !== 'open' || story.status !== 'review');
   const canMerge = canWrite && !active && story.status === 'review' && ws?.status === 'open';
+  const canPublish = canMerge && !!forge;
+  const prName = pullRequestName(forge);
   const reason = reasonOf(run);
 
   return (
@@ -299,8 +330,13 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
               {story.run ? 'Start again' : 'Start'}
             </button>
           ) : null}
+          {canPublish ? (
+            <button type="button" className="button button-small button-primary" onClick={() => void publish()} disabled={busy} data-testid="story-publish">
+              {busy ? <Spinner /> : null} {story.pullRequest?.state === 'open' ? `Update ${prName.noun}` : `Open ${prName.noun}`}
+            </button>
+          ) : null}
           {canMerge ? (
-            <button type="button" className="button button-small button-primary" onClick={() => setDialog('merge')} disabled={busy} data-testid="story-merge">
+            <button type="button" className={`button button-small${canPublish ? '' : ' button-primary'}`} onClick={() => setDialog('merge')} disabled={busy} data-testid="story-merge">
               Merge
             </button>
           ) : null}
@@ -349,6 +385,27 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
       ) : (
         <p className="build-help">No run has worked on this story.</p>
       )}
+
+      {story.pullRequest ? (
+        <>
+          <h4>{prName.noun[0]!.toUpperCase() + prName.noun.slice(1)}</h4>
+          <div data-testid="story-pull-request">
+            <p>
+              <PullRequestLink pr={story.pullRequest} forge={forge} />
+            </p>
+            {story.pullRequest.note ? <p className="build-help">{story.pullRequest.note}</p> : null}
+            {story.pullRequest.checks?.checks.length ? (
+              <ul className="board-checks">
+                {story.pullRequest.checks.checks.map((c) => (
+                  <li key={c.name}>
+                    <span className={`board-check board-check-${c.state}`}>{c.state}</span> {c.url ? <a href={c.url} target="_blank" rel="noreferrer">{c.name}</a> : c.name}
+                  </li>
+                ))}
+              </ul>
+            ) : null}
+          </div>
+        </>
+      ) : null}
 
       <h4>Workspace</h4>
       {ws ? (

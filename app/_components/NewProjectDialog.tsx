@@ -140,10 +140,12 @@ export function NewProjectDialog({ onCreated, onCancel }: NewProjectDialogProps)
           <fieldset className="form-field project-source" disabled={busy}>
             <legend>Start from</legend>
             <label className="source-choice">
-              <input type="radio" name={`${id}-source`} checked={source === 'install'} onChange={() => setSource('install')} data-testid="source-install" /> A new folder (BMAD’s installer)
+              <input type="radio" name={`${id}-source`} checked={source === 'install'} onChange={() => setSource('install')} data-testid="source-install" />
+              <span className="source-dot" aria-hidden="true" /> A new folder (BMAD’s installer)
             </label>
             <label className="source-choice">
-              <input type="radio" name={`${id}-source`} checked={source === 'git'} onChange={() => setSource('git')} data-testid="source-git" /> A Git repository
+              <input type="radio" name={`${id}-source`} checked={source === 'git'} onChange={() => setSource('git')} data-testid="source-git" />
+              <span className="source-dot" aria-hidden="true" /> A Git repository
             </label>
           </fieldset>
         )}

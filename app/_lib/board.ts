@@ -3,12 +3,12 @@
  * status, starting and moving stories, the project's monthly budget and the answers people give
  * runs that wait on them. Shapes are the wire types of types/api.ts.
  */
-import type { BoardStoryView, BoardView, BudgetView, DecisionView, ProjectView, StoryStartView } from '@/types/api';
+import type { BoardStoryView, BoardView, BudgetView, DecisionView, ProjectView, PublishView, PullRequestView, StoryStartView } from '@/types/api';
 import { ApiError, request } from './api';
 import { isActive } from './runs';
 import { workspaceActionError } from './workspaces';
 
-export type { BoardStoryView, BoardView, BudgetView, DecisionView, StoryStartView };
+export type { BoardStoryView, BoardView, BudgetView, DecisionView, PublishView, PullRequestView, StoryStartView };
 
 /** The sprint's lanes, in BMAD's order; a story with any other status gets a lane of its own after them. */
 export const BOARD_COLUMNS = ['backlog', 'ready-for-dev', 'in-progress', 'review', 'done'] as const;
@@ -92,10 +92,28 @@ export const boardApi = {
   budget: (projectId: string, signal?: AbortSignal) => call<BudgetView>(`${project(projectId)}/budget`, { signal }),
   saveBudget: (projectId: string, input: BudgetInput) => call<BudgetView>(`${project(projectId)}/budget`, { method: 'PUT', body: JSON.stringify(input) }),
   answer: (runId: string, text: string) => call<unknown>(`/api/runs/${enc(runId)}/answer`, { method: 'POST', body: JSON.stringify({ text }) }),
+  publish: (projectId: string, workspaceId: string, draft?: boolean) =>
+    call<PublishView>(`${project(projectId)}/workspaces/${enc(workspaceId)}/publish`, { method: 'POST', body: JSON.stringify(draft === undefined ? {} : { draft }) }),
 };
 
+export type ForgeKind = NonNullable<BoardView['pullRequests']>['forge'];
+
+/** What a forge calls a pull request (GitLab: a merge request), and how it numbers one. */
+export function pullRequestName(forge: ForgeKind | null | undefined): { noun: string; number: (n: number) => string } {
+  return forge === 'gitlab' ? { noun: 'merge request', number: (n) => `!${n}` } : { noun: 'pull request', number: (n) => `#${n}` };
+}
+
+const CHECK_WORDS: Record<string, string> = { success: 'checks passed', failure: 'checks failed', pending: 'checks running', neutral: 'checks neutral' };
+
+/** A pull request's state and checks in a few words: `open · checks passed`. */
+export function pullRequestText(pr: PullRequestView): string {
+  const state = pr.state === 'open' && pr.draft ? 'draft' : pr.state;
+  const checks = pr.checks?.state ? ` · ${CHECK_WORDS[pr.checks.state]}` : '';
+  return `${state}${checks}`;
+}
+
 /** A refused board action in words a person can act on; the server's own message otherwise. */
-export function boardErrorText(e: unknown, what: 'start' | 'move' | 'answer' | 'merge' | 'budget'): string {
+export function boardErrorText(e: unknown, what: 'start' | 'move' | 'answer' | 'merge' | 'budget' | 'publish'): string {
   const ae = e instanceof ApiError ? e : null;
   const message = (e as Error)?.message || 'Something went wrong.';
   if (!ae) return message;

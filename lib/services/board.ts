@@ -16,6 +16,8 @@ import { createWorkspace, discardWorkspace } from './workspaces';
 import { assertBudget } from './budgets';
 import { listDecisions } from './decisions';
 import { freshenForBoard, sprintOfProject } from './remotes';
+import { pullRequestsOf } from './forges';
+import type { PullRequestView } from '../../types/api';
 
 const storyNotFound = () => new AppError('E_STORY_NOT_FOUND', 'Story not found.');
 
@@ -45,7 +47,7 @@ function workByStory(runs: Run[]): Map<string, StoryWork> {
   return out;
 }
 
-async function storyView(story: BoardStory, work: StoryWork | undefined, workspaces: Map<string, Workspace | null>): Promise<BoardStoryView> {
+async function storyView(story: BoardStory, work: StoryWork | undefined, workspaces: Map<string, Workspace | null>, pullRequests?: Map<string, PullRequestView>): Promise<BoardStoryView> {
   const view: BoardStoryView = { key: story.key, title: story.title, status: story.status, file: story.file };
   if (!work) return view;
   view.run = { id: work.latest.id, status: work.latest.status };
@@ -55,6 +57,8 @@ async function storyView(story: BoardStory, work: StoryWork | undefined, workspa
     if (!workspaces.has(wid)) workspaces.set(wid, await getRuntime().workspaces.store.get(wid));
     const ws = workspaces.get(wid);
     if (ws) view.workspace = { id: ws.id, branch: ws.branch, status: ws.status };
+    const pr = ws ? pullRequests?.get(ws.id) : undefined;
+    if (pr) view.pullRequest = pr;
   }
   return view;
 }
@@ -62,13 +66,23 @@ async function storyView(story: BoardStory, work: StoryWork | undefined, workspa
 async function viewOf(caller: Caller, project: Project, board: Board): Promise<BoardView> {
   const work = workByStory(await getRuntime().runs.store.storyRuns(project.id));
   const workspaces = new Map<string, Workspace | null>();
+  const pullRequests = await pullRequestsOf(project.id);
   const epics = [];
   for (const e of board.epics) {
     const stories = [];
-    for (const s of e.stories) stories.push(await storyView(s, work.get(s.key), workspaces));
+    for (const s of e.stories) stories.push(await storyView(s, work.get(s.key), workspaces, pullRequests));
     epics.push({ key: e.key, status: e.status, retrospective: e.retrospective, stories });
   }
-  return { source: board.source, epics, decisions: await listDecisions(caller, project.id), ...(board.uncommitted ? { uncommitted: true } : {}) };
+  const remote = await getRuntime()
+    .remotes.get(project.id)
+    .catch(() => null);
+  return {
+    source: board.source,
+    epics,
+    decisions: await listDecisions(caller, project.id),
+    ...(board.uncommitted ? { uncommitted: true } : {}),
+    ...(remote?.forge && remote.mode === 'pull-request' ? { pullRequests: { forge: remote.forge } } : {}),
+  };
 }
 
 /**
@@ -100,7 +114,7 @@ async function currentStory(project: Project, sprint: SprintProject, key: string
   const story = findStory(await readBoard(sprint), key);
   if (!story) throw storyNotFound();
   const work = workByStory((await getRuntime().runs.store.storyRuns(project.id)).filter((r) => r.storyKey === key));
-  return storyView(story, work.get(key), new Map());
+  return storyView(story, work.get(key), new Map(), await pullRequestsOf(project.id));
 }
 
 /**

@@ -5,13 +5,14 @@ import { REPO, startHarness, type Harness } from './harness';
 /**
  * Every route of app/api and of the OpenAI-compatible app/v1, found on disk (so a new one cannot
  * be forgotten), with every method it exports, asked without credentials: 401 E_UNAUTHENTICATED
- * (under /v1 in OpenAI's error shape), except the health check and Better Auth's own routes
- * (sign-in must be reachable signed out).
+ * (under /v1 in OpenAI's error shape), except the health check, Better Auth's own routes
+ * (sign-in must be reachable signed out) and forges' webhooks, whose proof is the project's webhook
+ * secret, not a person (test/api/forges.test.ts: 401 without it, 404 for an unknown project).
  */
 const API = path.join(REPO, 'app/api');
 const V1 = path.join(REPO, 'app/v1');
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
-const OPEN = [/^\/api\/health$/, /^\/api\/auth(\/|$)/];
+const OPEN = [/^\/api\/health$/, /^\/api\/auth(\/|$)/, /^\/api\/forge\/[^/]+\/hook$/];
 
 function routeFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

@@ -45,8 +45,13 @@ const tooLarge = (limit: number) => new AppError('E_TOO_LARGE', `The request bod
 
 /** Reads the body as text, counting bytes as they arrive: a chunked upload cannot fill the memory. */
 export async function readBodyText(request: Request, limit = MAX_BODY_BYTES): Promise<string> {
+  return (await readBodyBytes(request, limit)).toString('utf8');
+}
+
+/** The body's bytes as they came (a signature is over them, not over a decoding), bounded as readBodyText. */
+export async function readBodyBytes(request: Request, limit = MAX_BODY_BYTES): Promise<Buffer> {
   if (Number(request.headers.get('content-length') ?? '0') > limit) throw tooLarge(limit);
-  if (!request.body) return '';
+  if (!request.body) return Buffer.alloc(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -60,7 +65,7 @@ export async function readBodyText(request: Request, limit = MAX_BODY_BYTES): Pr
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
 }
 
 /** Reads and validates a JSON body: 413 when too large, 400 naming the field otherwise. */

@@ -67,6 +67,11 @@ export function setFileLockFolder(folder: string): void {
   settings.folder = folder;
 }
 
+/** Where the cross-process lock files are (shared by the instances that share files). */
+export function fileLockFolder(): string {
+  return settings.folder;
+}
+
 export interface LockWait {
   /** Longest wait for another process's hold (WAIT_MS when not said); past it the call fails. */
   waitMs?: number;

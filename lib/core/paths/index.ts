@@ -2,4 +2,4 @@ export { expandVariables, expandDeep, isDocumentFolderKey, projectFolderValue, i
 export { resolvePath, resolveInRoot, toVirtual, redactPaths, isInside, isDeniedProjectName, walkFailure, type PathContext, type ResolvedPath } from './sandbox';
 export { openForRead, readResolved, hashResolved, writeFileAtomic, type WriteOutcome } from './safe-io';
 export { walkFolder, WalkError, type WalkEntry, type WalkOptions } from './walk';
-export { KeyedLock, setFileLockFolder, withFileLock } from './file-lock';
+export { fileLockFolder, KeyedLock, setFileLockFolder, withFileLock } from './file-lock';

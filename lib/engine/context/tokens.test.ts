@@ -104,12 +104,15 @@ describe('linear token counting', () => {
   });
   // Never below the exact count: the tests above, at sizes the library can still count, and the
   // joins' argument in bpe.ts; here the time, and the same count a slice at a time.
-  it.each(megabyte)('counts 1 MB of %s in well under a second', async (_, make) => {
+  // The bound is loose on purpose: a linear count takes a few hundred milliseconds, a quadratic one
+  // minutes, and a loaded machine (other test workers, GC threads counted as the process's CPU)
+  // must not turn the first into a failure.
+  it.each(megabyte)('counts 1 MB of %s in seconds, not minutes', async (_, make) => {
     const text = make();
     for (const t of tokenizers) {
       let n = 0;
       const ms = cpuMs(() => (n = t.count(text)));
-      expect({ tokenizer: t.name, ms: Math.round(ms), under1s: ms < 1_000 }).toMatchObject({ under1s: true });
+      expect({ tokenizer: t.name, ms: Math.round(ms), under5s: ms < 5_000 }).toMatchObject({ under5s: true });
       expect(n).toBeGreaterThan(0);
       expect(n).toBeLessThanOrEqual(Buffer.byteLength(text));
     }
@@ -118,17 +121,23 @@ describe('linear token counting', () => {
   it('gives the event loop a turn every few milliseconds while it counts a megabyte', async () => {
     const t = tokenizers[0];
     const text = letters(1_000_000, rng(99));
-    let last = performance.now();
+    const started = performance.now();
+    let last = started;
     let longest = 0;
+    let ticks = 0;
     const timer = setInterval(() => {
       const now = performance.now();
       longest = Math.max(longest, now - last);
       last = now;
+      ticks++;
     }, 5);
     const n = await t.countAsync(text);
+    const total = performance.now() - started;
     clearInterval(timer);
     expect(n).toBe(t.count(text));
-    // A blocked loop would show one gap as long as the whole count.
-    expect(longest).toBeLessThan(150);
+    // A blocked loop shows one gap as long as the whole count; a yielding one many short gaps.
+    // Measured against the count's own length, so a loaded machine slows both alike.
+    expect(ticks).toBeGreaterThan(3);
+    expect(longest).toBeLessThan(Math.max(150, total / 3));
   });
 });

@@ -28,6 +28,8 @@ export interface PullRequest {
   draft?: boolean;
   /** The head branch's commit the forge knows. */
   headSha?: string;
+  /** Once merged: the commit the merge made (or the head it fast-forwarded to). */
+  mergeCommit?: string;
   title?: string;
 }
 

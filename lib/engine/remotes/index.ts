@@ -9,6 +9,12 @@ export { beginClone, cloneView, type CloneRequest, type StartedClone } from './c
 export { baseState, fastForward, startCommit, trackingRef, isAncestor, commitFolder, type BaseState, type BaseRelation, type FastForward } from './base';
 export { guessForge, forgeName, tokenUser, type ForgeClient, type ForgeRegistry, type ForgeTarget, type RemoteHooks, type PullRequest, type PullRequestInput, type PullRequestState, type ChecksSummary, type CheckState, type Conditional, type WebhookVerifier } from './forge';
 export { MemoryRemoteStore } from './memory-store';
+export { forgeRegistry, GitHubClient, GitLabClient, GiteaClient } from './forge-clients';
+export { defaultApiUrl } from './forge-http';
+export { forgeWebhooks, readEvent, webhookKind, type ForgeEvent } from './webhooks';
+export { openPullRequestStore, MemoryPullRequestStore, SqlPullRequestStore, type PullRequestStore, type StoredPullRequest, type PullRequestPatch } from './pr-store';
+export { ForgeService, type ForgeServiceDeps, type ForgeProject, type ForgeStory, type ForgeWorkspace, type ForgeWorkspaces, type RanCommand, type WebhookOutcome } from './pull-requests';
+export { publishWorkspace, pullRequestOutcome, pullRequestBody, type PublishRequest, type PublishOutcome, type PullRequestOutcome } from './publish';
 export { SqlRemoteStore } from './sql-store';
 
 /** Remotes and clones in the stores' database (as lib/engine/workspaces' openWorkspaceStore). */

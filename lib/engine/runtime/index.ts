@@ -23,7 +23,8 @@ import { monthOf, openBudgetStore, personStop, projectStop, serverStop, type Bud
 import { closeVersionStores } from '../../content/versions';
 import { PendingWork } from './work';
 import { judgeBuildRun } from './build-judge';
-import { openRemoteStore, RemoteService } from '../remotes';
+import { forgeRegistry, type ForgeService, openPullRequestStore, openRemoteStore, RemoteService } from '../remotes';
+import { createForgeService } from './forges';
 import { keyRingOf } from '../../store/secrets';
 import { log } from '../../core/log';
 
@@ -51,6 +52,8 @@ export interface Runtime extends ChatDeps {
   budgets: BudgetStore;
   /** Projects' remote repositories and the clones that make projects from a URL. */
   remotes: RemoteService;
+  /** Workspaces' pull requests on the remotes' forges: publishing, their state by webhook and polling. */
+  forges: ForgeService;
   /** On Postgres: project events to and from the other instances (lib/engine/events); null: this process only. */
   eventRelay: EventRelay | null;
 }
@@ -72,6 +75,9 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // One database for the stores and the accounts; each takes its own handle of it.
   const database = openDatabase(config, conversationHistory);
   const accounts = settings.enabled ? openAccounts({ dataDir: config.dataDir, database, settings }) : null;
+  // The forges' part reaches the runs' store only once the runtime is made (the runs come last).
+  let runsOf: RunService | null = null;
+  let forges: ForgeService | null = null;
   // Every instance on one Postgres database hears the others' project events.
   const eventRelay = database.kind === 'postgres' ? new PgEventRelay(database.open({ poolSize: 2 })) : null;
   void setEventRelay(eventRelay);
@@ -96,7 +102,12 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       keys: keyRingOf(config.remotes),
       allowHosts: config.remotes.allowHosts,
       sshDir: path.join(config.dataDir, 'ssh'),
+      forges: forgeRegistry(config.remotes.allowHosts),
+      hooks: { statusBranchPushed: (projectId, branch, base) => forges!.statusBranchPushed(projectId, branch, base) },
     }),
+    get forges(): ForgeService {
+      return forges!;
+    },
     eventRelay,
     auditDir: path.join(config.dataDir, 'audit'),
     work,
@@ -133,11 +144,21 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       return judgeBuildRun(runtime, run, { ...who, run: run.id });
     },
   });
+  runsOf = runs;
+  forges = createForgeService({
+    remotes: runtime.remotes,
+    workspaces: runtime.workspaces,
+    store: openPullRequestStore(database),
+    projects: runtime.projects,
+    conversations: runtime.store,
+    runs: () => runsOf!.store,
+    pollSeconds: config.remotes.pollSeconds,
+  });
   if (config.remotes.previousSecretsKeys?.length && config.remotes.secretsKey) {
     // A rotation: every secret sealed with a previous key is sealed again with SECRETS_KEY.
     work.track(runtime.remotes.rewrapSecrets().catch((e: unknown) => log.warn('remote.rewrap_failed', { message: String((e as Error)?.message ?? e).slice(0, 200) })));
   }
-  return { ...runtime, runs };
+  return { ...runtime, runs, forges };
 }
 
 /** The project's monthly budget when this month's spend (UTC) has reached a limit of it. */
@@ -192,6 +213,8 @@ export function getRuntime(): Runtime {
     holder.__bmadRuntime = createRuntime();
     // Runs a previous process left are settled as soon as the server is back.
     holder.__bmadRuntime.runs.start();
+    // Open pull requests are polled (FORGE_POLL_SECONDS) for when no webhook arrives.
+    holder.__bmadRuntime.forges.start();
   }
   return holder.__bmadRuntime;
 }
@@ -204,6 +227,7 @@ export function getRuntime(): Runtime {
  */
 export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime, 'store' | 'accounts' | 'mcp'>> = {}): Promise<void> {
   await runtime.runs.close();
+  await runtime.forges.stop();
   await runtime.work.settled();
   await closeVersionStores(path.join(runtime.config.dataDir, 'versions'));
   if (runtime.mcp !== keep.mcp) await runtime.mcp?.close();
@@ -212,6 +236,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   await runtime.workspaces.store.close();
   await runtime.budgets.close();
   await runtime.remotes.store.close();
+  await runtime.forges.store.close();
   if (runtime.eventRelay) await dropEventRelay(runtime.eventRelay);
 }
 

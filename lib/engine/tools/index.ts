@@ -180,7 +180,7 @@ async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: Tool
   }
   const abort = whenAborted(ctx.signal);
   try {
-    const running = inWorkspace(tool, ctx) ? withWorkspaceLock(ctx.commands!.checkout, () => (ctx.signal?.aborted ? Promise.resolve(abortedResult()) : tool.run(checked.data, ctx)), ctx.signal).catch((e) => (ctx.signal?.aborted ? abortedResult() : Promise.reject(e))) : tool.run(checked.data, ctx);
+    const running = inWorkspace(tool, ctx) ? withWorkspaceLock(ctx.commands!.checkout, () => (ctx.signal?.aborted ? Promise.resolve(abortedResult()) : tool.run(checked.data, ctx)), ctx.signal, { readsOnly: READS_ONLY.has(tool.name) }).catch((e) => (ctx.signal?.aborted ? abortedResult() : Promise.reject(e))) : tool.run(checked.data, ctx);
     // A stop answers at once; the call itself goes on to its end (a write lands whole).
     ctx.track?.(running);
     const result = await Promise.race([running, abort.promise]);
@@ -189,6 +189,9 @@ async function runTool(call: ToolCall, ctx: ToolContext): Promise<{ result: Tool
     abort.dispose();
   }
 }
+
+/** Tools that only look at files: the git status the last command left still stands after them. */
+const READS_ONLY = new Set([readFileTool.name, listFilesTool.name, searchFilesTool.name]);
 
 /** Tools that look at or write the project's files on the host; run_command takes the lock itself, a subagent's calls each take it. */
 const HOST_SIDE = new Set(TOOLS.filter((t) => t !== runCommandTool && t !== spawnSubagentTool).map((t) => t.name));

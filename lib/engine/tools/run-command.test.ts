@@ -236,4 +236,14 @@ sandboxed('run_command', () => {
     expect(r).toMatchObject({ ok: true, exit_code: 0, hint: expect.stringMatching(/could not be synced/) });
     expect(JSON.stringify(r)).not.toContain('/srv/secret');
   });
+
+  it('reports a command\'s changes alone when a file tool wrote in between, and the write\'s undoing as the command\'s', async () => {
+    await run({ command: 'echo one > one.txt' });
+    expect(await call('save_output', { file_path: '{output_folder}/plan.md', content: '# Plan\n' })).toMatchObject({ ok: true });
+    expect((await run({ command: 'true' })).files_changed).toEqual([]);
+    expect(await call('read_file', { file_path: '{output_folder}/plan.md' })).toMatchObject({ ok: true });
+    const removed = await run({ command: 'rm {output_folder}/plan.md && git status --short' });
+    expect(removed.files_changed?.map((f) => f.status)).toEqual(['clean']);
+    expect(removed.files_changed?.[0].path).toMatch(/\/plan\.md$/);
+  });
 });

@@ -36,14 +36,15 @@ async function real(p: string): Promise<string | null> {
 }
 
 async function places(ctx: ToolContext, commands: CommandContext): Promise<Places | null> {
-  const checkout = await real(commands.checkout);
-  const project = await real(ctx.projectRoot);
+  const roots = [['{output_folder}', ctx.outputRoot], ['{bundle-root}', ctx.bundleRoot], ['{core-root}', ctx.coreRoot]] as const;
+  // Looked up at once: each is a round trip to the file system.
+  const [checkout, project, ...found] = await Promise.all([real(commands.checkout), real(ctx.projectRoot), ...roots.map(([, root]) => real(root))]);
   if (!checkout || !project || !isInside(checkout, project)) return null;
   const tokens: Record<string, string> = { '{project-root}': sandboxPath(checkout, project) };
-  for (const [token, root] of [['{output_folder}', ctx.outputRoot], ['{bundle-root}', ctx.bundleRoot], ['{core-root}', ctx.coreRoot]] as const) {
-    const r = await real(root);
+  roots.forEach(([token], i) => {
+    const r = found[i];
     if (r && isInside(checkout, r)) tokens[token] = sandboxPath(checkout, r);
-  }
+  });
   // Without a kept temp folder /tmp is gone with the sandbox: nothing there to read back.
   if (ctx.tmpRoot) tokens[TMP_TOKEN] = '/tmp';
   return { checkout, project, tokens };

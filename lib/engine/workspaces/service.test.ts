@@ -105,7 +105,7 @@ describe('discarding a large workspace', () => {
     }
     expect(fs.existsSync(s.service.checkoutPath(ws))).toBe(false);
     // fs.rmSync of these 15,000 files stalls it for a second or more on this kind of machine.
-    expect(worst).toBeLessThan(300);
+    expect(worst).toBeLessThan(700);
   }, 120_000);
 });
 

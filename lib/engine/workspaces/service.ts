@@ -18,6 +18,7 @@ import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
 import { diskUsage, pruneUnique } from './objects';
 import { cloneScript, cloneScriptOutcome, runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
+import { forgetCheckout, forgetStatus } from '../../sandbox/commands/snapshot';
 import { mergeTrees, repoPathsOf, type TreeMerge } from './union-merge';
 import { NameTakenError, DEFAULT_BUILD, type BuildSettings, type CommitInfo, type FileChange, type SetupOutcome, type Workspace, type WorkspaceDetail, type WorkspaceStore, type WorkspaceSummary } from './types';
 
@@ -458,6 +459,8 @@ export class WorkspaceService {
   private async readClone(ws: Workspace, dir: string, commit?: Person & { message: string }): Promise<{ committed: boolean; usage: number | null }> {
     const env: Record<string, string> = commit ? { ...gitIdentityEnv(commit), BMAD_MESSAGE: commit.message.replace(/\0/g, '') || 'Workspace changes' } : {};
     const out = await runInCheckout({ bwrap: this.opts.bwrap ?? 'bwrap' }, dir, cloneScript(ws.branch, ws.baseCommit, { commit: !!commit }), env);
+    // A commit leaves files clean that the last command left changed: the next command reads its status afresh.
+    if (commit) await forgetStatus(await fs.promises.realpath(dir).catch(() => dir));
     if (!out.ok) log.warn(commit ? 'workspace.commit_failed' : 'workspace.weigh_failed', { workspace: ws.id, code: out.exitCode ?? -1, message: out.stderr.slice(0, 300) });
     return cloneScriptOutcome(out.stdout);
   }
@@ -732,7 +735,10 @@ export class WorkspaceService {
       if (pruned) log.info('workspace.pruned', { workspace: ws.id, removed: pruned.removed, repacked: pruned.repacked });
       return row;
     });
-    await removeTree(this.checkoutPath(ws));
+    const dir = this.checkoutPath(ws);
+    const real = await fs.promises.realpath(dir).catch(() => null);
+    await removeTree(dir);
+    if (real) await forgetCheckout(real);
     emitProjectEvent(project.id, { type: 'workspace', workspaceId: ws.id });
     return updated;
   }

@@ -1,4 +1,4 @@
-export type WorkspaceStatus = 'open' | 'merged' | 'discarded';
+export type WorkspaceStatus = 'open' | 'merged' | 'discarded' | 'closed';
 
 /** What the workspace's setup line did (it runs in the command tool's sandbox; kept here). */
 export interface SetupOutcome {

@@ -276,7 +276,7 @@ describe('runTurn', () => {
       }
     });
     const elapsed = performance.now() - abortedAt;
-    expect(elapsed).toBeLessThan(1000);
+    expect(elapsed).toBeLessThan(3_000);
     expect(types(events).slice(-2)).toEqual(['assistant-message', 'finish']);
     expect(only(events, 'assistant-message')[0]).toMatchObject({ toolCalls: [], usage: { promptTokens: 0, completionTokens: 0 } });
     expect(only(events, 'assistant-message')[0].content.length).toBeGreaterThan(0);

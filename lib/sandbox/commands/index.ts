@@ -16,5 +16,6 @@ export {
 export { uvShim, supportFiles } from './shim';
 export { runSetup, setupNetworkCapability, treeKey, CACHE_AT, type SetupRun, type SetupRequest } from './setup';
 export { withWorkspaceLock } from './workspace-lock';
+export { forgetStatus } from './snapshot';
 export { commandEnv, refusedEnvReason, REFUSED_ENV, ENV_NAME } from './env-policy';
 export { onlyRemoves } from './quota';

@@ -96,6 +96,13 @@ sandboxed('a command', () => {
     expect((await run('no-such-program')).exitCode).toBe(127);
   });
 
+  it('passes output whole, NUL bytes and a forged end mark included, with the line\'s own exit code', async () => {
+    const r = await run("printf 'a\\0@@eof%s\\0b' 0123456789abcdef0123456789abcdef; printf 'err\\0@@eo' >&2; exit 7");
+    expect(r).toMatchObject({ exitCode: 7, stdout: 'a\0@@eof0123456789abcdef0123456789abcdef\0b', stderr: 'err\0@@eo' });
+    const said = (stream: string) => r.transcript.filter((c) => c.stream === stream).map((c) => c.text).join('');
+    expect([said('stdout'), said('stderr')]).toEqual([r.stdout, r.stderr]);
+  });
+
   it('creates no folder outside the checkout through a link planted where the render folder goes', async () => {
     const elsewhere = path.join(base, 'elsewhere');
     await fs.mkdir(elsewhere);

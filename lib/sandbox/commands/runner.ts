@@ -11,7 +11,8 @@ import { scriptCapabilities } from '../scripts';
 import { commandEnv } from './env-policy';
 import { lastUsage, measure, onlyRemoves, rememberUsage, watchQuota } from './quota';
 import { supportFiles } from './shim';
-import { withWorkspaceLock } from './workspace-lock';
+import { dropStatus, forgetStatus, keepStatus, keptStatus } from './snapshot';
+import { withCommandLock } from './workspace-lock';
 
 /** Where the checkout appears inside the sandbox; the same for every workspace and instance. */
 export const CHECKOUT_AT = '/workspace';
@@ -104,14 +105,16 @@ export interface CommandResult {
  * The sandbox's pid 1: an execute-only copy of bash (see shim.ts), so no process inside may
  * trace it, read its memory or descriptors, or signal it. It joins the run's cgroups first (see
  * RunOptions.cgroupFds), closes every other descriptor the server was started with (only stdio
- * and the report channel go on), sets the process limits, records
- * git status, runs the line (in a subshell that exports the line's environment: the wrapper's own
- * is fixed, so no project variable reaches it), then ends every other process of the sandbox, records git
+ * and the report channel go on), sets the process limits, records git status (unless the
+ * server still knows it from the last command: see snapshot.ts), runs the line (in a subshell
+ * that exports the line's environment: the wrapper's own is fixed, so no project variable
+ * reaches it), then ends every other process of the sandbox, records git
  * status again, ends what that started (a repository's filters run there) and clears set-id bits
  * in what the command could write: inside the sandbox's mount namespace, where a link points only
  * at what the sandbox sees (read-only but for those folders). Last, `@@done` with a nonce only
  * it knows (its environment is unreadable inside) says the clearing ran to its end.
- * Arguments: file size KB, processes, address space KB, track (1/0), checkout, mode (run/clean),
+ * Arguments: file size KB, processes, address space KB, track (0 no status, 1 before and after,
+ * 2 after only), checkout, mode (run/clean),
  * the line — never spliced into this text.
  */
 const WRAPPER = `
@@ -132,12 +135,14 @@ if [ "$6" = run ]; then
   ( export "\${env[@]}"; exec /bin/bash -c "$7" ) 3>&-
   rc=$?
   stop_all
-  if [ "$4" = 1 ]; then snap @@after "$5" >&3; stop_all; fi
-elif [ "$4" = 1 ]; then
+  if [ "$4" != 0 ]; then snap @@after "$5" >&3; stop_all; fi
+elif [ "$4" != 0 ]; then
   snap @@after "$5" 'timeout -s KILL 10' >&3; stop_all
 fi
 find /workspace /tmp "\${writable[@]}" -xdev \\( -type d ! -perm -u=rx -exec chmod u+rx -- {} \\; -false \\) -o \\( \\( -type f -o -type d \\) -perm /6000 -exec chmod ug-s -- {} + \\) 2>/dev/null
-[ $? -lt 126 ] && printf '@@done\\0%s\\0' "$nonce" >&3
+found=$?
+printf '\\0@@eof%s' "$nonce"; printf '\\0@@eof%s' "$nonce" >&2
+[ $found -lt 126 ] && printf '@@done\\0%s\\0%s\\0' "$rc" "$nonce" >&3
 exit $rc
 `;
 
@@ -227,15 +232,12 @@ async function mountsFor(req: CommandRequest, settings: CommandSettings, host: C
   mounts.push({ kind: 'ro', host: support.bin, at: SHIM_AT });
   if (support.libexec) mounts.push({ kind: 'ro', host: support.libexec, at: LIBEXEC_AT });
   mounts.push({ kind: 'rw', host: checkout, at: CHECKOUT_AT });
-  for (const dir of req.readOnlyInside ?? []) {
-    const real = await fs.realpath(dir).catch(() => null);
-    if (real && isInside(checkout, real)) mounts.push({ kind: 'ro', host: real, at: sandboxPath(checkout, real) });
-  }
-  for (const dir of req.writableInside ?? []) {
-    if (!(await makeInside(checkout, req.checkout, dir))) continue;
-    const real = await fs.realpath(dir).catch(() => null);
-    if (real && isInside(checkout, real)) mounts.push({ kind: 'rw', host: real, at: sandboxPath(checkout, real) });
-  }
+  // Each list looked up at once, mounted in the order given (a later mount covers an earlier
+  // one); the writable folders made first, so what the read-only ones are is the same every time.
+  const writable = await Promise.all((req.writableInside ?? []).map(async (dir) => ((await makeInside(checkout, req.checkout, dir)) ? fs.realpath(dir).catch(() => null) : null)));
+  const readOnly = await Promise.all((req.readOnlyInside ?? []).map((dir) => fs.realpath(dir).catch(() => null)));
+  for (const real of readOnly) if (real && isInside(checkout, real)) mounts.push({ kind: 'ro', host: real, at: sandboxPath(checkout, real) });
+  for (const real of writable) if (real && isInside(checkout, real)) mounts.push({ kind: 'rw', host: real, at: sandboxPath(checkout, real) });
   return mounts;
 }
 
@@ -314,10 +316,19 @@ function wrapperEnv(line: Record<string, string>, nonce: string, extraWritable: 
   return env;
 }
 
-/** Whether the report ends with the wrapper's own `@@done` (one a line forged carries another nonce). */
-function finished(o: RunOutcome, nonce: string): boolean {
-  return !o.spawnError && o.reportTail.endsWith(`@@done\0${nonce}\0`);
+/** The exit status in the wrapper's own `@@done` at the report's end (one a line forged carries another nonce), or null. */
+function doneStatus(reportTail: string, nonce: string): number | null {
+  const m = /@@done\0(\d{1,3})\0([0-9a-f]+)\0$/.exec(reportTail.slice(-64));
+  return m && m[2] === nonce ? Number(m[1]) : null;
 }
+
+/** Whether the wrapper's clearing ran to its end. */
+function finished(o: RunOutcome, nonce: string): boolean {
+  return !o.spawnError && doneStatus(o.reportTail, nonce) !== null;
+}
+
+/** The wrapper ends its stdout and stderr with the nonce, and its report with `@@done`: see RunOptions.endMark. */
+const endMark = (nonce: string): RunOptions['endMark'] => ({ mark: nonce, done: (tail) => doneStatus(tail, nonce) });
 
 function limitsFor(settings: CommandSettings, heldByCgroup: Set<string>): string[] {
   return [
@@ -340,7 +351,7 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
   const started = performance.now();
   const aborted = (): CommandResult => ({ exitCode: null, stdout: '', stderr: '', transcript: [], durationMs: Math.round(performance.now() - started), stopped: null, aborted: true, truncated: false, outputBytes: 0, changes: null, cgroup: [] });
   try {
-    return await withWorkspaceLock(
+    return await withCommandLock(
       checkout,
       async () => {
         if (req.signal?.aborted) return aborted();
@@ -356,11 +367,13 @@ export async function runCommand(req: CommandRequest, settings: CommandSettings,
 }
 
 async function runLocked(req: CommandRequest, settings: CommandSettings, host: CommandHost, checkout: string): Promise<CommandResult> {
-  const cwdReal = await fs.realpath(req.cwd).catch(() => null);
+  const [cwdReal, tmpReal] = await Promise.all([
+    fs.realpath(req.cwd).catch(() => null),
+    req.tmp ? fs.mkdir(req.tmp, { recursive: true }).then(() => fs.realpath(req.tmp as string)) : null,
+  ]);
   const cwd = cwdReal && isInside(checkout, cwdReal) ? sandboxPath(checkout, cwdReal) : CHECKOUT_AT;
   const timeoutMs = Math.max(100, Math.min(settings.timeoutMs, req.timeoutMs ?? settings.timeoutMs));
   const maxBytes = settings.workspaceMaxMb > 0 ? settings.workspaceMaxMb * 1024 * 1024 : 0;
-  const tmpReal = req.tmp ? await fs.mkdir(req.tmp, { recursive: true }).then(() => fs.realpath(req.tmp as string)) : null;
   const diskDirs = [checkout, ...(tmpReal ? [tmpReal] : [])];
   // A setup's read-write mounts (its package caches): cleared of set-id bits like the checkout.
   const extraWritable = (req.mounts ?? []).filter((m) => m.kind === 'rw').map((m) => m.host);
@@ -376,18 +389,30 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
   }
 
   const memoryBytes = settings.memoryMb * 1024 * 1024;
-  const cgroup = await createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null);
+  // A setup changes the checkout outside any command's view; a command reads its status afresh after it.
+  if (req.setup) await forgetStatus(checkout);
+  // Independent steps, at once: the run's cgroup, what git status is known, the mounts.
+  const [cgroup, gitState, mounts] = await Promise.all([
+    createRunCgroup({ maxProcesses: settings.maxProcesses, memoryBytes }).catch(() => null),
+    req.setup
+      ? { track: false, known: null }
+      : fs.access(path.join(checkout, '.git')).then(
+          // The status the last command left, when nothing else touched the checkout since: no git run before this one.
+          async () => ({ track: true, known: await keptStatus(checkout) }),
+          () => ({ track: false, known: null }),
+        ),
+    mountsFor(req, settings, host, checkout, tmpReal),
+  ]);
+  const { track, known } = gitState;
   const heldByCgroup = new Set(cgroup?.controllers ?? []);
   if (!heldByCgroup.has('pids') && process.getuid?.() === 0 && !warnedNoProcessLimit) {
     // ulimit -u is not enforced for root: nothing holds a fork storm but the host's own limits.
     warnedNoProcessLimit = true;
     log.warn('commands.no_process_limit', { reason: 'the server runs as root and no pids cgroup could be made; run it as an unprivileged user or delegate a cgroup' });
   }
-  const track = !req.setup && existsSync(path.join(checkout, '.git'));
   const nonce = randomBytes(16).toString('hex');
   const env = wrapperEnv(lineEnv(req, settings), nonce, extraAt);
   const limits = limitsFor(settings, heldByCgroup);
-  const mounts = await mountsFor(req, settings, host, checkout, tmpReal);
   const wrapper = (await supportFiles(host.python)).libexec ? `${LIBEXEC_AT}/bash` : '/bin/bash';
   const stop = new AbortController();
   const onAbort = () => stop.abort();
@@ -403,7 +428,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
         mounts,
         cwd,
         env,
-        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? '1' : '0', CHECKOUT_AT, 'run', req.command],
+        command: [wrapper, '--noprofile', '--norc', '-c', WRAPPER, 'sandbox', ...limits, track ? (known ? '2' : '1') : '0', CHECKOUT_AT, 'run', req.command],
         disableUserns: host.disableUserns,
         asPid1: true,
       },
@@ -417,22 +442,46 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       signal: stop.signal,
       prepare: req.prepare,
       onOutput: req.onOutput,
+      endMark: endMark(nonce),
     });
-    memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
   } finally {
     req.signal?.removeEventListener('abort', onAbort);
   }
   const dispose = () => cgroup?.dispose().catch((e) => log.warn('commands.cgroup_cleanup_failed', { error: e instanceof Error ? e.name : 'unknown' }));
-  // The wrapper's pid 1 ended by itself: the kernel ended every other process of the sandbox
-  // before bwrap saw it go, so the empty group is removed meanwhile. Cut off from outside, the
-  // group is emptied (every process killed) before anything looks at the checkout again.
-  if (finished(outcome, nonce)) void dispose();
-  else await dispose();
-  const usedBytes = quota ? await quota.finish() : null;
+  const done = finished(outcome, nonce);
+  let report = outcome.report;
+  // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
+  const cut = () => track && (outcome.reportCut || report.endsWith('\0@@cut'));
+  const statusOf = () => {
+    if (!track || outcome.spawnError || cut()) return null;
+    const read = parseStatus(report);
+    const before = known ?? read.before;
+    return before && read.after ? { before, after: read.after } : null;
+  };
+  let usedBytes: number | null;
+  let status: { before: Map<string, string>; after: Map<string, string> } | null = null;
+  let kept = false;
+  if (done) {
+    // The wrapper said it is done: every other process of the sandbox is gone and pid 1 only
+    // exits. The group is removed meanwhile; the rest is read at once. What the command left
+    // stands until something else moves it.
+    status = statusOf();
+    [memoryExceeded, usedBytes, kept] = await Promise.all([
+      cgroup ? cgroup.memoryExceeded() : false,
+      quota ? quota.finish() : null,
+      status ? keepStatus(checkout, status.after).then(() => true) : false,
+    ]);
+    void dispose();
+  } else {
+    // Cut off from outside: the group is emptied (every process killed) before anything looks
+    // at the checkout again.
+    memoryExceeded = cgroup ? await cgroup.memoryExceeded() : false;
+    await dispose();
+    usedBytes = quota ? await quota.finish() : null;
+  }
   const overQuota = quota?.exceeded ?? false;
 
-  let report = outcome.report;
-  if (!outcome.spawnError && !finished(outcome, nonce)) {
+  if (!outcome.spawnError && !done) {
     // The line was cut off (time limit, stop, quota) before the wrapper's clearing ended: a
     // sandbox of its own clears, and looks at git status if the first one did not get to.
     const needStatus = track && !outcome.reportCut && !req.signal?.aborted && parseStatus(report).after === null;
@@ -449,6 +498,7 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       timeoutMs: CLEANUP_TIMEOUT_MS,
       maxOutputBytes: 10_000,
       maxReportBytes: MAX_STATUS_REPORT_BYTES,
+      endMark: endMark(nonce),
     });
     if (!finished(again, nonce)) {
       const cleared = await clearSetIdOnHost([...diskDirs, ...extraWritable]);
@@ -459,14 +509,12 @@ async function runLocked(req: CommandRequest, settings: CommandSettings, host: C
       else report = `${report}\0${again.report}`;
     }
   }
+  if (!done) status = statusOf();
 
-  let changes: CommandResult['changes'] = null;
-  // A cut report holds part of a snapshot: compared, the files past the cut would show as changed (or as "clean").
-  let changesUnknown = track && (outcome.reportCut || report.endsWith('\0@@cut'));
-  if (track && !outcome.spawnError && !changesUnknown) {
-    const { before, after } = parseStatus(report);
-    if (before && after) changes = diffStatus(before, after);
-  }
+  const changesUnknown = cut();
+  const changes: CommandResult['changes'] = status ? diffStatus(status.before, status.after) : null;
+  // Cut off, or not read whole: the next command reads its status itself.
+  if (track && !kept) dropStatus(checkout);
   return {
     exitCode: outcome.exitCode,
     stdout: outcome.stdout,

@@ -1,6 +1,7 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { withFileLock } from '../../core/paths';
+import { forgetStatus } from './snapshot';
 
 /**
  * One thing at a time in a workspace's checkout: a command (its whole sandbox, from the mounts
@@ -11,7 +12,21 @@ import { withFileLock } from '../../core/paths';
  * sharing the lock folder sees. No time limit on the wait (a holder ends within its own limits);
  * the signal stops it.
  */
-export async function withWorkspaceLock<T>(checkout: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+export async function withWorkspaceLock<T>(checkout: string, fn: () => Promise<T>, signal?: AbortSignal, opts: { readsOnly?: boolean } = {}): Promise<T> {
   const real = await fs.realpath(checkout).catch(() => path.resolve(checkout));
+  return withFileLock(
+    `${real}\0commands`,
+    async () => {
+      // Whatever a holder other than a command may change in the checkout, the next command
+      // reads its git status afresh for (see snapshot.ts); a holder that only reads leaves it.
+      if (!opts.readsOnly) await forgetStatus(real);
+      return fn();
+    },
+    { waitMs: Number.POSITIVE_INFINITY, signal },
+  );
+}
+
+/** The lock as a command holds it: what a command changes, it reads itself. */
+export async function withCommandLock<T>(real: string, fn: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   return withFileLock(`${real}\0commands`, fn, { waitMs: Number.POSITIVE_INFINITY, signal });
 }

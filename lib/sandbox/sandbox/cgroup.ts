@@ -1,5 +1,6 @@
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
+import { startLauncher, type Launcher } from './launcher';
 
 /**
  * A cgroup of its own for one run, where the host lets the server make one: a hard cap on the
@@ -15,6 +16,8 @@ export interface RunCgroup {
   controllers: string[];
   /** True when the memory controller killed a process of the run. */
   memoryExceeded(): Promise<boolean>;
+  /** A process already in the group waiting to become the run's first (see launcher.ts), once; null when none was made or it ended. */
+  takeLauncher(): Launcher | null;
   dispose(): Promise<void>;
 }
 
@@ -153,7 +156,7 @@ export async function createRunCgroup(limits: { maxProcesses: number; memoryByte
   const key = `${limits.maxProcesses}:${limits.memoryBytes}`;
   const ready = spare?.key === key ? spare.group : null;
   if (spare && !ready) void spare.group.then((g) => g?.dispose()).catch(() => undefined);
-  const next = makeRunCgroup(limits);
+  const next = makeRunCgroup(limits, true);
   next.catch(() => undefined);
   spare = { key, group: next };
   if (ready) {
@@ -165,7 +168,7 @@ export async function createRunCgroup(limits: { maxProcesses: number; memoryByte
   return makeRunCgroup(limits);
 }
 
-async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number }): Promise<RunCgroup | null> {
+async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number }, withLauncher = false): Promise<RunCgroup | null> {
   cached ??= hierarchies();
   const found = await cached;
   // No pid of the server in it: a command reads its own group's name in /proc/self/cgroup.
@@ -187,8 +190,17 @@ async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number
   }
   if (!made.length) return null;
   const dirs = [...new Map(made.map((m) => [m.dir, m])).values()];
+  const procsFiles = dirs.map((m) => path.join(m.dir, 'cgroup.procs'));
+  let launcher: Launcher | null = null;
+  if (withLauncher) {
+    try {
+      launcher = startLauncher(procsFiles);
+    } catch {
+      launcher = null;
+    }
+  }
   return {
-    procsFiles: dirs.map((m) => path.join(m.dir, 'cgroup.procs')),
+    procsFiles,
     controllers: made.map((m) => m.controller),
     async memoryExceeded() {
       const m = made.find((x) => x.controller === 'memory');
@@ -196,7 +208,14 @@ async function makeRunCgroup(limits: { maxProcesses: number; memoryBytes: number
       const text = await fs.readFile(path.join(m.dir, m.version === 1 ? 'memory.oom_control' : 'memory.events'), 'utf8').catch(() => '');
       return /^oom_kill\s+[1-9]/m.test(text);
     },
+    takeLauncher() {
+      const l = launcher;
+      launcher = null;
+      return l?.usable() ? l : null;
+    },
     async dispose() {
+      launcher?.dispose();
+      launcher = null;
       await Promise.all(dirs.map((m) => emptyAndRemove(m.dir, m.version)));
     },
   };

@@ -1,4 +1,4 @@
-import { stripAnsi, Transcript } from './output';
+import { EndMark, stripAnsi, Transcript } from './output';
 
 describe('stripAnsi', () => {
   it('removes colours, cursor moves, titles, hyperlinks and single ESC sequences, keeping the text', () => {
@@ -71,5 +71,50 @@ describe('Transcript', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
     const text = t.chunks().map((c) => c.text).join('');
     expect(Buffer.byteLength(text)).toBeLessThan(510_000);
+  });
+});
+
+describe('EndMark', () => {
+  const secret = '0123456789abcdef0123456789abcdef';
+  const mark = Buffer.from(`\0@@eof${secret}`);
+  const through = (chunks: Buffer[]) => {
+    const m = new EndMark(secret);
+    const out = chunks.map((c) => m.push(c));
+    return { text: Buffer.concat([...out, m.rest()]), seen: m.seen };
+  };
+
+  it('passes output on whole and takes the mark off its end, wherever the chunks split it', () => {
+    const output = Buffer.from('line one\n\0binary\0 and \0@@eo not the mark\nlast');
+    const all = Buffer.concat([output, mark]);
+    for (let a = 0; a <= all.length; a++) {
+      for (let b = a; b <= all.length; b += 7) {
+        const r = through([all.subarray(0, a), all.subarray(a, b), all.subarray(b)]);
+        expect(r.seen).toBe(true);
+        expect(r.text.equals(output)).toBe(true);
+      }
+    }
+  });
+
+  it('gives back what looked like the start of the mark when the stream ends without it', () => {
+    const partial = Buffer.concat([Buffer.from('out'), mark.subarray(0, 20)]);
+    const r = through([partial.subarray(0, 10), partial.subarray(10)]);
+    expect(r.seen).toBe(false);
+    expect(r.text.equals(partial)).toBe(true);
+  });
+
+  it('does not take a mark with another secret: a command cannot end the run early', () => {
+    const forged = Buffer.from(`out\0@@eof${'f'.repeat(32)}more`);
+    const r = through([forged]);
+    expect(r.seen).toBe(false);
+    expect(r.text.equals(forged)).toBe(true);
+  });
+
+  it('passes a megabyte of NULs and mark beginnings through whole', () => {
+    const m = new EndMark(secret);
+    const hostile = Buffer.from('\0@@eof0123'.repeat(100_000));
+    let out = 0;
+    for (let i = 0; i < hostile.length; i += 4096) out += m.push(hostile.subarray(i, i + 4096)).length;
+    out += m.rest().length;
+    expect(out).toBe(hostile.length);
   });
 });

@@ -204,3 +204,45 @@ export function stripAnsi(text: string): string {
   }
   return out + text.slice(from);
 }
+
+/**
+ * Passes a stream on but for its end mark (`\0@@eof` and the caller's secret): the last bytes
+ * that could be the mark's beginning are held back until the next chunk shows they are not.
+ * Linear in the output: each byte is looked at a bounded number of times.
+ */
+export class EndMark {
+  private readonly mark: Buffer;
+  private held: Buffer = Buffer.alloc(0);
+  seen = false;
+
+  constructor(secret: string) {
+    this.mark = Buffer.from(`\0@@eof${secret}`);
+  }
+
+  /** What of `chunk` (and of what was held) is output. */
+  push(chunk: Buffer): Buffer {
+    if (this.seen) return Buffer.alloc(0);
+    const buf = this.held.length ? Buffer.concat([this.held, chunk]) : chunk;
+    const at = buf.indexOf(this.mark);
+    if (at >= 0) {
+      this.seen = true;
+      this.held = Buffer.alloc(0);
+      return buf.subarray(0, at);
+    }
+    // Hold back only a tail that is a beginning of the mark: it starts at the last NUL (the mark
+    // holds one, first), within the mark's length of the end.
+    const window = Math.max(0, buf.length - this.mark.length + 1);
+    const nul = buf.subarray(window).lastIndexOf(0);
+    const from = nul >= 0 ? window + nul : -1;
+    const keep = from >= 0 && this.mark.subarray(0, buf.length - from).equals(buf.subarray(from)) ? buf.length - from : 0;
+    this.held = keep ? Buffer.from(buf.subarray(buf.length - keep)) : Buffer.alloc(0);
+    return keep ? buf.subarray(0, buf.length - keep) : buf;
+  }
+
+  /** What is held back, given up once the stream has ended without the mark. */
+  rest(): Buffer {
+    const r = this.held;
+    this.held = Buffer.alloc(0);
+    return r;
+  }
+}

@@ -165,15 +165,20 @@ describe('turn leases across instances', () => {
     const lease = (await a.beginTurn(c.id))!;
     const heard: string[] = [];
     a.watchTurn(lease, (s) => heard.push(s));
-    // As if a stalled for longer than its lease: the row expires and b takes the conversation.
-    await query(`UPDATE turn_leases SET expires_at = now() - interval '1 second' WHERE token = $1`, [lease.token]);
-    const taken = (await b.beginTurn(c.id))!;
+    // As if a stalled for longer than its lease: the row expires and b takes the conversation. a's
+    // heartbeat still runs here and may renew the row between the two statements (a holder that
+    // lost nothing yet keeps its turn), so expire and take again until b has it.
+    let taken = null as Awaited<ReturnType<typeof b.beginTurn>>;
+    for (let i = 0; i < 20 && !taken; i++) {
+      await query(`UPDATE turn_leases SET expires_at = now() - interval '1 second' WHERE token = $1`, [lease.token]);
+      taken = await b.beginTurn(c.id);
+    }
     expect(taken).not.toBeNull();
     for (let i = 0; i < 40 && !heard.length; i++) await sleep(25);
     expect(heard).toEqual(['lost']);
     await a.endTurn(lease, 'interrupted');
     expect((await b.get(c.id))?.status).toBe('running');
-    await b.endTurn(taken, 'done');
+    await b.endTurn(taken!, 'done');
   });
 
   it('keeps renewing a lease taken in a transaction longer than a heartbeat', async () => {

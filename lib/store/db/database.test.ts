@@ -74,6 +74,8 @@ describe('AppDatabase on SQLite', () => {
 });
 
 describe('the SQLite driver', () => {
+  // Alone this takes under a second; the long timeout is for a loaded machine, while a quadratic
+  // hand-over (every waiter woken on each release) would still take minutes and fail.
   it('hands the connection to waiting queries in the order they came, however many wait', async () => {
     const { db } = openSqlite(path.join(dir, 'q.db'));
     const order: number[] = [];
@@ -98,5 +100,5 @@ describe('the SQLite driver', () => {
     ]);
     expect(seen).toEqual(['tx-begin', 'tx-end', 'outside']);
     await db.destroy();
-  });
+  }, 180_000);
 });

@@ -54,6 +54,78 @@ const WORKSPACE_SYNC_DDL = [
 ];
 
 /**
+ * Workspaces' pull requests on the remote's forge, the webhook deliveries acted on (a delivery
+ * twice changes nothing twice), the poller's lease; and a workspace's `closed` status (its pull
+ * request closed upstream without a merge).
+ */
+function forgeDdl(key: string): string[] {
+  return [
+    `CREATE TABLE workspace_pull_requests (
+       workspace_id ${key} PRIMARY KEY,
+       project_id   ${key} NOT NULL,
+       branch       text NOT NULL,
+       base         text NOT NULL,
+       number       integer NOT NULL,
+       url          text NOT NULL,
+       state        text NOT NULL CHECK (state IN ('open', 'closed', 'merged')),
+       draft        integer NOT NULL DEFAULT 0,
+       head_sha     text,
+       etag         text,
+       checks       text,
+       note         text,
+       pushed_head  text,
+       created_at   ${key} NOT NULL,
+       updated_at   ${key} NOT NULL
+     )`,
+    'CREATE INDEX workspace_pull_requests_by_number ON workspace_pull_requests (project_id, number)',
+    'CREATE INDEX workspace_pull_requests_by_state ON workspace_pull_requests (state, updated_at)',
+    `CREATE TABLE forge_deliveries (
+       project_id  ${key} NOT NULL,
+       delivery_id ${key} NOT NULL,
+       received_at ${key} NOT NULL,
+       PRIMARY KEY (project_id, delivery_id)
+     )`,
+    `CREATE TABLE forge_leases (
+       name       ${key} PRIMARY KEY,
+       holder     text NOT NULL,
+       expires_at ${key} NOT NULL
+     )`,
+  ];
+}
+
+const WORKSPACE_STATUSES = "CHECK (status IN ('open', 'merged', 'discarded', 'closed'))";
+
+/** SQLite cannot change a CHECK: the workspaces table is made again with the wider one, rows and indexes kept. */
+const SQLITE_WORKSPACE_CLOSED = [
+  `CREATE TABLE workspaces_next (
+     id            text PRIMARY KEY,
+     project_id    text NOT NULL,
+     name          text NOT NULL,
+     branch        text NOT NULL,
+     base          text NOT NULL,
+     base_commit   text NOT NULL,
+     status        text NOT NULL ${WORKSPACE_STATUSES},
+     created_by    text NOT NULL,
+     setup         text,
+     merged_commit text,
+     created_at    text NOT NULL,
+     updated_at    text NOT NULL,
+     merged_into   text,
+     merged_at     text,
+     merged_by     text,
+     synced_from   text,
+     sync_refused  text,
+     sync_dropped  text
+   )`,
+  `INSERT INTO workspaces_next (id, project_id, name, branch, base, base_commit, status, created_by, setup, merged_commit, created_at, updated_at, merged_into, merged_at, merged_by, synced_from, sync_refused, sync_dropped)
+     SELECT id, project_id, name, branch, base, base_commit, status, created_by, setup, merged_commit, created_at, updated_at, merged_into, merged_at, merged_by, synced_from, sync_refused, sync_dropped FROM workspaces`,
+  'DROP TABLE workspaces',
+  'ALTER TABLE workspaces_next RENAME TO workspaces',
+  "CREATE UNIQUE INDEX workspaces_live_name ON workspaces (project_id, name) WHERE status <> 'discarded'",
+  'CREATE INDEX workspaces_by_project ON workspaces (project_id, created_at, id)',
+];
+
+/**
  * Build settings' test line and append-only files; a project's limits for each person in it, and
  * the server's own limits (one row, set by admins): same in both dialects.
  */
@@ -286,6 +358,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0009_client_chats': ddl(...clientChatDdl('text COLLATE "C"')),
   '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
   '0011_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
+  '0012_forge': ddl(...forgeDdl('text COLLATE "C"'), 'ALTER TABLE workspaces DROP CONSTRAINT workspaces_status_check', `ALTER TABLE workspaces ADD CONSTRAINT workspaces_status_check ${WORKSPACE_STATUSES}`),
   // A person's month over every project is summed by owner, the server's by time alone.
   '0014_person_budgets': ddl(...PERSON_BUDGETS_DDL, 'CREATE INDEX usage_ledger_by_owner ON usage_ledger (owner_id, at)', 'CREATE INDEX usage_ledger_by_at ON usage_ledger (at)'),
 };
@@ -305,6 +378,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0003_client_chats': ddl(...clientChatDdl('text')),
   '0004_remotes': ddl(...remoteDdl('text')),
   '0005_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
+  '0006_forge': ddl(...forgeDdl('text'), ...SQLITE_WORKSPACE_CLOSED),
   '0008_person_budgets': ddl(...PERSON_BUDGETS_DDL),
 };
 

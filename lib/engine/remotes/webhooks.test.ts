@@ -1,0 +1,44 @@
+import crypto from 'node:crypto';
+import { forgeWebhooks, readEvent, webhookKind } from './webhooks';
+
+const body = Buffer.from(JSON.stringify({ action: 'closed', number: 3, pull_request: { number: 3, state: 'closed', merged: true, merge_commit_sha: 'm'.repeat(40), head: { sha: 'h'.repeat(40) } } }));
+const hmac = (secret: string, b: Uint8Array) => crypto.createHmac('sha256', secret).update(b).digest('hex');
+
+describe('webhook verification', () => {
+  it('GitHub: X-Hub-Signature-256 over the raw body, nothing else', () => {
+    const v = forgeWebhooks.github;
+    expect(v.verify(new Headers({ 'x-hub-signature-256': `sha256=${hmac('s3cret', body)}` }), body, 's3cret')).toBe(true);
+    expect(v.verify(new Headers({ 'x-hub-signature-256': `sha256=${hmac('other', body)}` }), body, 's3cret')).toBe(false);
+    expect(v.verify(new Headers({ 'x-hub-signature-256': `sha256=${hmac('s3cret', body)}` }), Buffer.concat([body, Buffer.from(' ')]), 's3cret')).toBe(false);
+    expect(v.verify(new Headers({ 'x-hub-signature-256': hmac('s3cret', body) }), body, 's3cret')).toBe(false);
+    expect(v.verify(new Headers({ 'x-hub-signature': `sha1=${crypto.createHmac('sha1', 's3cret').update(body).digest('hex')}` }), body, 's3cret')).toBe(false);
+    expect(v.verify(new Headers(), body, 's3cret')).toBe(false);
+    expect(v.deliveryId(new Headers({ 'x-github-delivery': 'd-1' }))).toBe('d-1');
+  });
+
+  it('GitLab: X-Gitlab-Token is the secret itself', () => {
+    const v = forgeWebhooks.gitlab;
+    expect(v.verify(new Headers({ 'x-gitlab-token': 's3cret' }), body, 's3cret')).toBe(true);
+    expect(v.verify(new Headers({ 'x-gitlab-token': 's3cre' }), body, 's3cret')).toBe(false);
+    expect(v.verify(new Headers(), body, 's3cret')).toBe(false);
+    expect(v.deliveryId(new Headers({ 'x-gitlab-event-uuid': 'u-1' }))).toBe('u-1');
+  });
+
+  it('Gitea and Forgejo: the bare hex HMAC in X-Gitea-Signature (or X-Forgejo-Signature)', () => {
+    const v = forgeWebhooks.gitea;
+    expect(v.verify(new Headers({ 'x-gitea-signature': hmac('s3cret', body) }), body, 's3cret')).toBe(true);
+    expect(v.verify(new Headers({ 'x-forgejo-signature': hmac('s3cret', body) }), body, 's3cret')).toBe(true);
+    expect(v.verify(new Headers({ 'x-gitea-signature': hmac('s3cret', Buffer.from('{}')) }), body, 's3cret')).toBe(false);
+  });
+
+  it('tells the forges apart (Gitea sends a GitHub header too) and reads only what the board acts on', () => {
+    expect(webhookKind(new Headers({ 'x-gitea-event': 'pull_request', 'x-github-event': 'pull_request' }))).toBe('gitea');
+    expect(webhookKind(new Headers({ 'x-github-event': 'pull_request' }))).toBe('github');
+    expect(webhookKind(new Headers({ 'x-gitlab-event': 'Merge Request Hook' }))).toBe('gitlab');
+    expect(webhookKind(new Headers())).toBeNull();
+    expect(readEvent('github', new Headers({ 'x-github-event': 'pull_request' }), JSON.parse(body.toString()))).toEqual({ type: 'pull-request', number: 3, state: 'merged', headSha: 'h'.repeat(40), url: null, draft: null, mergeCommit: 'm'.repeat(40) });
+    expect(readEvent('gitlab', new Headers({ 'x-gitlab-event': 'Merge Request Hook' }), { object_kind: 'merge_request', object_attributes: { iid: 4, state: 'closed' } })).toMatchObject({ type: 'pull-request', number: 4, state: 'closed', mergeCommit: null });
+    expect(readEvent('gitea', new Headers({ 'x-gitea-event': 'status' }), { sha: 'abc' })).toEqual({ type: 'checks', sha: 'abc' });
+    expect(readEvent('github', new Headers({ 'x-github-event': 'push' }), {})).toEqual({ type: 'ignored', event: 'push' });
+  });
+});
