@@ -118,6 +118,8 @@ it('shows the sprint, starts a story from its card, moves it to review when the 
   expect(await laneOf('1-1-fix-the-sum')).toBe('ready-for-dev');
   expect(await laneOf('1-2-document-the-sum')).toBe('backlog');
   await waitForText(page.getByTestId('board-source'), SPRINT);
+  // The board listens to the project's event stream: cards move on its events, not by polling.
+  await waitForText(page.getByTestId('board-source'), 'live');
   await expectNoViolations(page, 'sprint board');
 
   // The run: fix the code, then write the story's status as dev-story does, then answer.

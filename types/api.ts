@@ -389,9 +389,9 @@ export interface BuildSettingsView {
   /** Non-secret variables for commands. */
   env: Record<string, string>;
   /** One shell line that runs the project's tests in the sandbox (no network); the autopilot's test gate uses it. */
-  test?: string | null;
+  test: string | null;
   /** Files (relative to the project) that parallel work only appends to: merged as the union of both sides' added lines. `deferred-work.md` of the implementation artifacts is always one. */
-  appendOnly?: string[];
+  appendOnly: string[];
 }
 
 /** What a workspace's setup line did, or does: while it runs, its output so far. */
@@ -567,6 +567,20 @@ export interface BudgetView {
   spent: SpendView;
   month: string;
   /** This month's spend by the person whose conversations and runs made it, most first (`id` null: no account). */
+  byPerson: { id: string | null; name: string | null; spent: SpendView }[];
+  /** What each person may spend in the project in a month (null: no limit). */
+  perPerson: { monthlyTokens: number | null; monthlyUsd: number | null };
+}
+
+/** The server's monthly limits (GET/PUT /api/budget, admins): every project together, and each person over every project. */
+export interface ServerBudgetView {
+  monthlyTokens: number | null;
+  monthlyUsd: number | null;
+  perPerson: { monthlyTokens: number | null; monthlyUsd: number | null };
+  /** This calendar month's spend of every project (UTC). */
+  spent: SpendView;
+  month: string;
+  /** This month's spend by person over every project, most first. */
   byPerson: { id: string | null; name: string | null; spent: SpendView }[];
 }
 

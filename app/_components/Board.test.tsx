@@ -67,6 +67,7 @@ beforeEach(() => {
     monthlyUsd: null,
     spent: { tokens: 6600, usd: 0.04 },
     month: '2026-05',
+    perPerson: { monthlyTokens: null, monthlyUsd: null },
     byPerson: [
       { id: 'u1', name: 'Ada', spent: { tokens: 6000, usd: 0.03 } },
       { id: 'u2', name: 'Ed', spent: { tokens: 600, usd: 0.01 } },
@@ -192,6 +193,12 @@ it('gives a viewer no controls, an editor the story controls but no budget, and 
   await userEvent.click(screen.getByTestId('budget-save'));
   expect(methodsOf(/\/budget$/).map((c) => c.body)).toEqual([{ monthlyTokens: null, monthlyUsd: 25 }]);
   await waitFor(() => expect(screen.getByTestId('budget-line')).toHaveTextContent('of $25.00'));
+  expect(screen.queryByTestId('budget-per-person')).toBeNull();
+  await userEvent.click(screen.getByTestId('budget-edit'));
+  await userEvent.type(screen.getByTestId('budget-person-tokens'), '200000');
+  await userEvent.click(screen.getByTestId('budget-save'));
+  expect(methodsOf(/\/budget$/).map((c) => c.body)[1]).toEqual({ monthlyTokens: null, monthlyUsd: 25, perPerson: { monthlyTokens: 200000, monthlyUsd: null } });
+  await waitFor(() => expect(screen.getByTestId('budget-per-person')).toHaveTextContent('Each person may spend 200,000 tokens a month here.'));
 });
 
 it('starts a story with notes for the run; its card shows in progress at once and moves to review by itself when the run ends', async () => {

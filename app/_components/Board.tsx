@@ -24,20 +24,39 @@ import {
   type ProjectRole,
 } from '../_lib/board';
 import { relativeTime } from '../_lib/format';
+import { autopilotApi, stepText, type AutopilotView, type StoryPipelineView } from '../_lib/autopilot';
+import { useProjectEvents } from '../_lib/projectEvents';
+import { AutopilotPanel } from './BoardAutopilot';
 import { shortSha } from '../_lib/workspaces';
 import { AnswerForm, BoardStory, PullRequestLink } from './BoardStory';
 import type { OpenDocument } from './RunsList';
 import { Spinner } from './icons';
 
-/** While a run on the board has not ended, the board is read again this often: its card moves by itself. */
+/** While a run on the board has not ended and no event stream is open, the board is read again this often: its card moves by itself. */
 const POLL_MS = 2500;
+/** With the event stream open the board is still read again this often, should an event have been lost. */
+const SLOW_POLL_MS = 60_000;
+/** Events that come together are one read. */
+const EVENT_COALESCE_MS = 150;
 
 const epicName = (key: string) => key.replace(/^epic-/, 'Epic ');
 
 /** One story's card: what it is, where its run stands and what it cost; the title opens it. */
-function StoryCard({ story, showStatus, forge, onOpen }: { story: BoardStoryView; showStatus: boolean; forge?: ForgeKind | null; onOpen: () => void }) {
+function StoryCard({
+  story,
+  pipeline,
+  showStatus,
+  forge,
+  onOpen,
+}: {
+  story: BoardStoryView;
+  pipeline?: StoryPipelineView | null;
+  showStatus: boolean;
+  forge?: ForgeKind | null;
+  onOpen: () => void;
+}) {
   return (
-    <li className="board-card" data-testid="board-card" data-key={story.key} data-status={story.status ?? ''} data-run={story.run?.status ?? ''}>
+    <li className="board-card" data-testid="board-card" data-key={story.key} data-status={story.status ?? ''} data-run={story.run?.status ?? ''} data-step={pipeline?.step ?? ''}>
       <button type="button" className="board-card-open" onClick={onOpen} data-testid="board-card-open">
         {story.title || story.key}
       </button>
@@ -51,13 +70,34 @@ function StoryCard({ story, showStatus, forge, onOpen }: { story: BoardStoryView
         ) : null}
         {story.spend ? <span className="board-card-spend">{spendText(story.spend)}</span> : null}
         {story.pullRequest ? <PullRequestLink pr={story.pullRequest} forge={forge} /> : null}
+        {pipeline ? (
+          <span className={`board-step board-step-${pipeline.step}`} data-testid="board-card-step" title={pipeline.note ?? undefined}>
+            {stepText(pipeline)}
+          </span>
+        ) : null}
       </span>
     </li>
   );
 }
 
 /** One lane: its stories, epic by epic. */
-function Lane({ name, id, stories, showStatus, forge, onOpen }: { name: string; id: string; stories: { epic: string; list: BoardStoryView[] }[]; showStatus: boolean; forge?: ForgeKind | null; onOpen: (key: string) => void }) {
+function Lane({
+  name,
+  id,
+  stories,
+  pipelines,
+  showStatus,
+  forge,
+  onOpen,
+}: {
+  name: string;
+  id: string;
+  stories: { epic: string; list: BoardStoryView[] }[];
+  pipelines: Record<string, StoryPipelineView>;
+  showStatus: boolean;
+  forge?: ForgeKind | null;
+  onOpen: (key: string) => void;
+}) {
   const headingId = useId();
   const count = stories.reduce((n, g) => n + g.list.length, 0);
   return (
@@ -71,7 +111,7 @@ function Lane({ name, id, stories, showStatus, forge, onOpen }: { name: string; 
           <h4 className="board-epic-name">{epicName(g.epic)}</h4>
           <ul className="board-cards">
             {g.list.map((s) => (
-              <StoryCard key={s.key} story={s} showStatus={showStatus} forge={forge} onOpen={() => onOpen(s.key)} />
+              <StoryCard key={s.key} story={s} pipeline={s.pipeline ?? pipelines[s.key] ?? null} showStatus={showStatus} forge={forge} onOpen={() => onOpen(s.key)} />
             ))}
           </ul>
         </div>
@@ -89,7 +129,7 @@ function BudgetLine({ projectId }: { projectId: string }) {
   const [budget, setBudget] = useState<BudgetView | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState(false);
-  const [form, setForm] = useState({ tokens: '', usd: '' });
+  const [form, setForm] = useState({ tokens: '', usd: '', personTokens: '', personUsd: '' });
   const [saveError, setSaveError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -115,14 +155,19 @@ function BudgetLine({ projectId }: { projectId: string }) {
     };
     const monthlyTokens = parse(form.tokens, true);
     const monthlyUsd = parse(form.usd, false);
-    if (monthlyTokens === 'bad' || monthlyUsd === 'bad') {
+    const personTokens = parse(form.personTokens, true);
+    const personUsd = parse(form.personUsd, false);
+    if (monthlyTokens === 'bad' || monthlyUsd === 'bad' || personTokens === 'bad' || personUsd === 'bad') {
       setSaveError('A limit is a number of 0 or more (tokens: a whole number); empty removes it.');
       return;
     }
+    const per = budget.perPerson;
+    // Limits per person are sent only when they change: a server without them keeps working.
+    const perPerson = per && (per.monthlyTokens !== personTokens || per.monthlyUsd !== personUsd) ? { perPerson: { monthlyTokens: personTokens, monthlyUsd: personUsd } } : {};
     setBusy(true);
     setSaveError(null);
     try {
-      setBudget(await boardApi.saveBudget(projectId, { monthlyTokens, monthlyUsd }));
+      setBudget(await boardApi.saveBudget(projectId, { monthlyTokens, monthlyUsd, ...perPerson }));
       setEditing(false);
     } catch (err) {
       setSaveError(boardErrorText(err, 'budget'));
@@ -132,6 +177,9 @@ function BudgetLine({ projectId }: { projectId: string }) {
   };
 
   const limit = [budget.monthlyTokens !== null ? tokensText(budget.monthlyTokens) : null, budget.monthlyUsd !== null ? usdText(budget.monthlyUsd) : null].filter(Boolean).join(' or ');
+  const perPersonLimit = budget.perPerson
+    ? [budget.perPerson.monthlyTokens !== null ? tokensText(budget.perPerson.monthlyTokens) : null, budget.perPerson.monthlyUsd !== null ? usdText(budget.perPerson.monthlyUsd) : null].filter(Boolean).join(' or ')
+    : '';
   return (
     <div className="board-budget" data-testid="budget-line">
       <p>
@@ -142,7 +190,12 @@ function BudgetLine({ projectId }: { projectId: string }) {
             type="button"
             className="link-button"
             onClick={() => {
-              setForm({ tokens: budget.monthlyTokens?.toString() ?? '', usd: budget.monthlyUsd?.toString() ?? '' });
+              setForm({
+                tokens: budget.monthlyTokens?.toString() ?? '',
+                usd: budget.monthlyUsd?.toString() ?? '',
+                personTokens: budget.perPerson?.monthlyTokens?.toString() ?? '',
+                personUsd: budget.perPerson?.monthlyUsd?.toString() ?? '',
+              });
               setSaveError(null);
               setEditing(true);
             }}
@@ -152,6 +205,11 @@ function BudgetLine({ projectId }: { projectId: string }) {
           </button>
         ) : null}
       </p>
+      {perPersonLimit ? (
+        <p className="board-budget-people" data-testid="budget-per-person">
+          Each person may spend {perPersonLimit} a month here.
+        </p>
+      ) : null}
       {budget.byPerson?.length ? (
         <p className="board-budget-people" data-testid="budget-people">
           By person: {budget.byPerson.map((p) => `${p.name ?? (p.id ? 'a removed person' : 'without an account')} ${spendText(p.spent)}`).join(' · ')}
@@ -167,8 +225,20 @@ function BudgetLine({ projectId }: { projectId: string }) {
             Dollars a month
             <input value={form.usd} onChange={(e) => setForm((f) => ({ ...f, usd: e.target.value }))} inputMode="decimal" aria-describedby={`${id}-h`} data-testid="budget-usd" />
           </label>
+          {budget.perPerson ? (
+            <>
+              <label className="build-field">
+                Tokens a month per person
+                <input value={form.personTokens} onChange={(e) => setForm((f) => ({ ...f, personTokens: e.target.value }))} inputMode="numeric" aria-describedby={`${id}-h`} data-testid="budget-person-tokens" />
+              </label>
+              <label className="build-field">
+                Dollars a month per person
+                <input value={form.personUsd} onChange={(e) => setForm((f) => ({ ...f, personUsd: e.target.value }))} inputMode="decimal" aria-describedby={`${id}-h`} data-testid="budget-person-usd" />
+              </label>
+            </>
+          ) : null}
           <p id={`${id}-h`} className="build-help">
-            Empty: no limit. A run stops, blocked, when the project has spent either; a new one is refused until next month.
+            Empty: no limit. A run stops, blocked, when the project (or the person it runs for) has spent either; a new one is refused until next month.
           </p>
           <p className="build-error" role="alert">
             {saveError}
@@ -199,10 +269,12 @@ export interface BoardProps {
   onStartAgent?: (agentId: string, command: string) => void;
   onOpenConversation?: (id: string) => void;
   pollMs?: number;
+  /** How often the board is read again while its event stream is open (a lost event's safety net). */
+  slowPollMs?: number;
 }
 
 /** The sprint board: the base branch's sprint status as lanes of story cards, the runs waiting on people, and the budget. */
-export function Board({ projectId, role, agents, openDocument, onStartAgent, onOpenConversation, pollMs = POLL_MS }: BoardProps) {
+export function Board({ projectId, role, agents, openDocument, onStartAgent, onOpenConversation, pollMs = POLL_MS, slowPollMs = SLOW_POLL_MS }: BoardProps) {
   const headingId = useId();
   const sectionRef = useRef<HTMLElement>(null);
   const [board, setBoard] = useState<BoardView | null>(null);
@@ -212,11 +284,49 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
   const returnTo = useRef<string | null>(null);
   const perms = boardPermissions(role);
 
+  const [autopilot, setAutopilot] = useState<AutopilotView | null>(null);
+
   useEffect(() => {
     setBoard(null);
     setOpenKey(null);
     setError(null);
+    setAutopilot(null);
   }, [projectId]);
+
+  // The autopilot, where the server has one (null otherwise: no panel); a failed read keeps the last one.
+  const loadAutopilot = useCallback(
+    async (signal?: AbortSignal) => {
+      try {
+        const a = await autopilotApi.get(projectId, signal);
+        if (!signal?.aborted) setAutopilot(a);
+      } catch {
+        // Shown as it was; the next event or poll reads it again.
+      }
+    },
+    [projectId],
+  );
+  useEffect(() => {
+    const ac = new AbortController();
+    void loadAutopilot(ac.signal);
+    return () => ac.abort();
+  }, [loadAutopilot, version]);
+
+  // Each event is a signal to read the board and the autopilot again; a burst is one read.
+  const coalesce = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const { live } = useProjectEvents(projectId, () => {
+    if (coalesce.current) return;
+    coalesce.current = setTimeout(() => {
+      coalesce.current = null;
+      setVersion((v) => v + 1);
+    }, EVENT_COALESCE_MS);
+  });
+  useEffect(() => () => void (coalesce.current && clearTimeout(coalesce.current)), []);
+
+  // The safety net: read again now and then, whatever the stream says.
+  useEffect(() => {
+    const timer = setInterval(() => setVersion((v) => v + 1), slowPollMs);
+    return () => clearInterval(timer);
+  }, [slowPollMs, projectId]);
 
   const load = useCallback(
     async (signal?: AbortSignal) => {
@@ -239,9 +349,10 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
   }, [load, version]);
 
   // One read at a time, the next one a period after the last answer: a slow server is never asked twice at once.
+  // With the event stream open, events say when to read.
   const active = hasActiveRuns(board);
   useEffect(() => {
-    if (!active) return;
+    if (!active || live) return;
     const ac = new AbortController();
     let timer: ReturnType<typeof setTimeout>;
     const tick = () => {
@@ -255,7 +366,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
       ac.abort();
       clearTimeout(timer);
     };
-  }, [active, load, pollMs]);
+  }, [active, live, load, pollMs]);
 
   // Back on the board, the focus returns to the card that was opened.
   useEffect(() => {
@@ -292,6 +403,18 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
         Sprint board
       </h2>
       {perms.budget ? <BudgetLine projectId={projectId} /> : null}
+      {autopilot ? (
+        <AutopilotPanel
+          projectId={projectId}
+          autopilot={autopilot}
+          canManage={perms.budget}
+          canWrite={perms.write}
+          onChanged={(next) => {
+            if (next) setAutopilot(next);
+            setVersion((v) => v + 1);
+          }}
+        />
+      ) : null}
       {error ? (
         <p className="notice notice-error" role="alert">
           Could not read the board: {error}
@@ -325,7 +448,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
       {board?.source ? (
         <p className="workspace-meta-line" data-testid="board-source">
           From <code>{board.source.path}</code> on <code>{board.source.branch}</code> at <code>{shortSha(board.source.commit)}</code>
-          {active ? ' · updating while runs work' : ''}
+          {live ? ' · live' : active ? ' · updating while runs work' : ''}
         </p>
       ) : null}
       {board?.uncommitted ? (
@@ -382,6 +505,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               showStatus={false}
               forge={board.pullRequests?.forge ?? null}
               stories={storiesIn(board, (s) => s === c)}
+              pipelines={autopilot?.stories ?? {}}
               onOpen={open}
             />
           ))}
@@ -392,6 +516,7 @@ export function Board({ projectId, role, agents, openDocument, onStartAgent, onO
               showStatus
               forge={board.pullRequests?.forge ?? null}
               stories={storiesIn(board, (s) => !isBoardColumn(s))}
+              pipelines={autopilot?.stories ?? {}}
               onOpen={open}
             />
           ) : null}

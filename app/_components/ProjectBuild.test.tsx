@@ -4,7 +4,7 @@ import { ProjectBuild } from './ProjectBuild';
 
 type Call = { url: string; method: string; body?: unknown };
 let calls: Call[];
-let build: { enabled: boolean; baseBranch: string | null; setup: string | null; env: Record<string, string> };
+let build: { enabled: boolean; baseBranch: string | null; setup: string | null; env: Record<string, string>; test: string | null; appendOnly: string[] };
 let taken: Set<string>;
 let putRefusal: { status: number; body: unknown } | null;
 /** The list route's items in turn (the last one repeats), when a test sets them. */
@@ -13,7 +13,7 @@ const json = (status: number, body: unknown) => ({ ok: status < 400, status, sta
 
 beforeEach(() => {
   calls = [];
-  build = { enabled: false, baseBranch: null, setup: null, env: {} };
+  build = { enabled: false, baseBranch: null, setup: null, env: {}, test: null, appendOnly: [] };
   taken = new Set(['fix-login']);
   putRefusal = null;
   lists = null;
@@ -62,10 +62,21 @@ it('shows the repository and the settings read-only, then an owner enables build
   await userEvent.click(screen.getByRole('button', { name: /Add a variable/ }));
   await userEvent.type(screen.getByLabelText('Name of variable 1'), 'NODE_ENV');
   await userEvent.type(screen.getByLabelText('Value of variable 1'), 'test');
+  await userEvent.type(screen.getByTestId('build-test'), 'npm test');
+  await userEvent.type(screen.getByTestId('build-append-only'), 'docs/decisions.md{enter}{enter} notes/log.md ');
   await userEvent.click(screen.getByTestId('build-save'));
 
   await waitFor(() => expect(screen.getByTestId('build-state')).toHaveTextContent('Build is enabled'));
-  expect(calls.find((c) => c.method === 'PUT')?.body).toEqual({ enabled: true, baseBranch: 'develop', setup: 'npm ci', env: { NODE_ENV: 'test' } });
+  expect(calls.find((c) => c.method === 'PUT')?.body).toEqual({
+    enabled: true,
+    baseBranch: 'develop',
+    setup: 'npm ci',
+    env: { NODE_ENV: 'test' },
+    test: 'npm test',
+    appendOnly: ['docs/decisions.md', 'notes/log.md'],
+  });
+  expect(screen.getByTestId('build-test-shown')).toHaveTextContent('npm test');
+  expect(screen.getByTestId('build-append-only-shown')).toHaveTextContent('docs/decisions.mdnotes/log.md');
   expect(screen.getByTestId('build-settings')).toHaveTextContent('develop');
   expect(screen.getByTestId('build-settings')).toHaveTextContent('NODE_ENV=test');
   // Enabled: the workspaces come, with status, ahead/behind and who made them.

@@ -94,13 +94,23 @@ function EnvRows({ rows, onChange, disabled }: { rows: [string, string][]; onCha
   );
 }
 
+/** Fields whose error shows under the field itself. */
+const INLINE_FIELDS = ['baseBranch', 'setup', 'test', 'appendOnly'];
+
 /** The build settings: read for everyone who sees them, a form for whoever may change them. */
 export function BuildSettingsSection({ projectId, repository, canEdit = true, onChange }: { projectId: string; repository?: RepositoryView | null; canEdit?: boolean; onChange?: (b: BuildSettingsView) => void }) {
   const id = useId();
   const [build, setBuild] = useState<BuildSettingsView | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const [editing, setEditing] = useState(false);
-  const [form, setForm] = useState<{ enabled: boolean; baseBranch: string; setup: string; env: [string, string][] }>({ enabled: false, baseBranch: '', setup: '', env: [] });
+  const [form, setForm] = useState<{ enabled: boolean; baseBranch: string; setup: string; env: [string, string][]; test: string; appendOnly: string }>({
+    enabled: false,
+    baseBranch: '',
+    setup: '',
+    env: [],
+    test: '',
+    appendOnly: '',
+  });
   const [saving, setSaving] = useState(false);
   const [saveError, setSaveError] = useState<{ message: string; field?: string } | null>(null);
   const onChangeRef = useRef(onChange);
@@ -124,7 +134,14 @@ export function BuildSettingsSection({ projectId, repository, canEdit = true, on
 
   const startEdit = () => {
     if (!build) return;
-    setForm({ enabled: build.enabled, baseBranch: build.baseBranch ?? '', setup: build.setup ?? '', env: Object.entries(build.env ?? {}) });
+    setForm({
+      enabled: build.enabled,
+      baseBranch: build.baseBranch ?? '',
+      setup: build.setup ?? '',
+      env: Object.entries(build.env ?? {}),
+      test: build.test ?? '',
+      appendOnly: (build.appendOnly ?? []).join('\n'),
+    });
     setSaveError(null);
     setEditing(true);
   };
@@ -145,6 +162,11 @@ export function BuildSettingsSection({ projectId, repository, canEdit = true, on
         baseBranch: form.baseBranch.trim() || null,
         setup: form.setup.trim() || null,
         env,
+        test: form.test.trim() || null,
+        appendOnly: form.appendOnly
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean),
       });
       setBuild(next);
       onChangeRef.current?.(next);
@@ -218,13 +240,46 @@ export function BuildSettingsSection({ projectId, repository, canEdit = true, on
           </span>
           {fieldError('setup') ? <span className="field-error">{fieldError('setup')}</span> : null}
         </label>
+        <label className="build-field">
+          Test line
+          <input
+            value={form.test}
+            onChange={(e) => setForm((f) => ({ ...f, test: e.target.value }))}
+            placeholder="npm test"
+            aria-describedby={`${id}-test-help`}
+            aria-invalid={!!fieldError('test')}
+            spellCheck={false}
+            data-testid="build-test"
+          />
+          <span id={`${id}-test-help`} className="build-help">
+            One shell line that runs the project’s tests in a workspace, without network; the autopilot runs it on the merged result before a story merges.
+          </span>
+          {fieldError('test') ? <span className="field-error">{fieldError('test')}</span> : null}
+        </label>
+        <label className="build-field">
+          Append-only files
+          <textarea
+            value={form.appendOnly}
+            onChange={(e) => setForm((f) => ({ ...f, appendOnly: e.target.value }))}
+            placeholder="docs/decisions.md"
+            rows={3}
+            aria-describedby={`${id}-append-help`}
+            aria-invalid={!!fieldError('appendOnly')}
+            spellCheck={false}
+            data-testid="build-append-only"
+          />
+          <span id={`${id}-append-help`} className="build-help">
+            One path per line, relative to the project: files that parallel work only adds lines to. A merge keeps both sides’ lines instead of a conflict. The sprint’s <code>deferred-work.md</code> always is one.
+          </span>
+          {fieldError('appendOnly') ? <span className="field-error">{fieldError('appendOnly')}</span> : null}
+        </label>
         <EnvRows rows={form.env} onChange={(env) => setForm((f) => ({ ...f, env }))} disabled={saving} />
-        {saveError && (!saveError.field || !['baseBranch', 'setup'].includes(saveError.field)) ? (
+        {saveError && (!saveError.field || !INLINE_FIELDS.includes(saveError.field)) ? (
           <p className="build-error" role="alert">
             {saveError.message}
           </p>
         ) : null}
-        {saveError?.field && ['baseBranch', 'setup'].includes(saveError.field) ? (
+        {saveError?.field && INLINE_FIELDS.includes(saveError.field) ? (
           <p className="visually-hidden" role="alert">
             {saveError.message}
           </p>
@@ -252,6 +307,18 @@ export function BuildSettingsSection({ projectId, repository, canEdit = true, on
         <dd>{build.baseBranch ? <code>{build.baseBranch}</code> : `the branch checked out${repository?.branch ? ` (${repository.branch})` : ''}`}</dd>
         <dt>Setup line</dt>
         <dd>{build.setup ? <code>{build.setup}</code> : 'none'}</dd>
+        <dt>Test line</dt>
+        <dd data-testid="build-test-shown">{build.test ? <code>{build.test}</code> : 'none'}</dd>
+        <dt>Append-only files</dt>
+        <dd data-testid="build-append-only-shown">
+          {(build.appendOnly ?? []).length
+            ? (build.appendOnly ?? []).map((p) => (
+                <code key={p} className="build-env-var">
+                  {p}
+                </code>
+              ))
+            : 'deferred-work.md only'}
+        </dd>
         <dt>Variables</dt>
         <dd>
           {env.length

@@ -73,6 +73,8 @@ export interface StartStoryInput {
 export interface BudgetInput {
   monthlyTokens?: number | null;
   monthlyUsd?: number | null;
+  /** What each person may spend in the project in a month. */
+  perPerson?: { monthlyTokens?: number | null; monthlyUsd?: number | null };
 }
 
 const enc = encodeURIComponent;

@@ -204,7 +204,7 @@ async function startLocked(caller: Caller, project: Project, key: string, input:
     throw new AppError('E_VALIDATION', `Unknown model profile "${input.model}". GET /api/models lists them.`, { field: 'model' });
   }
   checkBudget(input.budget);
-  await assertBudget(project.id);
+  await assertBudget(project.id, caller.id);
   await buildTarget(rt.projects, project, input.skill);
 
   const person = committerOf(caller);

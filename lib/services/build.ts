@@ -4,7 +4,14 @@ import { getRuntime } from '../engine/runtime';
 import type { BuildSettingsView } from '../../types/api';
 import { projectOf } from './access';
 
-const view = (b: BuildSettings): BuildSettingsView => ({ enabled: b.enabled, baseBranch: b.baseBranch, setup: b.setup, env: { ...b.env } });
+const view = (b: BuildSettings): BuildSettingsView => ({
+  enabled: b.enabled,
+  baseBranch: b.baseBranch,
+  setup: b.setup,
+  env: { ...b.env },
+  test: b.test ?? null,
+  appendOnly: [...(b.appendOnly ?? [])],
+});
 
 /** A project's build settings: whoever sees the project reads them (they hold nothing secret). */
 export async function getBuildSettings(caller: Caller, projectId: string): Promise<BuildSettingsView> {

@@ -15,7 +15,8 @@ export { me, setupInfo, createFirstAdmin, authRequest, listPeople, createPerson,
 export { projectMcpServers } from './mcp-hub';
 export { turnWorkspace, placeIn, chatTurn, turnBrief, type TurnInput, type StreamedTurn, type AnsweredTurn } from './turns';
 export { runOf, startRun, listRuns, getRun, cancelRun, runEvents, type RunInput, type StartedRun } from './runs';
-export { getBudget, putBudget, assertBudget } from './budgets';
+export { getBudget, putBudget, assertBudget, getServerBudget, putServerBudget, personBudgetState } from './budgets';
+export { projectEvents } from './events';
 export { listDecisions, decisionOf } from './decisions';
 export { answerRun } from './run-answers';
 export { listOpenAIModels, openAIModel, chatCompletion, openAIErrorView, OPENAI_MAX_BODY_BYTES, OPENAI_STREAM_HEADERS, type CompletionInput, type CompletionAnswer, type ChatKeys, type ClientMessage, type OpenAIErrorView } from './openai-compat';

@@ -22,7 +22,7 @@ export async function answerRun(caller: Caller, id: string, body: BodyOf<{ text:
   if (!(await runAllows(caller, run, 'write'))) throw new AppError('E_FORBIDDEN', `Your role in project "${run.projectId}" does not allow answering its runs.`);
   const { text } = await body();
   if (run.status !== 'blocked') throw new AppError('E_CONFLICT', `Run "${run.id}" is ${run.status}: only a blocked run waits for an answer.`, { status: run.status });
-  await assertBudget(run.projectId);
+  await assertBudget(run.projectId, run.ownerId);
   const by = caller.kind === 'local' ? undefined : { id: caller.id, name: caller.name || caller.email || caller.id };
   const queued = await rt.runs.answer(run.id, text, by);
   // Another answer (or nothing else: only blocked runs are resumed) took it in between.

@@ -60,7 +60,7 @@ export interface StartedRun {
 export async function startRun(caller: Caller, input: RunInput): Promise<StartedRun> {
   const project = await projectOf(caller, input.projectId, 'write');
   // A spent project refuses before a workspace is made for the run.
-  await assertBudget(project.id);
+  await assertBudget(project.id, caller.id);
   const workspaceId = await workspaceForRun(caller, project.id, input);
   // A workspace made for this run goes with a refused run: a refusal leaves nothing behind.
   const undo = async (e: unknown): Promise<never> => {

@@ -8,7 +8,7 @@ import type { SetupOutcome, Workspace, WorkspaceDetail, WorkspaceSummary } from 
 import type { RepositoryView, RunWorkspaceView, WorkspaceDetailView, WorkspaceDiffView, WorkspaceListItemView, WorkspaceMergeView, WorkspaceView } from '../../types/api';
 import { committerOf, projectOf } from './access';
 import { refuseDuringSetup, runWorkspaceSetup, setupStarting } from './setup';
-import { applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type SprintProject } from '../engine/sprint';
+import { appendOnlyFiles, applyWorkspaceStatusChanges, hasSprintStatus, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, storyFilesHead, type SprintProject } from '../engine/sprint';
 import { sprintOfProject, workspaceStart } from './remotes';
 
 const ref = (p: Project) => ({ id: p.id, root: p.root });
@@ -111,7 +111,9 @@ export async function workspaceDiff(caller: Caller, projectId: string, id: strin
  * Merges the workspace into its base (owners and editors); a merge commit is the caller's. The
  * workspace's edits to the sprint status are taken first as status changes (one commit each in the
  * base), and the merged head carries the base's own file, so that file never conflicts. A story's
- * workspace that merges moves its story to `done`; one that conflicts leaves its story in `review`.
+ * workspace that merges moves its story to `done` (its story files say `done` in the merged head);
+ * one that conflicts leaves its story in `review`. Append-only files (deferred-work.md, the build
+ * settings' `appendOnly`) merge as the union of both sides' lines.
  */
 export async function mergeWorkspace(caller: Caller, projectId: string, id: string): Promise<WorkspaceMergeView> {
   const project = await projectOf(caller, projectId, 'write');
@@ -124,8 +126,17 @@ export async function mergeWorkspace(caller: Caller, projectId: string, id: stri
   const sprint = await sprintOfWorkspace(project, id, person);
   // Push mode: the base caught up with the remote first, the merge pushed before the base moves.
   const pushed = await rt.workspaces.find(ref(project), id).then((ws) => rt.remotes.pushModeMerge(ref(project), ws.base));
+  const build = await rt.workspaces.getBuild(project.id);
+  const appendOnly = appendOnlyFiles(sprintProjectOf(project, build.baseBranch), build.appendOnly);
+  const headFor = sprint
+    ? async (head: string) => {
+        const neutral = await sprintNeutralHead(sprint.project, head, person);
+        // The story merged as done: its own files say so too.
+        return sprint.story ? storyFilesHead(sprint.project, neutral, sprint.story, 'done', person) : neutral;
+      }
+    : undefined;
   const m = await rt.workspaces
-    .merge(ref(project), id, person, { ...(sprint ? { headFor: (head: string) => sprintNeutralHead(sprint.project, head, person) } : {}), ...(pushed ? { publish: pushed.publish } : {}) })
+    .merge(ref(project), id, person, { appendOnly, ...(headFor ? { headFor } : {}), ...(pushed ? { publish: pushed.publish } : {}) })
     .catch(async (e: unknown) => {
       if (isAppError(e) && e.code === 'E_MERGE_CONFLICT') {
         if (sprint?.story) await storyTo(sprint.project, sprint.story, 'review', person, true);

@@ -319,6 +319,8 @@ describe('the sprint board', () => {
     expect(text.startsWith('# generated: 2026-11-20\n')).toBe(true);
     // The specs the runs wrote are in the base branch, and the project folder shows it all.
     expect(sh(repo.root, ['show', `main:${ARTIFACTS}/spec-1-2-boolean-aliases.md`])).toContain('status: done');
+    // The story files follow the sprint: merged as done, they say done (they said ready-for-dev).
+    for (const key of ['1-1-negative-numbers', '1-2-boolean-aliases']) expect(sh(repo.root, ['show', `main:${ARTIFACTS}/${key}.md`])).toMatch(/^Status: done$/m);
     expect(await fs.readFile(path.join(repo.root, STATUS_PATH), 'utf8')).toBe(text);
     expect(sh(repo.root, ['status', '--porcelain'])).toBe('');
     const shown = (await board('vic')).body.data.epics[0].stories;

@@ -153,6 +153,7 @@ describe("a project's monthly budget", () => {
       month: monthOf().month,
       // Every run so far was Ed's: the month's spend is his, by name.
       byPerson: [{ id: expect.any(String), name: 'ed', spent: { tokens: spentSoFar, usd: null } }],
+      perPerson: { monthlyTokens: null, monthlyUsd: null },
     });
     expect((await budget('bob')).status).toBe(404);
   });

@@ -111,7 +111,7 @@ describe('project view', () => {
 
 describe('build settings', () => {
   it('are off by default, read by whoever sees the project, 404 to others and to a token limited to another project', async () => {
-    expect((await build('vic')).body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: {} });
+    expect((await build('vic')).body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: {}, test: null, appendOnly: [] });
     expect((await build('bob')).status).toBe(404);
     expect((await build('bob')).body.code).toBe('E_PROJECT_NOT_FOUND');
     expect((await build('adaLab')).status).toBe(404);
@@ -128,10 +128,10 @@ describe('build settings', () => {
     expect((await build('ada')).body.data.enabled).toBe(false);
     const owner = await setBuild('ada', { setup: 'true', env: { NODE_ENV: 'test' } });
     expect(owner.status).toBe(200);
-    expect(owner.body.data).toEqual({ enabled: false, baseBranch: null, setup: 'true', env: { NODE_ENV: 'test' } });
+    expect(owner.body.data).toEqual({ enabled: false, baseBranch: null, setup: 'true', env: { NODE_ENV: 'test' }, test: null, appendOnly: [] });
     // Fields left out keep their values.
     const admin = await setBuild('admin', { setup: null });
-    expect(admin.body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: { NODE_ENV: 'test' } });
+    expect(admin.body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: { NODE_ENV: 'test' }, test: null, appendOnly: [] });
   });
 
   it('answers 400 E_VALIDATION naming the field of a wrong type or value', async () => {
@@ -148,7 +148,7 @@ describe('build settings', () => {
       expect([a.status, a.body.code, a.body.field?.split('.')[0]]).toEqual([400, 'E_VALIDATION', field]);
     }
     expect((await setBuild('ada', '{not json')).status).toBe(400);
-    expect((await build('ada')).body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: { NODE_ENV: 'test' } });
+    expect((await build('ada')).body.data).toEqual({ enabled: false, baseBranch: null, setup: null, env: { NODE_ENV: 'test' }, test: null, appendOnly: [] });
   });
 });
 

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AppError, isAppError } from '../../core/errors';
 import { log } from '../../core/log';
+import { emitProjectEvent } from '../events';
 import { forgeName, type PullRequest } from './forge';
 import type { PullRequestStore, StoredPullRequest } from './pr-store';
 import type { RemoteService } from './service';
@@ -122,6 +123,7 @@ export class ForgeService {
     // Another delivery, a poll or an instance took this change first.
     if (!moved) return false;
     log.info('forge.pull_request_state', { project: row.projectId, workspace: row.workspaceId, number: row.number, from: row.state, to: pr.state });
+    emitProjectEvent(row.projectId, { type: 'workspace', workspaceId: row.workspaceId });
     await this.boardFollows(moved, pr, forge).catch((e: unknown) => log.warn('forge.board_follow_failed', { project: row.projectId, workspace: row.workspaceId, code: isAppError(e) ? e.code : 'unknown', message: String((e as Error)?.message ?? e).slice(0, 200) }));
     return true;
   }

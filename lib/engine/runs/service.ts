@@ -1,3 +1,4 @@
+import { emitProjectEvent } from '../events';
 import crypto from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { LOCAL_CALLER } from '../../core/access';
@@ -150,7 +151,8 @@ export class RunService {
      * The project's budget, when spent: refuses a new run (thrown, E_BUDGET) and stops a running
      * one between model calls (returned).
      */
-    projectBudget?: (projectId: string) => Promise<BudgetStop | null>;
+    /** The project's budget, and that of the person the run is for (their own, and the server's). */
+    projectBudget?: (projectId: string, personId?: string) => Promise<BudgetStop | null>;
   }) {
     this.judgeBuild = deps.judgeBuild;
     this.chat = deps.chat;
@@ -167,7 +169,7 @@ export class RunService {
   private readonly authorOf?: (ownerId: string) => Promise<string | undefined>;
   private readonly placeOf?: (run: Run) => Promise<TurnWorkspace>;
   private readonly judgeBuild?: BuildJudge;
-  private readonly projectBudget?: (projectId: string) => Promise<BudgetStop | null>;
+  private readonly projectBudget?: (projectId: string, personId?: string) => Promise<BudgetStop | null>;
 
   get store(): RunStore {
     this.opened ??= this.openStore();
@@ -227,7 +229,7 @@ export class RunService {
     if (budgetProblem) throw new AppError('E_VALIDATION', budgetProblem.message, { field: budgetProblem.field });
     const budget: RunBudget = { ...(this.settings.maxTokens !== undefined ? { tokens: this.settings.maxTokens } : {}), ...input.budget };
     // Refused before anything is made: a project whose month is spent takes no new run.
-    const projectSpent = this.projectBudget ? await this.projectBudget(project.id) : null;
+    const projectSpent = this.projectBudget ? await this.projectBudget(project.id, input.ownerId) : null;
     if (projectSpent) throw new AppError('E_BUDGET', projectSpent.message, { budget: projectSpent.budget });
     if (input.webhook) {
       const problem = await webhookProblem(input.webhook.url, this.settings.webhook.allowPrivate);
@@ -341,6 +343,8 @@ export class RunService {
 
   private emit(run: Run): void {
     this.bus.emit(run.id, { type: 'run', run: runView(run) } satisfies RunEvent);
+    // The project's subscribers (the board) hear that a run changed, on every instance.
+    emitProjectEvent(run.projectId, { type: 'run', runId: run.id, storyKey: run.storyKey ?? null, workspaceId: run.workspaceId ?? null });
   }
 
   private leaseUntil(): string {
@@ -543,7 +547,7 @@ export class RunService {
       const own = runStop(run.budget, used);
       if (own) return own;
     }
-    return this.projectBudget ? this.projectBudget(run.projectId) : null;
+    return this.projectBudget ? this.projectBudget(run.projectId, run.ownerId) : null;
   }
 
   /**

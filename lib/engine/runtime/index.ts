@@ -1,3 +1,4 @@
+import { dropEventRelay, PgEventRelay, setEventRelay, type EventRelay } from '../events';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { loadConfig, type Config } from '../../core/config';
@@ -18,7 +19,7 @@ import { externalToolCheck } from '../../content/doctor/external-tools';
 import { accountsPolicy, authSettings, openAccounts, type Accounts, type AuthSettings } from '../../store/auth';
 import { openDatabase } from '../../store/db/store-database';
 import { openWorkspaceStore, WorkspaceService } from '../workspaces';
-import { monthOf, openBudgetStore, projectStop, type BudgetStop, type BudgetStore } from '../../store/budgets';
+import { monthOf, openBudgetStore, personStop, projectStop, serverStop, type BudgetStop, type BudgetStore } from '../../store/budgets';
 import { closeVersionStores } from '../../content/versions';
 import { PendingWork } from './work';
 import { judgeBuildRun } from './build-judge';
@@ -53,6 +54,8 @@ export interface Runtime extends ChatDeps {
   remotes: RemoteService;
   /** Workspaces' pull requests on the remotes' forges: publishing, their state by webhook and polling. */
   forges: ForgeService;
+  /** On Postgres: project events to and from the other instances (lib/engine/events); null: this process only. */
+  eventRelay: EventRelay | null;
 }
 
 export interface RuntimeOptions {
@@ -75,6 +78,9 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // The forges' part reaches the runs' store only once the runtime is made (the runs come last).
   let runsOf: RunService | null = null;
   let forges: ForgeService | null = null;
+  // Every instance on one Postgres database hears the others' project events.
+  const eventRelay = database.kind === 'postgres' ? new PgEventRelay(database.open({ poolSize: 2 })) : null;
+  void setEventRelay(eventRelay);
   const runtime: Omit<Runtime, 'runs'> = {
     config,
     store: store ?? openConversationStore(config, database),
@@ -102,6 +108,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     get forges(): ForgeService {
       return forges!;
     },
+    eventRelay,
     auditDir: path.join(config.dataDir, 'audit'),
     work,
     track: work.track,
@@ -129,7 +136,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
       const who = person ? { name: person.name || person.email, email: person.email } : APP_IDENTITY;
       return placeForRun(runtime, { projectId: run.projectId, workspaceId: run.workspaceId!, ...(run.storyKey ? { storyKey: run.storyKey } : {}) }, who);
     },
-    projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
+    projectBudget: (projectId, personId) => budgetStop(runtime, projectId, personId),
     // A build run's story moves to review in the sprint status, committed for its owner and naming the run.
     judgeBuild: async (run) => {
       const person = accounts ? await accounts.personById(run.ownerId) : null;
@@ -161,6 +168,41 @@ export async function projectBudgetStop(runtime: Pick<Runtime, 'budgets' | 'stor
   const month = monthOf();
   const spent = await runtime.store.spend({ projectId, since: month.since, until: month.until });
   return projectStop(budget, { tokens: spent.promptTokens + spent.completionTokens, usd: spent.cost }, month.month);
+}
+
+const usedOf = (s: { promptTokens: number; completionTokens: number; cost: number }) => ({ tokens: s.promptTokens + s.completionTokens, usd: s.cost });
+const limited = (l: { monthlyTokens: number | null; monthlyUsd: number | null }) => l.monthlyTokens !== null || l.monthlyUsd !== null;
+
+/**
+ * Whether `personId` may start work in the project this month (UTC): the project's limit per
+ * person (their spend in it), the server's per person (their spend in every project), the
+ * server's own month (everyone's, every project). The first spent one, else null.
+ */
+export async function personBudgetStop(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string, personId: string): Promise<BudgetStop | null> {
+  const [project, server] = await Promise.all([runtime.budgets.get(projectId), runtime.budgets.getServer()]);
+  const month = monthOf();
+  const range = { since: month.since, until: month.until };
+  if (limited(project.perPerson)) {
+    const stop = personStop(project.perPerson, usedOf(await runtime.store.spend({ projectId, ownerId: personId, ...range })), month.month, 'project');
+    if (stop) return stop;
+  }
+  if (limited(server.perPerson)) {
+    const stop = personStop(server.perPerson, usedOf(await runtime.store.spend({ ownerId: personId, ...range })), month.month, 'server');
+    if (stop) return stop;
+  }
+  if (limited(server)) return serverStop(server, usedOf(await runtime.store.spend(range)), month.month);
+  return null;
+}
+
+/** Every budget a new run (or a run's next model call) of `personId` in the project must fit: the project's, then the person's and the server's. */
+export async function budgetStop(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string, personId?: string): Promise<BudgetStop | null> {
+  return (await projectBudgetStop(runtime, projectId)) ?? (personId !== undefined ? await personBudgetStop(runtime, projectId, personId) : null);
+}
+
+/** For the autopilot (and anything that starts work for a person): whether the person's budgets let them start more work in the project. */
+export async function personBudgetState(runtime: Pick<Runtime, 'budgets' | 'store'>, projectId: string, personId: string): Promise<{ ok: true } | { ok: false; reason: string }> {
+  const stop = await budgetStop(runtime, projectId, personId);
+  return stop ? { ok: false, reason: stop.message } : { ok: true };
 }
 
 // Kept on globalThis so dev-mode module reloads do not open a second database handle.
@@ -195,6 +237,7 @@ export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime,
   await runtime.budgets.close();
   await runtime.remotes.store.close();
   await runtime.forges.store.close();
+  if (runtime.eventRelay) await dropEventRelay(runtime.eventRelay);
 }
 
 /** For tests: replace (or drop) the process runtime; the one replaced is closed (closeRuntime). */

@@ -23,6 +23,8 @@ export interface SprintProject {
   baseBranch: string | null;
   /** The project's remote repository, when it has one: the board reads what was fetched, status changes are pushed. */
   remote?: SprintRemote | null;
+  /** The project's id, when known: a status change is told to its event subscribers. */
+  projectId?: string;
 }
 
 /**
@@ -46,10 +48,21 @@ export interface SprintRemote {
 }
 
 /** From a catalog project (`install.documentFolders`) and the build settings' base branch. */
-export function sprintProjectOf(project: { root: string; install: { documentFolders: Record<string, string> } }, baseBranch: string | null, remote?: SprintRemote | null): SprintProject {
+export function sprintProjectOf(project: { id?: string; root: string; install: { documentFolders: Record<string, string> } }, baseBranch: string | null, remote?: SprintRemote | null): SprintProject {
   const folders = project.install.documentFolders;
   const artifacts = folders.implementation_artifacts ?? `${folders.output_folder ?? '_bmad-output'}/implementation-artifacts`;
-  return { root: project.root, artifacts, baseBranch, ...(remote ? { remote } : {}) };
+  return { root: project.root, artifacts, baseBranch, ...(remote ? { remote } : {}), ...(project.id ? { projectId: project.id } : {}) };
+}
+
+/** BMAD's list of work put off for later, which parallel skills append to: `deferred-work.md` in the implementation artifacts. */
+export const DEFERRED_WORK_FILE = 'deferred-work.md';
+
+/**
+ * The project's append-only files (relative to the project): the sprint's deferred-work list and
+ * the build settings' `appendOnly`. A merge joins both sides' lines in these (mergeTrees).
+ */
+export function appendOnlyFiles(project: Pick<SprintProject, 'artifacts'>, configured: readonly string[] = []): string[] {
+  return [...new Set([`${project.artifacts}/${DEFERRED_WORK_FILE}`, ...configured])];
 }
 
 /** Where the sprint status is: the repository, the branch, and its paths in the repository and in the project. */

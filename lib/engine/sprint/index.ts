@@ -3,6 +3,8 @@ export {
   type SprintRemote,
   hasLocalChanges,
   sprintProjectOf,
+  appendOnlyFiles,
+  DEFERRED_WORK_FILE,
   locateSprint,
   titleFromKey,
   titleFromMarkdown,
@@ -18,3 +20,4 @@ export { setStoryStatus, validateChange, commitMessage, hasSprintStatus, type Sp
 export { STORY_STATUSES, EPIC_STATUSES, RETRO_STATUSES, MAX_STATUS_BYTES, classifyKey, statusesFor, setStatusInText, type StoryStatus } from './parse';
 export { workspaceStatusChanges, applyWorkspaceStatusChanges, sprintNeutralHead, type WorkspaceStatusChanges } from './workspace';
 export { buildResultOf, statusOfText, outcomeOf, type BuildResult } from './result';
+export { storyFilesHead, withStoryStatus } from './story-file';

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { emitProjectEvent } from '../events';
 import { AppError } from '../../core/errors';
 import { GitError } from '../../sandbox/git/runner';
 import { atTop, currentBranch, resolveCommit } from '../../sandbox/git/repo';
@@ -78,7 +79,7 @@ function lockKey(loc: SprintLocation): string {
 export async function setStoryStatus(project: SprintProject, key: unknown, status: unknown, by: SprintActor): Promise<StatusChange> {
   const change = validateChange(key, status);
   const loc = await locateSprint(project);
-  return withFileLock(lockKey(loc), async () => {
+  const made = await withFileLock(lockKey(loc), async () => {
     if (project.remote) return setOnRemote(loc, project.remote, change.key, change.status, by);
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       const done = await setOnce(loc, change.key, change.status, by);
@@ -86,6 +87,8 @@ export async function setStoryStatus(project: SprintProject, key: unknown, statu
     }
     throw new AppError('E_CONFLICT', 'The base branch kept moving while the sprint status was changed; try again.');
   });
+  if (made.changed && project.projectId) emitProjectEvent(project.projectId, { type: 'story', storyKey: made.key });
+  return made;
 }
 
 async function checkedOutClean(loc: SprintLocation): Promise<boolean> {

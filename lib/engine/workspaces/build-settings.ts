@@ -44,5 +44,43 @@ export function validateBuild(patch: Partial<BuildSettings>): Partial<BuildSetti
     }
     out.env = Object.fromEntries(entries) as Record<string, string>;
   }
+  if (patch.test !== undefined) {
+    if (patch.test !== null) {
+      if (typeof patch.test !== 'string') throw bad('test', 'must be one shell line or null');
+      if (/[\r\n\0]/.test(patch.test)) throw bad('test', 'must be one line');
+      if (patch.test.length > 4000) throw bad('test', 'is longer than 4000 characters');
+    }
+    out.test = patch.test === null || patch.test.trim() === '' ? null : patch.test;
+  }
+  if (patch.appendOnly !== undefined) out.appendOnly = appendOnlyOf(patch.appendOnly as unknown, bad);
+  return out;
+}
+
+export const MAX_APPEND_ONLY = 50;
+const MAX_APPEND_ONLY_PATH = 500;
+
+/**
+ * Append-only files as given: project-relative posix paths to files, each at most once; never
+ * absolute, never `..`, `.` or an empty part, never inside `.git`, nor a control character. They
+ * are looked up in git trees only (never on disk), so nothing here is followed as a link.
+ */
+function appendOnlyOf(value: unknown, bad: (field: string, message: string, extra?: Record<string, unknown>) => AppError): string[] {
+  if (!Array.isArray(value)) throw bad('appendOnly', 'must be a list of paths relative to the project');
+  if (value.length > MAX_APPEND_ONLY) throw bad('appendOnly', `holds more than ${MAX_APPEND_ONLY} paths`);
+  const out: string[] = [];
+  for (const raw of value) {
+    if (typeof raw !== 'string') throw bad('appendOnly', 'must be a list of paths relative to the project');
+    const p = raw.trim().replace(/\\/g, '/');
+    const shown = p.slice(0, 60);
+    if (!p) throw bad('appendOnly', 'has an empty path');
+    if (p.length > MAX_APPEND_ONLY_PATH) throw bad('appendOnly', `has a path longer than ${MAX_APPEND_ONLY_PATH} characters`);
+    if (/[\0-\x1f\x7f]/.test(p)) throw bad('appendOnly', `has a path with a control character ("${shown.replace(/[\0-\x1f\x7f]/g, '?')}")`);
+    if (p.startsWith('/') || /^[A-Za-z]:/.test(p)) throw bad('appendOnly', `path "${shown}" must be relative to the project, not absolute`);
+    const parts = p.split('/');
+    if (parts.some((x) => x === '..')) throw bad('appendOnly', `path "${shown}" may not go up with ".."`);
+    if (parts.some((x) => x === '' || x === '.')) throw bad('appendOnly', `path "${shown}" must name a file (no empty or "." part)`);
+    if (parts.some((x) => x.toLowerCase() === '.git')) throw bad('appendOnly', `path "${shown}" may not be inside .git`);
+    if (!out.includes(p)) out.push(p);
+  }
   return out;
 }

@@ -5,6 +5,7 @@ import type { WorkspaceStore } from './types';
 
 export * from './types';
 export { WorkspaceService, gitIdentityEnv, MAX_DIFF_BYTES, type ProjectRef, type Person, type WorkspaceServiceOptions, type DiffResult, type MergeResult, type MergeOptions, type SyncResult, type SyncRefusal, type Dropped } from './service';
+export { mergeTrees, repoPathsOf, type TreeMerge } from './union-merge';
 export { nameProblem, checkName, MAX_NAME } from './names';
 export { MemoryWorkspaceStore } from './memory-store';
 export { SqlWorkspaceStore } from './sql-store';

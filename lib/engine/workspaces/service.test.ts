@@ -112,7 +112,7 @@ describe('discarding a large workspace', () => {
 describe('workspaces', () => {
   it('answers 409 E_BUILD_DISABLED while build is off, and E_NOT_A_REPOSITORY outside git', async () => {
     const s = await setup(undefined, false);
-    expect(await s.service.getBuild('p1')).toEqual({ enabled: false, baseBranch: null, setup: null, env: {} });
+    expect(await s.service.getBuild('p1')).toEqual({ enabled: false, baseBranch: null, setup: null, env: {}, test: null, appendOnly: [] });
     expect(await code(s.service.create(s.project, { name: 'a', createdBy: 'u1' }))).toBe('E_BUILD_DISABLED');
     expect(await code(s.service.list('p1'))).toBe('E_BUILD_DISABLED');
     const plain = tempDir('plain');
@@ -124,7 +124,7 @@ describe('workspaces', () => {
   it('validates build settings field by field and keeps left-out fields', async () => {
     const s = await setup();
     await s.service.putBuild('p1', { setup: 'npm ci', env: { CI_FLAG: '1' } });
-    expect(await s.service.getBuild('p1')).toEqual({ enabled: true, baseBranch: null, setup: 'npm ci', env: { CI_FLAG: '1' } });
+    expect(await s.service.getBuild('p1')).toEqual({ enabled: true, baseBranch: null, setup: 'npm ci', env: { CI_FLAG: '1' }, test: null, appendOnly: [] });
     for (const [patch, field] of [
       [{ enabled: 'yes' }, 'enabled'],
       [{ baseBranch: 'a..b' }, 'baseBranch'],

@@ -12,12 +12,14 @@ export { gitIdentityEnv };
 import { atTop, currentBranch, findRepositoryTop, isClean, resolveCommit } from '../../sandbox/git/repo';
 import { log } from '../../core/log';
 import { validateBuild } from './build-settings';
+import { emitProjectEvent } from '../events';
 import { branchProblem, checkName } from './names';
 import { readBranchAt, readCloneHead } from './clone-head';
 import { keepMethod, methodPathspecs, MethodGuardError, type Dropped } from './method-guard';
 import { diskUsage, pruneUnique } from './objects';
 import { cloneScript, cloneScriptOutcome, runInCheckout, SERVED_AT, uploadPackCommand } from './sandboxed-git';
 import { forgetCheckout, forgetStatus } from '../../sandbox/commands/snapshot';
+import { mergeTrees, repoPathsOf, type TreeMerge } from './union-merge';
 import { NameTakenError, DEFAULT_BUILD, type BuildSettings, type CommitInfo, type FileChange, type SetupOutcome, type Workspace, type WorkspaceDetail, type WorkspaceStore, type WorkspaceSummary } from './types';
 
 export type { Dropped };
@@ -68,6 +70,11 @@ export interface MergeOptions {
    * remote first); `retry` makes the merge again on the base as it is then.
    */
   publish?: (next: string, old: string) => Promise<'ok' | 'retry'>;
+  /**
+   * Files (relative to the project) that parallel work only appends to: where both sides changed
+   * one, the merge keeps the union of their lines instead of a conflict (see union-merge.ts).
+   */
+  appendOnly?: string[];
 }
 
 /** Why a sync left the project's branch where it was; the message is safe to show (no server path). */
@@ -255,6 +262,7 @@ export class WorkspaceService {
       // The clone's reflogs say where it was cloned from: a server path the model could read.
       await fs.promises.rm(path.join(dir, '.git', 'logs'), { recursive: true, force: true });
       if (base !== branch) await git(['branch', '--no-track', '--', base, baseCommit], { cwd: dir });
+      emitProjectEvent(project.id, { type: 'workspace', workspaceId: ws.id });
       return ws;
     } catch (e) {
       await removeTree(dir).catch(() => undefined);
@@ -408,7 +416,10 @@ export class WorkspaceService {
 
   /** Stores what the setup line did (the command tool runs it). */
   async recordSetup(id: string, outcome: SetupOutcome): Promise<Workspace | null> {
-    return this.opts.store.update(id, { setup: outcome });
+    const row = await this.opts.store.update(id, { setup: outcome });
+    // Its output while it runs is read by polling the workspace; its end is news.
+    if (row && outcome.status !== 'running') emitProjectEvent(row.projectId, { type: 'workspace', workspaceId: row.id });
+    return row;
   }
 
   /**
@@ -619,10 +630,11 @@ export class WorkspaceService {
   async merge(project: ProjectRef, id: string, person: Person, opts: MergeOptions = {}): Promise<MergeResult> {
     const ws = await this.readyToMerge(project, id);
     const top = this.repoTop(project);
+    const unionPaths = opts.appendOnly?.length ? repoPathsOf(projectInRepo(top, project), opts.appendOnly) : [];
     return this.repoLocked(top, async () => {
       // Another instance may move the base between our read and our compare-and-swap: start over.
       for (let attempt = 0; attempt < 3; attempt++) {
-        const done = await this.mergeOnce(top, ws, person, opts);
+        const done = await this.mergeOnce(top, ws, person, opts, unionPaths);
         if (done) return done;
       }
       throw new AppError('E_CONFLICT', 'The base branch kept moving during the merge; try again.');
@@ -630,7 +642,7 @@ export class WorkspaceService {
   }
 
   /** One merge attempt; null when the base moved before it could be set. */
-  private async mergeOnce(top: string, ws: Workspace, person: Person, { headFor, publish }: MergeOptions): Promise<MergeResult | null> {
+  private async mergeOnce(top: string, ws: Workspace, person: Person, { headFor, publish }: MergeOptions, unionPaths: string[]): Promise<MergeResult | null> {
     const baseRef = `refs/heads/${ws.base}`;
     const old = await resolveCommit(top, baseRef);
     if (!old) throw new AppError('E_CONFLICT', `The base branch "${ws.base}" no longer exists.`);
@@ -648,18 +660,8 @@ export class WorkspaceService {
       next = head;
       fastForward = true;
     } else {
-      const m = await git(['merge-tree', '--write-tree', '--no-messages', '--name-only', '-z', old, head], { cwd: top });
-      const parts = m.stdout.split('\0');
-      if (m.code === 1) {
-        const paths: string[] = [];
-        for (const p of parts.slice(1)) {
-          if (!p) break;
-          if (!paths.includes(p)) paths.push(p);
-        }
-        throw new AppError('E_MERGE_CONFLICT', `Merging ${ws.branch} into ${ws.base} conflicts in ${paths.length} file(s).`, { paths });
-      }
-      if (m.code !== 0) throw new GitError('merge-tree', m);
-      const tree = parts[0]!.trim();
+      const { tree, conflicts: paths } = await mergeTrees(top, old, head, { unionPaths });
+      if (paths.length) throw new AppError('E_MERGE_CONFLICT', `Merging ${ws.branch} into ${ws.base} conflicts in ${paths.length} file(s).`, { paths });
       const message = `Merge branch '${ws.branch}' into ${ws.base}`;
       next = (await gitOk(['commit-tree', tree, '-p', old, '-p', head, '-m', message], { cwd: top, env: gitIdentityEnv(person) })).trim();
     }
@@ -687,7 +689,19 @@ export class WorkspaceService {
     }
     const updated = await this.opts.store.update(ws.id, { status: 'merged', mergedCommit: next, mergedInto: ws.base, mergedAt: new Date().toISOString(), mergedBy: person.name }, 'open');
     if (!updated) throw new AppError('E_CONFLICT', 'The workspace changed during the merge.');
+    emitProjectEvent(ws.projectId, { type: 'workspace', workspaceId: ws.id });
     return { workspace: updated, commit: next, fastForward, checkoutUpdated };
+  }
+
+  /**
+   * The merge of `head` into `base` (commits of the project repository) as the workspace merge
+   * would make it — append-only files (`appendOnly`, relative to the project) joined as a union —
+   * without moving any ref: the tree and what still conflicts. For a test of the merged result
+   * in a scratch checkout before anything lands.
+   */
+  async trialMerge(project: ProjectRef, base: string, head: string, opts: { appendOnly?: string[] } = {}): Promise<TreeMerge> {
+    const top = this.repoTop(project);
+    return mergeTrees(top, base, head, { unionPaths: opts.appendOnly?.length ? repoPathsOf(projectInRepo(top, project), opts.appendOnly) : [] });
   }
 
   /**
@@ -725,8 +739,22 @@ export class WorkspaceService {
     const real = await fs.promises.realpath(dir).catch(() => null);
     await removeTree(dir);
     if (real) await forgetCheckout(real);
+    emitProjectEvent(project.id, { type: 'workspace', workspaceId: ws.id });
     return updated;
   }
+}
+
+/** The project folder's place in its repository, posix ('' when they are one). */
+function projectInRepo(top: string, project: ProjectRef): string {
+  let real = path.resolve(project.root);
+  let realTop = top;
+  try {
+    real = fs.realpathSync(real);
+    realTop = fs.realpathSync(top);
+  } catch {
+    // Gone: the merge's git will say so.
+  }
+  return path.relative(realTop, real).split(path.sep).join('/');
 }
 
 /** The commits `refs` name now, by one git for all of them; a ref that is not there is absent. */

@@ -29,6 +29,8 @@ interface BuildRow {
   base_branch: string | null;
   setup: string | null;
   env: string;
+  test?: string | null;
+  append_only?: string | null;
 }
 
 function toWorkspace(r: WorkspaceRow): Workspace {
@@ -55,7 +57,14 @@ function toWorkspace(r: WorkspaceRow): Workspace {
 }
 
 function toBuild(r: BuildRow): BuildSettings {
-  return { enabled: Number(r.enabled) === 1, baseBranch: r.base_branch, setup: r.setup, env: JSON.parse(r.env) as Record<string, string> };
+  return {
+    enabled: Number(r.enabled) === 1,
+    baseBranch: r.base_branch,
+    setup: r.setup,
+    env: JSON.parse(r.env) as Record<string, string>,
+    test: r.test ?? null,
+    appendOnly: r.append_only ? (JSON.parse(r.append_only) as string[]) : [],
+  };
 }
 
 /** A unique index refused the row (Postgres 23505, SQLite's constraint codes). */
@@ -94,11 +103,13 @@ export class SqlWorkspaceStore implements WorkspaceStore {
     if (patch.baseBranch !== undefined) set.base_branch = patch.baseBranch;
     if (patch.setup !== undefined) set.setup = patch.setup;
     if (patch.env !== undefined) set.env = JSON.stringify(patch.env);
+    if (patch.test !== undefined) set.test = patch.test;
+    if (patch.appendOnly !== undefined) set.append_only = JSON.stringify(patch.appendOnly);
     const first = { ...DEFAULT_BUILD, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as BuildSettings;
     // One statement: two writers of different fields at once both keep theirs.
     const row = await db
       .insertInto('build_settings')
-      .values({ project_id: projectId, enabled: first.enabled ? 1 : 0, base_branch: first.baseBranch, setup: first.setup, env: JSON.stringify(first.env), updated_at: now })
+      .values({ project_id: projectId, enabled: first.enabled ? 1 : 0, base_branch: first.baseBranch, setup: first.setup, env: JSON.stringify(first.env), test: first.test, append_only: JSON.stringify(first.appendOnly), updated_at: now })
       .onConflict((oc) => oc.column('project_id').doUpdateSet(set))
       .returningAll()
       .executeTakeFirstOrThrow();

@@ -73,11 +73,17 @@ describe.each(factories)('%s', (_label, make) => {
 
   it('keeps build settings per project, off by default, fields left out keeping their values', async () => {
     expect(await s.a.getBuild('p1')).toBeNull();
-    expect(await s.a.putBuild('p1', { setup: 'npm ci' })).toEqual({ enabled: false, baseBranch: null, setup: 'npm ci', env: {} });
-    expect(await s.b.putBuild('p1', { enabled: true, env: { A: 'x "y"' } })).toEqual({ enabled: true, baseBranch: null, setup: 'npm ci', env: { A: 'x "y"' } });
-    expect(await s.a.putBuild('p1', { baseBranch: 'develop', setup: null })).toEqual({ enabled: true, baseBranch: 'develop', setup: null, env: { A: 'x "y"' } });
-    expect(await s.b.getBuild('p1')).toEqual({ enabled: true, baseBranch: 'develop', setup: null, env: { A: 'x "y"' } });
+    const none = { test: null, appendOnly: [] };
+    expect(await s.a.putBuild('p1', { setup: 'npm ci' })).toEqual({ enabled: false, baseBranch: null, setup: 'npm ci', env: {}, ...none });
+    expect(await s.b.putBuild('p1', { enabled: true, env: { A: 'x "y"' } })).toEqual({ enabled: true, baseBranch: null, setup: 'npm ci', env: { A: 'x "y"' }, ...none });
+    expect(await s.a.putBuild('p1', { baseBranch: 'develop', setup: null })).toEqual({ enabled: true, baseBranch: 'develop', setup: null, env: { A: 'x "y"' }, ...none });
+    expect(await s.b.getBuild('p1')).toEqual({ enabled: true, baseBranch: 'develop', setup: null, env: { A: 'x "y"' }, ...none });
     expect(await s.b.getBuild('p2')).toBeNull();
+    expect(await s.b.putBuild('p1', { test: 'npm test', appendOnly: ['docs/log.md', 'notes/ideas.md'] })).toMatchObject({ setup: null, test: 'npm test', appendOnly: ['docs/log.md', 'notes/ideas.md'] });
+    expect(await s.a.putBuild('p1', { setup: 'uv sync' })).toMatchObject({ setup: 'uv sync', test: 'npm test', appendOnly: ['docs/log.md', 'notes/ideas.md'] });
+    expect(await s.a.getBuild('p1')).toMatchObject({ test: 'npm test', appendOnly: ['docs/log.md', 'notes/ideas.md'] });
+    expect(await s.b.putBuild('p3', { appendOnly: ['x.md'] })).toEqual({ enabled: false, baseBranch: null, setup: null, env: {}, test: null, appendOnly: ['x.md'] });
+
   });
 
   it('inserts, gets, lists newest first and updates rows', async () => {

@@ -81,9 +81,13 @@ export interface BuildSettings {
   setup: string | null;
   /** Non-secret variables for commands. */
   env: Record<string, string>;
+  /** One shell line that runs the project's tests in the command sandbox (no network); null for none. */
+  test: string | null;
+  /** Project-relative files that parallel work only appends to: merged as the union of both sides' lines. */
+  appendOnly: string[];
 }
 
-export const DEFAULT_BUILD: BuildSettings = { enabled: false, baseBranch: null, setup: null, env: {} };
+export const DEFAULT_BUILD: BuildSettings = { enabled: false, baseBranch: null, setup: null, env: {}, test: null, appendOnly: [] };
 
 export interface NewWorkspace {
   id: string;

@@ -1,8 +1,8 @@
-import type { ProjectBudget, RunBudget, Used } from './types';
+import type { Limits, ProjectBudget, RunBudget, Used } from './types';
 
 /** Which budget stopped (or refuses) a run, in words a person reads. */
 export interface BudgetStop {
-  budget: 'run' | 'project';
+  budget: 'run' | 'project' | 'person' | 'server';
   message: string;
 }
 
@@ -51,5 +51,31 @@ export function runBudgetProblem(budget: unknown): { field: string; message: str
     return { field: 'budget.tokens', message: 'budget.tokens must be a whole number of at least 1.' };
   }
   if (b.usd !== undefined && (typeof b.usd !== 'number' || !Number.isFinite(b.usd) || b.usd <= 0)) return { field: 'budget.usd', message: 'budget.usd must be a number above 0.' };
+  return null;
+}
+
+/**
+ * A person's monthly limits, when this month's spend has reached one: `where` says whose limits
+ * (the project's for each person, or the server's over every project).
+ */
+export function personStop(limits: Limits, spent: Used, month: string, where: 'project' | 'server'): BudgetStop | null {
+  const scope = where === 'project' ? 'in this project' : 'on this server';
+  if (limits.monthlyTokens !== null && spent.tokens >= limits.monthlyTokens) {
+    return { budget: 'person', message: `The monthly token budget per person ${scope} is spent for this person: ${tokens(spent.tokens)} of ${tokens(limits.monthlyTokens)} in ${month} (UTC).` };
+  }
+  if (limits.monthlyUsd !== null && spent.usd >= limits.monthlyUsd) {
+    return { budget: 'person', message: `The monthly budget per person ${scope} of ${usd(limits.monthlyUsd)} is spent for this person: ${usd(spent.usd)} in ${month} (UTC).` };
+  }
+  return null;
+}
+
+/** The server's own monthly limits (every project together), when this month's spend has reached one. */
+export function serverStop(limits: Limits, spent: Used, month: string): BudgetStop | null {
+  if (limits.monthlyTokens !== null && spent.tokens >= limits.monthlyTokens) {
+    return { budget: 'server', message: `The server's monthly token budget is spent: ${tokens(spent.tokens)} of ${tokens(limits.monthlyTokens)} in ${month} (UTC).` };
+  }
+  if (limits.monthlyUsd !== null && spent.usd >= limits.monthlyUsd) {
+    return { budget: 'server', message: `The server's monthly budget of ${usd(limits.monthlyUsd)} is spent: ${usd(spent.usd)} in ${month} (UTC).` };
+  }
   return null;
 }

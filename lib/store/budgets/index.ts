@@ -4,7 +4,7 @@ import { SqlBudgetStore } from './sql-store';
 import type { BudgetStore } from './types';
 
 export * from './types';
-export { monthOf, projectStop, runStop, runBudgetProblem, type BudgetStop } from './check';
+export { monthOf, projectStop, runStop, personStop, serverStop, runBudgetProblem, type BudgetStop } from './check';
 export { MemoryBudgetStore } from './memory-store';
 export { SqlBudgetStore } from './sql-store';
 

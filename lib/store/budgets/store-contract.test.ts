@@ -23,6 +23,7 @@ async function sqlPair(target: { file: string } | { url: string }): Promise<{ a:
   const second = conversationDatabase(target).open();
   await second.ready();
   await sql`DELETE FROM project_budgets`.execute(first.db);
+  await sql`DELETE FROM server_budget`.execute(first.db);
   return { a: new SqlBudgetStore(first), b: new SqlBudgetStore(second) };
 }
 
@@ -63,7 +64,23 @@ describe.each(factories)('%s', (_name, open) => {
   });
 
   it('has no limits for a project never set', async () => {
-    expect(await a.get('shop')).toEqual({ projectId: 'shop', monthlyTokens: null, monthlyUsd: null, updatedAt: null, updatedBy: null });
+    expect(await a.get('shop')).toEqual({ projectId: 'shop', monthlyTokens: null, monthlyUsd: null, perPerson: { monthlyTokens: null, monthlyUsd: null }, updatedAt: null, updatedBy: null });
+  });
+
+  it('keeps limits per person beside the project\'s, each field left out kept', async () => {
+    expect(await a.set('shop', { monthlyTokens: 900, perPerson: { monthlyTokens: 300 } }, 'u1')).toMatchObject({ monthlyTokens: 900, perPerson: { monthlyTokens: 300, monthlyUsd: null } });
+    expect(await b.set('shop', { perPerson: { monthlyUsd: 2.5 } }, 'u2')).toMatchObject({ monthlyTokens: 900, perPerson: { monthlyTokens: 300, monthlyUsd: 2.5 } });
+    expect(await a.set('shop', { perPerson: { monthlyTokens: null } }, 'u1')).toMatchObject({ monthlyTokens: 900, perPerson: { monthlyTokens: null, monthlyUsd: 2.5 } });
+    expect(await b.get('shop')).toMatchObject({ monthlyTokens: 900, perPerson: { monthlyTokens: null, monthlyUsd: 2.5 } });
+  });
+
+  it("keeps the server's limits in one row, none at first", async () => {
+    expect(await a.getServer()).toEqual({ monthlyTokens: null, monthlyUsd: null, perPerson: { monthlyTokens: null, monthlyUsd: null }, updatedAt: null, updatedBy: null });
+    expect(await a.setServer({ perPerson: { monthlyTokens: 5_000_000_000 } }, 'admin')).toMatchObject({ monthlyTokens: null, perPerson: { monthlyTokens: 5_000_000_000, monthlyUsd: null }, updatedBy: 'admin' });
+    expect(await b.setServer({ monthlyUsd: 100 }, 'admin2')).toMatchObject({ monthlyUsd: 100, perPerson: { monthlyTokens: 5_000_000_000 } });
+    expect(await b.getServer()).toMatchObject({ monthlyTokens: null, monthlyUsd: 100, perPerson: { monthlyTokens: 5_000_000_000, monthlyUsd: null }, updatedBy: 'admin2' });
+    // The project's rows are apart.
+    expect(await a.get('shop')).toMatchObject({ monthlyTokens: null, perPerson: { monthlyTokens: null } });
   });
 
   it('keeps the fields a change leaves out, removes a limit set to null, and reads the same from another handle', async () => {

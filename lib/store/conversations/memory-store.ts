@@ -185,7 +185,7 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async spendByOwner(filter: SpendFilter): Promise<(SpendTotals & { ownerId: string | null })[]> {
-    const owners = new Set(this.ledger.filter((e) => e.projectId === filter.projectId).map((e) => e.ownerId));
+    const owners = new Set(this.ledger.filter((e) => filter.projectId === undefined || e.projectId === filter.projectId).map((e) => e.ownerId));
     const out: (SpendTotals & { ownerId: string | null })[] = [];
     for (const ownerId of owners) {
       const s = this.sum(filter, (e) => e.ownerId === ownerId);
@@ -198,7 +198,7 @@ export class MemoryConversationStore implements ConversationStore {
     const only = filter.conversationIds ? new Set(filter.conversationIds) : null;
     const out = emptySpend();
     for (const e of this.ledger) {
-      if (e.projectId !== filter.projectId || e.at < filter.since || (filter.until !== undefined && e.at >= filter.until)) continue;
+      if ((filter.projectId !== undefined && e.projectId !== filter.projectId) || (filter.ownerId !== undefined && e.ownerId !== filter.ownerId) || e.at < filter.since || (filter.until !== undefined && e.at >= filter.until)) continue;
       if (only && !only.has(e.conversationId)) continue;
       if (!keep(e)) continue;
       out.promptTokens += e.usage.promptTokens;

@@ -355,7 +355,7 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     const only = filter.conversationIds ? sql` AND conversation_id IN (${sql.join(filter.conversationIds)})` : sql``;
     const r = await sql<Record<string, unknown>>`SELECT COALESCE(SUM(prompt_tokens), 0) AS p, COALESCE(SUM(completion_tokens), 0) AS c, COALESCE(SUM(cached_tokens), 0) AS k,
         COALESCE(SUM(cost), 0) AS usd, COUNT(*) AS calls, COUNT(*) - COUNT(cost) AS unpriced
-      FROM usage_ledger WHERE project_id = ${filter.projectId} AND at >= ${filter.since}${until}${only}`.execute(await this.q());
+      FROM usage_ledger WHERE ${whereOf(filter)} AND at >= ${filter.since}${until}${only}`.execute(await this.q());
     const row = r.rows[0] ?? {};
     return {
       promptTokens: Number(row.p ?? 0),
@@ -373,7 +373,7 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     const only = filter.conversationIds ? sql` AND conversation_id IN (${sql.join(filter.conversationIds)})` : sql``;
     const r = await sql<Record<string, unknown>>`SELECT owner_id AS o, COALESCE(SUM(prompt_tokens), 0) AS p, COALESCE(SUM(completion_tokens), 0) AS c, COALESCE(SUM(cached_tokens), 0) AS k,
         COALESCE(SUM(cost), 0) AS usd, COUNT(*) AS calls, COUNT(*) - COUNT(cost) AS unpriced
-      FROM usage_ledger WHERE project_id = ${filter.projectId} AND at >= ${filter.since}${until}${only} GROUP BY owner_id`.execute(await this.q());
+      FROM usage_ledger WHERE ${whereOf(filter)} AND at >= ${filter.since}${until}${only} GROUP BY owner_id`.execute(await this.q());
     return r.rows.map((row) => ({
       ownerId: typeof row.o === 'string' ? row.o : null,
       promptTokens: Number(row.p ?? 0),
@@ -614,4 +614,10 @@ export class SqlConversationStore<Row extends ConversationRow = ConversationRow>
     if (row.last_preview !== null) summary.lastMessagePreview = row.last_preview;
     return summary;
   }
+}
+
+/** Which project's (or every project's) and whose calls a spend sums. */
+function whereOf(filter: SpendFilter): RawBuilder<unknown> {
+  const parts = [...(filter.projectId !== undefined ? [sql`project_id = ${filter.projectId}`] : []), ...(filter.ownerId !== undefined ? [sql`owner_id = ${filter.ownerId}`] : [])];
+  return parts.length ? sql.join(parts, sql` AND `) : sql`1 = 1`;
 }

@@ -196,7 +196,10 @@ export interface TurnBatch {
 
 /** Which model calls a spend sums: a project's, from `since` (inclusive), before `until` (exclusive), ISO times. */
 export interface SpendFilter {
-  projectId: string;
+  /** Absent: every project's (the server's month). */
+  projectId?: string;
+  /** Only the calls of this person's conversations (and runs). */
+  ownerId?: string;
   since: string;
   until?: string;
   /** Only the calls of these conversations (a run's, a story's runs'). */

@@ -125,6 +125,26 @@ const SQLITE_WORKSPACE_CLOSED = [
   'CREATE INDEX workspaces_by_project ON workspaces (project_id, created_at, id)',
 ];
 
+/**
+ * Build settings' test line and append-only files; a project's limits for each person in it, and
+ * the server's own limits (one row, set by admins): same in both dialects.
+ */
+const PERSON_BUDGETS_DDL = [
+  'ALTER TABLE build_settings ADD COLUMN test text',
+  "ALTER TABLE build_settings ADD COLUMN append_only text NOT NULL DEFAULT '[]'",
+  'ALTER TABLE project_budgets ADD COLUMN person_monthly_tokens bigint',
+  'ALTER TABLE project_budgets ADD COLUMN person_monthly_usd double precision',
+  `CREATE TABLE server_budget (
+     id                    text PRIMARY KEY,
+     monthly_tokens        bigint,
+     monthly_usd           double precision,
+     person_monthly_tokens bigint,
+     person_monthly_usd    double precision,
+     updated_by            text,
+     updated_at            text NOT NULL
+   )`,
+];
+
 /** The projects' monthly limits: same columns in both dialects. */
 function budgetDdl(key: string, big: string, real: string): string[] {
   return [
@@ -339,6 +359,8 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
   '0011_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
   '0012_forge': ddl(...forgeDdl('text COLLATE "C"'), 'ALTER TABLE workspaces DROP CONSTRAINT workspaces_status_check', `ALTER TABLE workspaces ADD CONSTRAINT workspaces_status_check ${WORKSPACE_STATUSES}`),
+  // A person's month over every project is summed by owner, the server's by time alone.
+  '0014_person_budgets': ddl(...PERSON_BUDGETS_DDL, 'CREATE INDEX usage_ledger_by_owner ON usage_ledger (owner_id, at)', 'CREATE INDEX usage_ledger_by_at ON usage_ledger (at)'),
 };
 
 /**
@@ -357,6 +379,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004_remotes': ddl(...remoteDdl('text')),
   '0005_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
   '0006_forge': ddl(...forgeDdl('text'), ...SQLITE_WORKSPACE_CLOSED),
+  '0008_person_budgets': ddl(...PERSON_BUDGETS_DDL),
 };
 
 export type SqlDialect = 'sqlite' | 'postgres';

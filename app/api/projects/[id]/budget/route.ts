@@ -18,9 +18,9 @@ export async function GET(request: Request, { params }: Params) {
 }
 
 // The limits' own checks (type, sign, field named) are the service's, after the access check.
-const Put = z.record(z.string(), z.unknown(), 'A budget is an object: { monthlyTokens?, monthlyUsd? }');
+const Put = z.record(z.string(), z.unknown(), 'A budget is an object: { monthlyTokens?, monthlyUsd?, perPerson? }');
 
-/** Sets the monthly limits (owners and admins); fields left out keep their values, null removes one. */
+/** Sets the monthly limits and those per person (owners and admins); fields left out keep their values, null removes one. */
 export async function PUT(request: Request, { params }: Params) {
   return handle('PUT /api/projects/:id/budget', request, async () => {
     const caller = await callerOf(request);

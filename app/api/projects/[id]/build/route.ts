@@ -22,6 +22,8 @@ const Put = z.object({
   baseBranch: z.string('baseBranch must be a branch name or null').max(255).nullable().optional(),
   setup: z.string('setup must be one shell line or null').max(4000).nullable().optional(),
   env: z.record(z.string(), z.string('env values must be texts'), 'env must be an object of names to texts').optional(),
+  test: z.string('test must be one shell line or null').max(4000).nullable().optional(),
+  appendOnly: z.array(z.string('appendOnly must be a list of paths'), 'appendOnly must be a list of paths relative to the project').max(50).optional(),
 });
 
 /** Changes the build settings (the project's owners and admins); fields left out keep their values. */
