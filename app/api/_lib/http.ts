@@ -20,9 +20,7 @@ function json(body: unknown, init?: ResponseInit): NextResponse {
   return new NextResponse(text, { ...init, headers });
 }
 
-export function ok<T>(data: T, init?: ResponseInit): NextResponse {
-  return json({ success: true, data }, init);
-}
+export const ok = <T,>(data: T, init?: ResponseInit): NextResponse => json({ success: true, data }, init);
 
 export function fail(error: AppError): NextResponse {
   // A validation error names its field, so a form can show the message beside it.
@@ -44,9 +42,7 @@ export const MAX_BODY_BYTES = 256 * 1024;
 const tooLarge = (limit: number) => new AppError('E_TOO_LARGE', `The request body is larger than ${limit} bytes.`);
 
 /** Reads the body as text, counting bytes as they arrive: a chunked upload cannot fill the memory. */
-export async function readBodyText(request: Request, limit = MAX_BODY_BYTES): Promise<string> {
-  return (await readBodyBytes(request, limit)).toString('utf8');
-}
+export const readBodyText = async (request: Request, limit = MAX_BODY_BYTES): Promise<string> => (await readBodyBytes(request, limit)).toString('utf8');
 
 /** The body's bytes as they came (a signature is over them, not over a decoding), bounded as readBodyText. */
 export async function readBodyBytes(request: Request, limit = MAX_BODY_BYTES): Promise<Buffer> {
