@@ -1,17 +1,18 @@
 import type { Caller } from '../core/access';
 import { log } from '../core/log';
 import { getRuntime } from '../engine/runtime';
-import { publishWorkspace as publish, pullRequestOutcome, type PullRequestOutcome, type StoredPullRequest } from '../engine/remotes';
+import { publishWorkspace as publish, pullRequestOutcome, webLink, type PullRequestOutcome, type StoredPullRequest } from '../engine/remotes';
 import type { PublishView, PullRequestView } from '../../types/api';
 import { projectOf, type BodyOf } from './access';
 
+/** A pull request as the API shows it; its links only http(s) ones, whatever a store or forge held. */
 export function pullRequestView(pr: PullRequestOutcome): PullRequestView {
   return {
     number: pr.number,
-    url: pr.url,
+    url: webLink(pr.url) ?? '',
     state: pr.state,
     ...(pr.draft !== undefined ? { draft: pr.draft } : {}),
-    checks: pr.checks ? { state: pr.checks.state, checks: pr.checks.checks.map((c) => ({ name: c.name, state: c.state, ...(c.url ? { url: c.url } : {}) })) } : null,
+    checks: pr.checks ? { state: pr.checks.state, checks: pr.checks.checks.map((c) => ({ name: c.name, state: c.state, ...(webLink(c.url) ? { url: webLink(c.url)! } : {}) })) } : null,
     ...(pr.updatedAt ? { updatedAt: pr.updatedAt } : {}),
     ...(pr.note ? { note: pr.note } : {}),
   };

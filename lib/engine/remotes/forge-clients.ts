@@ -1,5 +1,5 @@
 import { enc, expect2xx, forgeHttp, type ForgeHttp } from './forge-http';
-import type { CheckState, ChecksSummary, Conditional, ForgeClient, ForgeRegistry, ForgeTarget, PullRequest, PullRequestInput } from './forge';
+import { webLink, type CheckState, type ChecksSummary, type Conditional, type ForgeClient, type ForgeRegistry, type ForgeTarget, type PullRequest, type PullRequestInput } from './forge';
 import { forgeWebhooks } from './webhooks';
 
 /**
@@ -11,6 +11,15 @@ import { forgeWebhooks } from './webhooks';
 type Json = Record<string, any>;
 
 const obj = (v: unknown): Json => (v && typeof v === 'object' ? (v as Json) : {});
+
+/** A check's page, when the forge gave one the board may link. */
+const linkOf = (v: unknown): { url?: string } => {
+  const url = webLink(v);
+  return url ? { url } : {};
+};
+
+/** A check's name as a card shows it: bounded, whatever the forge sent. */
+const nameOf = (v: unknown, fallback: string) => String(v ?? fallback).slice(0, 200);
 
 /** Every check together: any failure fails, any pending is pending, all success-or-neutral is success. */
 export function combine(checks: ChecksSummary['checks']): CheckState | null {
@@ -27,7 +36,7 @@ function githubPull(p: Json): PullRequest {
   const merged = p.merged === true || !!p.merged_at;
   return {
     number: Number(p.number),
-    url: String(p.html_url ?? ''),
+    url: webLink(p.html_url) ?? '',
     state: merged ? 'merged' : p.state === 'closed' ? 'closed' : 'open',
     draft: p.draft === true,
     ...(p.head?.sha ? { headSha: String(p.head.sha) } : {}),
@@ -92,8 +101,8 @@ export class GitHubClient implements ForgeClient {
       expect2xx(this.h, { method: 'GET', path: `${this.repo}/commits/${enc(sha)}/status?per_page=100`, doing: 'reading the combined status' }),
     ]);
     const checks: ChecksSummary['checks'] = [];
-    for (const r of (obj(runs.body).check_runs as Json[] | undefined) ?? []) checks.push({ name: String(r.name ?? 'check'), state: githubRunState(r), ...(r.html_url ? { url: String(r.html_url) } : {}) });
-    for (const s of (obj(status.body).statuses as Json[] | undefined) ?? []) checks.push({ name: String(s.context ?? 'status'), state: githubStatusState(String(s.state)), ...(s.target_url ? { url: String(s.target_url) } : {}) });
+    for (const r of (obj(runs.body).check_runs as Json[] | undefined) ?? []) checks.push({ name: nameOf(r.name, 'check'), state: githubRunState(r), ...linkOf(r.html_url) });
+    for (const s of (obj(status.body).statuses as Json[] | undefined) ?? []) checks.push({ name: nameOf(s.context, 'status'), state: githubStatusState(String(s.state)), ...linkOf(s.target_url) });
     return { state: combine(checks), checks };
   }
 }
@@ -103,7 +112,7 @@ export class GitHubClient implements ForgeClient {
 function gitlabMr(m: Json): PullRequest {
   return {
     number: Number(m.iid),
-    url: String(m.web_url ?? ''),
+    url: webLink(m.web_url) ?? '',
     state: m.state === 'merged' ? 'merged' : m.state === 'closed' || m.state === 'locked' ? 'closed' : 'open',
     draft: m.draft === true || m.work_in_progress === true,
     ...(m.sha ? { headSha: String(m.sha) } : {}),
@@ -166,7 +175,7 @@ export class GitLabClient implements ForgeClient {
     const list = Array.isArray(res.body) ? (res.body as Json[]) : [];
     // The newest pipeline of the commit is its verdict; older ones were superseded.
     const newest = [...list].sort((a, b) => Number(b.id) - Number(a.id))[0];
-    const checks: ChecksSummary['checks'] = newest ? [{ name: `pipeline #${newest.id}`, state: gitlabPipelineState(String(newest.status)), ...(newest.web_url ? { url: String(newest.web_url) } : {}) }] : [];
+    const checks: ChecksSummary['checks'] = newest ? [{ name: nameOf(`pipeline #${newest.id}`, 'pipeline'), state: gitlabPipelineState(String(newest.status)), ...linkOf(newest.web_url) }] : [];
     return { state: combine(checks), checks };
   }
 }
@@ -177,7 +186,7 @@ function giteaPull(p: Json): PullRequest {
   const merged = p.merged === true;
   return {
     number: Number(p.number),
-    url: String(p.html_url ?? ''),
+    url: webLink(p.html_url) ?? '',
     state: merged ? 'merged' : p.state === 'closed' ? 'closed' : 'open',
     // Gitea marks work in progress by the title's prefix (its `draft` field is recent).
     draft: p.draft === true || /^\s*(WIP:|\[WIP\])/i.test(String(p.title ?? '')),
@@ -236,7 +245,7 @@ export class GiteaClient implements ForgeClient {
   async checks(sha: string): Promise<ChecksSummary> {
     const res = await expect2xx(this.h, { method: 'GET', path: `${this.repo}/commits/${enc(sha)}/status`, doing: 'reading the commit status' });
     const checks: ChecksSummary['checks'] = [];
-    for (const s of (obj(res.body).statuses as Json[] | undefined) ?? []) checks.push({ name: String(s.context ?? 'status'), state: giteaStatusState(String(s.status ?? s.state)), ...(s.target_url ? { url: String(s.target_url) } : {}) });
+    for (const s of (obj(res.body).statuses as Json[] | undefined) ?? []) checks.push({ name: nameOf(s.context, 'status'), state: giteaStatusState(String(s.status ?? s.state)), ...linkOf(s.target_url) });
     return { state: combine(checks), checks };
   }
 }

@@ -4,7 +4,8 @@ import { log } from '../../core/log';
 import { forgeName, type PullRequest } from './forge';
 import type { PullRequestStore, StoredPullRequest } from './pr-store';
 import type { RemoteService } from './service';
-import { readEvent, webhookKind } from './webhooks';
+import { repositoryPathOf } from '../../sandbox/git/remote-url';
+import { readEvent, webhookKind, type ForgeEvent } from './webhooks';
 
 /** A project as the forges' part needs it: its folder (never shown) and its install's document folders. */
 export interface ForgeProject {
@@ -217,7 +218,9 @@ export class ForgeService {
       let changed = false;
       if (event.type === 'pull-request' && Number.isInteger(event.number)) {
         const row = await this.deps.store.byNumber(projectId, event.number);
-        if (row) {
+        const other = row ? this.notOurs(event, remote.url, row.branch) : null;
+        if (other) log.warn('forge.hook_other_pull_request', { project: projectId, number: event.number, why: other });
+        if (row && !other) {
           changed = await this.applyState(row, { state: event.state, ...(event.url ? { url: event.url } : {}), ...(event.headSha ? { headSha: event.headSha } : {}), ...(event.draft !== null ? { draft: event.draft } : {}), ...(event.mergeCommit ? { mergeCommit: event.mergeCommit } : {}) });
           const now = await this.deps.store.get(row.workspaceId);
           if (now?.state === 'open') await this.refreshChecks(now);
@@ -232,6 +235,25 @@ export class ForgeService {
       if (delivery) await this.deps.store.releaseDelivery(projectId, delivery.slice(0, 200)).catch(() => undefined);
       throw e;
     }
+  }
+
+  /**
+   * Why a signed delivery about pull request #n is not about this project's #n, or null when it
+   * is: an organisation's or group's webhook shares one secret among repositories whose numbers
+   * overlap, so the repository it names must be the remote's and its head the workspace's branch.
+   * A delivery that names no repository is not acted on (every forge names it).
+   */
+  private notOurs(event: Extract<ForgeEvent, { type: 'pull-request' }>, remoteUrl: string, branch: string): string | null {
+    let ours: string;
+    try {
+      ours = repositoryPathOf(this.deps.remotes.parse(remoteUrl));
+    } catch {
+      return 'the remote URL is no longer accepted';
+    }
+    if (!event.repository) return 'it names no repository';
+    if (event.repository.toLowerCase() !== ours.toLowerCase()) return 'it is about another repository';
+    if (event.headRef !== null && event.headRef !== branch) return 'its head is another branch';
+    return null;
   }
 
   /** One poll of every open pull request (this instance holds the lease, or nothing is done). */
