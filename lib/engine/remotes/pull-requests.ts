@@ -172,7 +172,8 @@ export class ForgeService {
 
   /** Reads the checks of an open pull request's head again (failures logged; the last ones kept). */
   async refreshChecks(row: StoredPullRequest): Promise<StoredPullRequest | null> {
-    if (!row.headSha) return row;
+    // A head a forge gave goes into an API path: a commit id only (`../..` would walk the API).
+    if (!row.headSha || !/^[0-9a-f]{7,64}$/i.test(row.headSha)) return row;
     const remote = await this.deps.remotes.get(row.projectId);
     if (!remote?.forge) return row;
     try {

@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { forgeWebhooks, readEvent, webhookKind } from './webhooks';
 
-const body = Buffer.from(JSON.stringify({ action: 'closed', number: 3, pull_request: { number: 3, state: 'closed', merged: true, merge_commit_sha: 'm'.repeat(40), head: { sha: 'h'.repeat(40) } } }));
+const body = Buffer.from(JSON.stringify({ action: 'closed', number: 3, pull_request: { number: 3, state: 'closed', merged: true, merge_commit_sha: 'b'.repeat(40), head: { sha: 'a'.repeat(40) } } }));
 const hmac = (secret: string, b: Uint8Array) => crypto.createHmac('sha256', secret).update(b).digest('hex');
 
 describe('webhook verification', () => {
@@ -36,9 +36,11 @@ describe('webhook verification', () => {
     expect(webhookKind(new Headers({ 'x-github-event': 'pull_request' }))).toBe('github');
     expect(webhookKind(new Headers({ 'x-gitlab-event': 'Merge Request Hook' }))).toBe('gitlab');
     expect(webhookKind(new Headers())).toBeNull();
-    expect(readEvent('github', new Headers({ 'x-github-event': 'pull_request' }), JSON.parse(body.toString()))).toEqual({ type: 'pull-request', number: 3, state: 'merged', headSha: 'h'.repeat(40), url: null, draft: null, mergeCommit: 'm'.repeat(40), repository: null, headRef: null });
+    expect(readEvent('github', new Headers({ 'x-github-event': 'pull_request' }), JSON.parse(body.toString()))).toEqual({ type: 'pull-request', number: 3, state: 'merged', headSha: 'a'.repeat(40), url: null, draft: null, mergeCommit: 'b'.repeat(40), repository: null, headRef: null });
     expect(readEvent('gitlab', new Headers({ 'x-gitlab-event': 'Merge Request Hook' }), { object_kind: 'merge_request', object_attributes: { iid: 4, state: 'closed' } })).toMatchObject({ type: 'pull-request', number: 4, state: 'closed', mergeCommit: null });
-    expect(readEvent('gitea', new Headers({ 'x-gitea-event': 'status' }), { sha: 'abc' })).toEqual({ type: 'checks', sha: 'abc' });
+    expect(readEvent('gitea', new Headers({ 'x-gitea-event': 'status' }), { sha: 'abc1234' })).toEqual({ type: 'checks', sha: 'abc1234' });
+    // A "commit" that would walk the API's paths is not one.
+    expect(readEvent('gitea', new Headers({ 'x-gitea-event': 'status' }), { sha: '../../admin' })).toEqual({ type: 'ignored', event: 'status' });
     expect(readEvent('github', new Headers({ 'x-github-event': 'push' }), {})).toEqual({ type: 'ignored', event: 'push' });
   });
 
