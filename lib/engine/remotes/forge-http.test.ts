@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { isAppError } from '../../core/errors';
 import { forgeHttp } from './forge-http';
-import { GitHubClient } from './forge-clients';
+import { GiteaClient, GitHubClient, GitLabClient } from './forge-clients';
 import type { ForgeTarget } from './forge';
 
 /**
@@ -189,6 +189,36 @@ describe('forge-http against a hostile forge', () => {
     const checks = await client.checks('a'.repeat(40));
     expect(checks.checks.map((c) => c.url ?? null)).toEqual([null, 'https://ci.example.com/1', null, null]);
     expect(checks.checks[0]!.name).toHaveLength(200);
+  });
+});
+
+describe('forge clients against answers of any shape', () => {
+  it('reads nulls, numbers and objects whose toString is not a function without throwing; at most 100 checks kept', async () => {
+    const odd = { toString: 1, valueOf: 1 };
+    const many = Array.from({ length: 500 }, (_, i) => ({ context: `c${i}`, name: `r${i}`, state: 'success', status: 'success', conclusion: 'success' }));
+    const forge = await serve((q, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const u = q.url!;
+      if (/pulls\?|merge_requests\?/.test(u)) res.end(JSON.stringify([null, 1, 'x', { head: 'x' }, { head: { ref: odd }, source_branch: odd }]));
+      else if (u.includes('/check-runs')) res.end(JSON.stringify({ check_runs: [null, 7, { name: odd, status: 'completed', conclusion: odd, html_url: odd }, ...many] }));
+      else if (u.includes('/pipelines')) res.end(JSON.stringify([null, { id: odd, status: odd, web_url: odd }, { id: '12', status: 'success' }]));
+      else if (u.includes('/status')) res.end(JSON.stringify({ statuses: [null, { context: odd, state: odd, status: odd, target_url: odd }, ...many] }));
+      else res.end(JSON.stringify({ number: odd, iid: odd, state: odd, title: odd, draft: odd, html_url: odd, web_url: odd, head: { sha: odd }, sha: odd, merged: true, merge_commit_sha: odd }));
+    });
+    const sha = 'a'.repeat(40);
+    for (const kind of ['github', 'gitlab', 'gitea'] as const) {
+      const h = forgeHttp(target(forge, { kind, apiUrl: `http://${forge.hostPort}/api` }), [forge.hostPort]);
+      const client = kind === 'github' ? new GitHubClient(h) : kind === 'gitlab' ? new GitLabClient(h) : new GiteaClient(h);
+      expect(await client.findPullRequest('bmad/x', 'main')).toBeNull();
+      const got = await client.getPullRequest(1);
+      expect(got.changed && Number.isNaN(got.value.number)).toBe(true);
+      expect(got.changed && got.value.url).toBe('');
+      const checks = await client.checks(sha);
+      expect(checks.checks.length).toBeLessThanOrEqual(100);
+      expect(checks.checks.every((c) => typeof c.name === 'string' && c.name.length > 0 && c.url === undefined)).toBe(true);
+      // A state the forge did not say in words is not a success; GitLab's newest pipeline (id 12) is the verdict.
+      expect(checks.state).toBe(kind === 'gitlab' ? 'success' : 'failure');
+    }
   });
 });
 

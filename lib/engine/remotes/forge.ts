@@ -124,3 +124,17 @@ export function webLink(v: unknown): string | null {
   if (u.username || u.password) return null;
   return u.href;
 }
+
+/**
+ * A field of a forge's JSON as text: strings and numbers as they are, anything else empty.
+ * `String()` of an object whose `toString` the JSON set to a number throws, and would make a
+ * forge's odd answer a 500.
+ */
+export function scalar(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
+}
+
+/** A field of a forge's JSON as a number (NaN unless it is one, or a string of one). */
+export function numeric(v: unknown): number {
+  return typeof v === 'number' ? v : typeof v === 'string' && v.trim() ? Number(v) : Number.NaN;
+}

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { webLink, type PullRequestState, type WebhookVerifier } from './forge';
+import { numeric, webLink, type PullRequestState, type WebhookVerifier } from './forge';
 import type { ForgeKind } from './types';
 
 /**
@@ -97,7 +97,7 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
     if (event === 'pull_request') {
       const pr = obj(p.pull_request);
       const merged = pr.merged === true || !!pr.merged_at;
-      return { type: 'pull-request', number: Number(pr.number ?? p.number), state: merged ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: commitId(pr.head?.sha), url: webLink(pr.html_url), draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: merged ? commitId(pr.merge_commit_sha) : null, repository: text(obj(p.repository).full_name), headRef: text(pr.head?.ref) };
+      return { type: 'pull-request', number: numeric(pr.number ?? p.number), state: merged ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: commitId(pr.head?.sha), url: webLink(pr.html_url), draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: merged ? commitId(pr.merge_commit_sha) : null, repository: text(obj(p.repository).full_name), headRef: text(pr.head?.ref) };
     }
     if (event === 'check_run' && commitId(p.check_run?.head_sha)) return { type: 'checks', sha: p.check_run.head_sha };
     if (event === 'check_suite' && commitId(p.check_suite?.head_sha)) return { type: 'checks', sha: p.check_suite.head_sha };
@@ -109,7 +109,7 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
     const a = obj(p.object_attributes);
     if (event === 'Merge Request Hook' || p.object_kind === 'merge_request') {
       const state = a.state === 'merged' ? 'merged' : a.state === 'closed' || a.state === 'locked' ? 'closed' : 'open';
-      return { type: 'pull-request', number: Number(a.iid), state, headSha: commitId(a.last_commit?.id), url: webLink(a.url), draft: typeof a.draft === 'boolean' ? a.draft : null, mergeCommit: state === 'merged' ? commitId(a.merge_commit_sha) : null, repository: text(obj(p.project).path_with_namespace), headRef: text(a.source_branch) };
+      return { type: 'pull-request', number: numeric(a.iid), state, headSha: commitId(a.last_commit?.id), url: webLink(a.url), draft: typeof a.draft === 'boolean' ? a.draft : null, mergeCommit: state === 'merged' ? commitId(a.merge_commit_sha) : null, repository: text(obj(p.project).path_with_namespace), headRef: text(a.source_branch) };
     }
     if ((event === 'Pipeline Hook' || p.object_kind === 'pipeline') && commitId(a.sha)) return { type: 'checks', sha: a.sha };
     return { type: 'ignored', event };
@@ -117,7 +117,7 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
   const event = headers.get('x-gitea-event') ?? headers.get('x-forgejo-event') ?? '';
   if (event === 'pull_request') {
     const pr = obj(p.pull_request);
-    return { type: 'pull-request', number: Number(pr.number ?? p.number), state: pr.merged === true ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: commitId(pr.head?.sha), url: webLink(pr.html_url), draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: pr.merged === true ? commitId(pr.merge_commit_sha) : null, repository: text(obj(p.repository).full_name), headRef: text(pr.head?.ref) };
+    return { type: 'pull-request', number: numeric(pr.number ?? p.number), state: pr.merged === true ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: commitId(pr.head?.sha), url: webLink(pr.html_url), draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: pr.merged === true ? commitId(pr.merge_commit_sha) : null, repository: text(obj(p.repository).full_name), headRef: text(pr.head?.ref) };
   }
   if (event === 'status' && commitId(p.sha)) return { type: 'checks', sha: p.sha };
   return { type: 'ignored', event };
