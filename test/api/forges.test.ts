@@ -447,6 +447,24 @@ describe('attacks', () => {
     expect((await workspace('vic', row.id)).body.data.status).toBe('closed');
   });
 
+  it('webhook: an old delivery sent again under a new id does not undo what the forge says now', async () => {
+    const row = await newWorkspace('replayed');
+    const n = (await publish('ed', row.id)).body.data.pullRequest.number as number;
+    github.close(n);
+    const closed = github.pullRequestHook(n, SECRET);
+    expect((await deliver('shop', closed)).body.data.changed).toBe(true);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('closed');
+    // Reopened upstream, and told so.
+    Object.assign(github.pulls.find((x) => x.number === n)!, { state: 'open', updatedAt: new Date().toISOString() });
+    expect((await deliver('shop', github.pullRequestHook(n, SECRET))).body.data.changed).toBe(true);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('open');
+    // The "closed" delivery again: GitHub's signature covers the body, not the delivery id.
+    const replay = await deliver('shop', { headers: { ...closed.headers, 'x-github-delivery': crypto.randomUUID() }, body: closed.body });
+    expect([replay.status, replay.body.data.duplicate, replay.body.data.changed]).toEqual([200, false, false]);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('open');
+    expect((await h.runtime.forges.store.get(row.id))!.state).toBe('open');
+  });
+
   it('webhook: a javascript: link from a signed delivery or a stored row never reaches the board', async () => {
     const row = await newWorkspace('linked');
     const n = (await publish('ed', row.id)).body.data.pullRequest.number as number;

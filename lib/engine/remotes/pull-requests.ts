@@ -222,7 +222,11 @@ export class ForgeService {
         const other = row ? this.notOurs(event, remote.url, row.branch) : null;
         if (other) log.warn('forge.hook_other_pull_request', { project: projectId, number: event.number, why: other });
         if (row && !other) {
-          changed = await this.applyState(row, { state: event.state, ...(event.url ? { url: event.url } : {}), ...(event.headSha ? { headSha: event.headSha } : {}), ...(event.draft !== null ? { draft: event.draft } : {}), ...(event.mergeCommit ? { mergeCommit: event.mergeCommit } : {}) });
+          // The delivery says that #n changed; the forge's API says what it is now. A delivery id is
+          // not signed (GitHub's, Gitea's) and GitLab's token signs nothing, so an old "closed"
+          // delivery sent again under a new id must not close a pull request reopened since.
+          const read = await this.deps.remotes.forge(remote).getPullRequest(row.number);
+          if (read.changed) changed = await this.applyState(row, read.value);
           const now = await this.deps.store.get(row.workspaceId);
           if (now?.state === 'open') await this.refreshChecks(now);
         }
