@@ -42,7 +42,7 @@ export async function publishWorkspace(caller: Caller, projectId: string, worksp
  * project's webhook secret is its proof (401 and nothing changed without it; 404 for a project
  * that does not exist or has no remote).
  */
-export async function receiveForgeHook(projectId: string, headers: Headers, raw: Uint8Array): Promise<{ duplicate: boolean; event?: string; changed?: boolean }> {
+export async function receiveForgeHook(projectId: string, headers: Headers, raw: () => Promise<Uint8Array>): Promise<{ duplicate: boolean; event?: string; changed?: boolean }> {
   const out = await getRuntime().forges.receive(projectId, headers, raw);
   if (out.duplicate) log.info('forge.hook_repeated', { project: projectId });
   return out;

@@ -494,6 +494,8 @@ describe('attacks', () => {
     const huge = JSON.stringify({ ...JSON.parse(hook.body), pad: 'x'.repeat(6 * 1024 * 1024) });
     const tooLarge = await deliver('shop', { headers: { ...hook.headers, 'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', SECRET).update(huge).digest('hex')}` }, body: huge });
     expect(tooLarge.status).toBe(413);
+    // A project that takes no deliveries does not read the body at all.
+    expect((await deliver('nope', { headers: hook.headers, body: huge })).status).toBe(404);
     const form = `payload=${encodeURIComponent(hook.body)}`;
     const formed = await deliver('shop', { headers: { ...hook.headers, 'content-type': 'application/x-www-form-urlencoded', 'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', SECRET).update(form).digest('hex')}` }, body: form });
     expect(formed.status).toBe(400);

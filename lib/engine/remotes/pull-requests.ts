@@ -190,7 +190,7 @@ export class ForgeService {
    * webhook secret before anything is parsed (401 and nothing changes otherwise), then claimed by
    * its delivery id (the same delivery twice changes nothing twice), then acted on.
    */
-  async receive(projectId: string, headers: Headers, raw: Uint8Array): Promise<WebhookOutcome> {
+  async receive(projectId: string, headers: Headers, body: Uint8Array | (() => Promise<Uint8Array>)): Promise<WebhookOutcome> {
     const remote = await this.deps.remotes.get(projectId);
     if (!remote || !(await this.deps.project(projectId))) throw new AppError('E_PROJECT_NOT_FOUND', 'Project not found.');
     const refuse = (why: string) => {
@@ -202,7 +202,11 @@ export class ForgeService {
     const kind = webhookKind(headers);
     if (!kind || !remote.forge || kind !== remote.forge) throw refuse(`it is not a ${forgeName(remote.forge) ?? 'forge'} delivery`);
     const verifier = this.deps.remotes.forges.webhook?.[kind];
-    if (!verifier || !verifier.verify(headers, raw, secret)) throw refuse('its signature does not match the project\'s webhook secret');
+    if (!verifier) throw refuse(`it is not a ${forgeName(remote.forge) ?? 'forge'} delivery`);
+    // GitLab's token is in a header: a wrong one is refused before the body is read.
+    if (kind === 'gitlab' && !verifier.verify(headers, new Uint8Array(), secret)) throw refuse('its signature does not match the project\'s webhook secret');
+    const raw = typeof body === 'function' ? await body() : body;
+    if (!verifier.verify(headers, raw, secret)) throw refuse('its signature does not match the project\'s webhook secret');
     const delivery = verifier.deliveryId(headers);
     if (delivery && !(await this.deps.store.claimDelivery(projectId, delivery.slice(0, 200)))) {
       log.info('forge.hook_duplicate', { project: projectId, delivery: delivery.slice(0, 200) });
