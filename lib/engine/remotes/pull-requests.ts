@@ -188,7 +188,9 @@ export class ForgeService {
   /**
    * A delivery to POST /api/forge/:projectId/hook: verified against the raw body with the project's
    * webhook secret before anything is parsed (401 and nothing changes otherwise), then claimed by
-   * its delivery id (the same delivery twice changes nothing twice), then acted on.
+   * its delivery id (the same delivery twice changes nothing twice), then acted on: a pull
+   * request's delivery of this repository and branch has the pull request read from the forge.
+   * `body` may be a reader, called only once the project is known to take deliveries.
    */
   async receive(projectId: string, headers: Headers, body: Uint8Array | (() => Promise<Uint8Array>)): Promise<WebhookOutcome> {
     const remote = await this.deps.remotes.get(projectId);
