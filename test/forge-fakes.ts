@@ -55,7 +55,8 @@ export interface FakeForge {
   merge(number: number): string;
   close(number: number): void;
   /** A webhook of the pull request's current state, signed with `secret` (or forged with another). */
-  pullRequestHook(number: number, secret: string, opts?: { deliveryId?: string }): { headers: Record<string, string>; body: string };
+  /** `repository` and `head` stand in for another repository's pull request or another branch (what an org-wide hook sends). */
+  pullRequestHook(number: number, secret: string, opts?: { deliveryId?: string; repository?: string; head?: string }): { headers: Record<string, string>; body: string };
   checksHook(sha: string, secret: string): { headers: Record<string, string>; body: string };
   stop(): Promise<void>;
 }
@@ -341,9 +342,11 @@ export async function startFakeForge(opts: { kind: FakeKind; token: string; repo
       Object.assign(pulls.find((x) => x.number === number)!, { state: 'closed', updatedAt: new Date().toISOString() });
     },
     pullRequestHook(number, secret, o = {}) {
-      const p = pulls.find((x) => x.number === number)!;
-      if (kind === 'gitlab') return hookOf('Merge Request Hook', { object_kind: 'merge_request', object_attributes: { ...gitlabJson(p), url: gitlabJson(p).web_url, last_commit: { id: gitlabJson(p).sha } } }, secret, o.deliveryId);
-      return hookOf('pull_request', { action: p.state === 'closed' ? 'closed' : 'synchronize', number, pull_request: toJson(p) }, secret, o.deliveryId);
+      const found = pulls.find((x) => x.number === number)!;
+      const p = o.head ? { ...found, head: o.head } : found;
+      const repository = o.repository ?? opts.repository;
+      if (kind === 'gitlab') return hookOf('Merge Request Hook', { object_kind: 'merge_request', project: { path_with_namespace: repository }, object_attributes: { ...gitlabJson(p), url: gitlabJson(p).web_url, last_commit: { id: gitlabJson(p).sha } } }, secret, o.deliveryId);
+      return hookOf('pull_request', { action: p.state === 'closed' ? 'closed' : 'synchronize', number, pull_request: toJson(p), repository: { full_name: repository } }, secret, o.deliveryId);
     },
     checksHook(sha, secret) {
       if (kind === 'github') return hookOf('check_run', { action: 'completed', check_run: { head_sha: sha } }, secret);

@@ -320,6 +320,20 @@ it('offers no pull request when the remote is not in pull-request mode', async (
   expect(screen.queryByTestId('story-publish')).toBeNull();
 });
 
+it('links a pull request and its checks only when they are web pages (a forge said javascript: or data:)', async () => {
+  board.pullRequests = { forge: 'github' };
+  findStory('1-2-cart').pullRequest = { number: 4, url: 'javascript:alert(document.cookie)', state: 'open', checks: { state: 'success', checks: [{ name: 'evil', state: 'success', url: 'data:text/html,<script>alert(1)</script>' }, { name: 'ci', state: 'success', url: 'https://ci.example.com/1' }] } };
+  render(<Board projectId="shop" role="viewer" agents={[]} />);
+  await screen.findAllByTestId('board-card');
+  expect(within(lane('review')).getByTestId('pull-request-link')).not.toHaveAttribute('href');
+  await userEvent.click(within(lane('review')).getByRole('button', { name: 'Add items to the cart' }));
+  const detail = await screen.findByTestId('story-pull-request');
+  expect(within(detail).getByTestId('pull-request-link')).not.toHaveAttribute('href');
+  expect(within(detail).queryByRole('link', { name: 'evil' })).toBeNull();
+  expect(within(detail).getByText('evil')).toBeInTheDocument();
+  expect(within(detail).getByRole('link', { name: 'ci' })).toHaveAttribute('href', 'https://ci.example.com/1');
+});
+
 it('gives a viewer no pull request button in pull-request mode', async () => {
   board.pullRequests = { forge: 'github' };
   render(<Board projectId="shop" role="viewer" agents={[]} />);

@@ -127,10 +127,13 @@ export function AnswerForm({ decision, label, onAnswered }: { decision: Decision
 }
 
 /** A pull request's link with its state and checks, as a card and the story show it. */
+/** Only a web page is linked: the URL came from a forge, and a `javascript:` one would run here. */
+export const webHref = (url: string | undefined): string | undefined => (url && /^https?:\/\//i.test(url) ? url : undefined);
+
 export function PullRequestLink({ pr, forge }: { pr: PullRequestView; forge?: ForgeKind | null }) {
   const name = pullRequestName(forge);
   return (
-    <a className={`board-pr board-pr-${pr.state}`} href={pr.url} target="_blank" rel="noreferrer" data-testid="pull-request-link" data-state={pr.state} data-checks={pr.checks?.state ?? ''}>
+    <a className={`board-pr board-pr-${pr.state}`} href={webHref(pr.url)} target="_blank" rel="noreferrer" data-testid="pull-request-link" data-state={pr.state} data-checks={pr.checks?.state ?? ''}>
       {name.number(pr.number)} {pullRequestText(pr)}
     </a>
   );
@@ -398,7 +401,7 @@ export function BoardStory({ projectId, story, epicKey, decision, canWrite, open
               <ul className="board-checks">
                 {story.pullRequest.checks.checks.map((c) => (
                   <li key={c.name}>
-                    <span className={`board-check board-check-${c.state}`}>{c.state}</span> {c.url ? <a href={c.url} target="_blank" rel="noreferrer">{c.name}</a> : c.name}
+                    <span className={`board-check board-check-${c.state}`}>{c.state}</span> {webHref(c.url) ? <a href={webHref(c.url)} target="_blank" rel="noreferrer">{c.name}</a> : c.name}
                   </li>
                 ))}
               </ul>

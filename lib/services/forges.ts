@@ -1,17 +1,18 @@
 import type { Caller } from '../core/access';
 import { log } from '../core/log';
 import { getRuntime } from '../engine/runtime';
-import { publishWorkspace as publish, pullRequestOutcome, type PullRequestOutcome, type StoredPullRequest } from '../engine/remotes';
+import { publishWorkspace as publish, pullRequestOutcome, webLink, type PullRequestOutcome, type StoredPullRequest } from '../engine/remotes';
 import type { PublishView, PullRequestView } from '../../types/api';
 import { projectOf, type BodyOf } from './access';
 
+/** A pull request as the API shows it; its links only http(s) ones, whatever a store or forge held. */
 export function pullRequestView(pr: PullRequestOutcome): PullRequestView {
   return {
     number: pr.number,
-    url: pr.url,
+    url: webLink(pr.url) ?? '',
     state: pr.state,
     ...(pr.draft !== undefined ? { draft: pr.draft } : {}),
-    checks: pr.checks ? { state: pr.checks.state, checks: pr.checks.checks.map((c) => ({ name: c.name, state: c.state, ...(c.url ? { url: c.url } : {}) })) } : null,
+    checks: pr.checks ? { state: pr.checks.state, checks: pr.checks.checks.map((c) => ({ name: c.name, state: c.state, ...(webLink(c.url) ? { url: webLink(c.url)! } : {}) })) } : null,
     ...(pr.updatedAt ? { updatedAt: pr.updatedAt } : {}),
     ...(pr.note ? { note: pr.note } : {}),
   };
@@ -41,7 +42,7 @@ export async function publishWorkspace(caller: Caller, projectId: string, worksp
  * project's webhook secret is its proof (401 and nothing changed without it; 404 for a project
  * that does not exist or has no remote).
  */
-export async function receiveForgeHook(projectId: string, headers: Headers, raw: Uint8Array): Promise<{ duplicate: boolean; event?: string; changed?: boolean }> {
+export async function receiveForgeHook(projectId: string, headers: Headers, raw: () => Promise<Uint8Array>): Promise<{ duplicate: boolean; event?: string; changed?: boolean }> {
   const out = await getRuntime().forges.receive(projectId, headers, raw);
   if (out.duplicate) log.info('forge.hook_repeated', { project: projectId });
   return out;

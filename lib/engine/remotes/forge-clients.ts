@@ -1,5 +1,5 @@
 import { enc, expect2xx, forgeHttp, type ForgeHttp } from './forge-http';
-import type { CheckState, ChecksSummary, Conditional, ForgeClient, ForgeRegistry, ForgeTarget, PullRequest, PullRequestInput } from './forge';
+import { numeric, scalar, webLink, type CheckState, type ChecksSummary, type Conditional, type ForgeClient, type ForgeRegistry, type ForgeTarget, type PullRequest, type PullRequestInput } from './forge';
 import { forgeWebhooks } from './webhooks';
 
 /**
@@ -11,6 +11,23 @@ import { forgeWebhooks } from './webhooks';
 type Json = Record<string, any>;
 
 const obj = (v: unknown): Json => (v && typeof v === 'object' ? (v as Json) : {});
+
+/** A check's page, when the forge gave one the board may link. */
+const linkOf = (v: unknown): { url?: string } => {
+  const url = webLink(v);
+  return url ? { url } : {};
+};
+
+/**
+ * A forge's list of checks, as many as a card shows: the server asks for a page of 100, and a
+ * forge that answers a million would otherwise have them stored with the pull request and sent
+ * with every board.
+ */
+const MAX_CHECKS = 100;
+const listOf = (v: unknown): Json[] => (Array.isArray(v) ? v.slice(0, MAX_CHECKS).map(obj) : []);
+
+/** A check's name as a card shows it: bounded, whatever the forge sent. */
+const nameOf = (v: unknown, fallback: string) => (scalar(v) || fallback).slice(0, 200);
 
 /** Every check together: any failure fails, any pending is pending, all success-or-neutral is success. */
 export function combine(checks: ChecksSummary['checks']): CheckState | null {
@@ -26,12 +43,12 @@ export function combine(checks: ChecksSummary['checks']): CheckState | null {
 function githubPull(p: Json): PullRequest {
   const merged = p.merged === true || !!p.merged_at;
   return {
-    number: Number(p.number),
-    url: String(p.html_url ?? ''),
+    number: numeric(p.number),
+    url: webLink(p.html_url) ?? '',
     state: merged ? 'merged' : p.state === 'closed' ? 'closed' : 'open',
     draft: p.draft === true,
-    ...(p.head?.sha ? { headSha: String(p.head.sha) } : {}),
-    ...(merged && p.merge_commit_sha ? { mergeCommit: String(p.merge_commit_sha) } : {}),
+    ...(scalar(p.head?.sha) ? { headSha: scalar(p.head.sha) } : {}),
+    ...(merged && scalar(p.merge_commit_sha) ? { mergeCommit: scalar(p.merge_commit_sha) } : {}),
     ...(typeof p.title === 'string' ? { title: p.title } : {}),
   };
 }
@@ -75,7 +92,7 @@ export class GitHubClient implements ForgeClient {
   async findPullRequest(head: string, base: string): Promise<PullRequest | null> {
     const q = `?state=open&head=${enc(`${this.owner}:${head}`)}&base=${enc(base)}&per_page=10`;
     const res = await expect2xx(this.h, { method: 'GET', path: `${this.repo}/pulls${q}`, doing: 'looking for an open pull request' });
-    const list = Array.isArray(res.body) ? (res.body as Json[]) : [];
+    const list = Array.isArray(res.body) ? (res.body as unknown[]).map(obj) : [];
     const found = list.find((p) => p.head?.ref === head && p.base?.ref === base);
     return found ? githubPull(found) : null;
   }
@@ -92,9 +109,9 @@ export class GitHubClient implements ForgeClient {
       expect2xx(this.h, { method: 'GET', path: `${this.repo}/commits/${enc(sha)}/status?per_page=100`, doing: 'reading the combined status' }),
     ]);
     const checks: ChecksSummary['checks'] = [];
-    for (const r of (obj(runs.body).check_runs as Json[] | undefined) ?? []) checks.push({ name: String(r.name ?? 'check'), state: githubRunState(r), ...(r.html_url ? { url: String(r.html_url) } : {}) });
-    for (const s of (obj(status.body).statuses as Json[] | undefined) ?? []) checks.push({ name: String(s.context ?? 'status'), state: githubStatusState(String(s.state)), ...(s.target_url ? { url: String(s.target_url) } : {}) });
-    return { state: combine(checks), checks };
+    for (const r of listOf(obj(runs.body).check_runs)) checks.push({ name: nameOf(r.name, 'check'), state: githubRunState(r), ...linkOf(r.html_url) });
+    for (const s of listOf(obj(status.body).statuses)) checks.push({ name: nameOf(s.context, 'status'), state: githubStatusState(scalar(s.state)), ...linkOf(s.target_url) });
+    return { state: combine(checks), checks: checks.slice(0, MAX_CHECKS) };
   }
 }
 
@@ -102,12 +119,12 @@ export class GitHubClient implements ForgeClient {
 
 function gitlabMr(m: Json): PullRequest {
   return {
-    number: Number(m.iid),
-    url: String(m.web_url ?? ''),
+    number: numeric(m.iid),
+    url: webLink(m.web_url) ?? '',
     state: m.state === 'merged' ? 'merged' : m.state === 'closed' || m.state === 'locked' ? 'closed' : 'open',
     draft: m.draft === true || m.work_in_progress === true,
-    ...(m.sha ? { headSha: String(m.sha) } : {}),
-    ...(m.state === 'merged' && (m.merge_commit_sha || m.squash_commit_sha) ? { mergeCommit: String(m.merge_commit_sha || m.squash_commit_sha) } : {}),
+    ...(scalar(m.sha) ? { headSha: scalar(m.sha) } : {}),
+    ...(m.state === 'merged' && scalar(m.merge_commit_sha || m.squash_commit_sha) ? { mergeCommit: scalar(m.merge_commit_sha || m.squash_commit_sha) } : {}),
     ...(typeof m.title === 'string' ? { title: m.title } : {}),
   };
 }
@@ -150,7 +167,7 @@ export class GitLabClient implements ForgeClient {
   async findPullRequest(head: string, base: string): Promise<PullRequest | null> {
     const q = `?state=opened&source_branch=${enc(head)}&target_branch=${enc(base)}`;
     const res = await expect2xx(this.h, { method: 'GET', path: `${this.project}/merge_requests${q}`, doing: 'looking for an open merge request' });
-    const list = Array.isArray(res.body) ? (res.body as Json[]) : [];
+    const list = Array.isArray(res.body) ? (res.body as unknown[]).map(obj) : [];
     const found = list.find((m) => m.source_branch === head && m.target_branch === base);
     return found ? gitlabMr(found) : null;
   }
@@ -163,10 +180,10 @@ export class GitLabClient implements ForgeClient {
 
   async checks(sha: string): Promise<ChecksSummary> {
     const res = await expect2xx(this.h, { method: 'GET', path: `${this.project}/pipelines?sha=${enc(sha)}&per_page=20`, doing: 'reading pipelines' });
-    const list = Array.isArray(res.body) ? (res.body as Json[]) : [];
+    const list = Array.isArray(res.body) ? (res.body as unknown[]).map(obj) : [];
     // The newest pipeline of the commit is its verdict; older ones were superseded.
-    const newest = [...list].sort((a, b) => Number(b.id) - Number(a.id))[0];
-    const checks: ChecksSummary['checks'] = newest ? [{ name: `pipeline #${newest.id}`, state: gitlabPipelineState(String(newest.status)), ...(newest.web_url ? { url: String(newest.web_url) } : {}) }] : [];
+    const newest = [...list.slice(0, MAX_CHECKS)].map(obj).sort((a, b) => (numeric(b.id) || 0) - (numeric(a.id) || 0))[0];
+    const checks: ChecksSummary['checks'] = newest ? [{ name: nameOf(`pipeline #${scalar(newest.id)}`, 'pipeline'), state: gitlabPipelineState(scalar(newest.status)), ...linkOf(newest.web_url) }] : [];
     return { state: combine(checks), checks };
   }
 }
@@ -176,13 +193,13 @@ export class GitLabClient implements ForgeClient {
 function giteaPull(p: Json): PullRequest {
   const merged = p.merged === true;
   return {
-    number: Number(p.number),
-    url: String(p.html_url ?? ''),
+    number: numeric(p.number),
+    url: webLink(p.html_url) ?? '',
     state: merged ? 'merged' : p.state === 'closed' ? 'closed' : 'open',
     // Gitea marks work in progress by the title's prefix (its `draft` field is recent).
-    draft: p.draft === true || /^\s*(WIP:|\[WIP\])/i.test(String(p.title ?? '')),
-    ...(p.head?.sha ? { headSha: String(p.head.sha) } : {}),
-    ...(merged && p.merge_commit_sha ? { mergeCommit: String(p.merge_commit_sha) } : {}),
+    draft: p.draft === true || /^\s*(WIP:|\[WIP\])/i.test(scalar(p.title)),
+    ...(scalar(p.head?.sha) ? { headSha: scalar(p.head.sha) } : {}),
+    ...(merged && scalar(p.merge_commit_sha) ? { mergeCommit: scalar(p.merge_commit_sha) } : {}),
     ...(typeof p.title === 'string' ? { title: p.title } : {}),
   };
 }
@@ -219,7 +236,7 @@ export class GiteaClient implements ForgeClient {
   async findPullRequest(head: string, base: string): Promise<PullRequest | null> {
     for (let page = 1; page <= 5; page++) {
       const res = await expect2xx(this.h, { method: 'GET', path: `${this.repo}/pulls?state=open&limit=50&page=${page}`, doing: 'looking for an open pull request' });
-      const list = Array.isArray(res.body) ? (res.body as Json[]) : [];
+      const list = Array.isArray(res.body) ? (res.body as unknown[]).map(obj) : [];
       const found = list.find((p) => p.head?.ref === head && p.base?.ref === base);
       if (found) return giteaPull(found);
       if (list.length < 50) break;
@@ -236,7 +253,7 @@ export class GiteaClient implements ForgeClient {
   async checks(sha: string): Promise<ChecksSummary> {
     const res = await expect2xx(this.h, { method: 'GET', path: `${this.repo}/commits/${enc(sha)}/status`, doing: 'reading the commit status' });
     const checks: ChecksSummary['checks'] = [];
-    for (const s of (obj(res.body).statuses as Json[] | undefined) ?? []) checks.push({ name: String(s.context ?? 'status'), state: giteaStatusState(String(s.status ?? s.state)), ...(s.target_url ? { url: String(s.target_url) } : {}) });
+    for (const s of listOf(obj(res.body).statuses)) checks.push({ name: nameOf(s.context, 'status'), state: giteaStatusState(scalar(s.status ?? s.state)), ...linkOf(s.target_url) });
     return { state: combine(checks), checks };
   }
 }

@@ -32,8 +32,17 @@ export interface ForgeResponse {
   headers: http.IncomingHttpHeaders;
 }
 
-const TIMEOUT_MS = 30_000;
+/** How long a forge may stay silent, and how long one call may take in all: a forge that dribbles a byte a second is not silent. */
+const IDLE_MS = 30_000;
+const DEADLINE_MS = 60_000;
 const MAX_BODY = 8 * 1024 * 1024;
+
+/** Bounds of one call (smaller ones in tests). */
+export interface ForgeHttpLimits {
+  idleMs?: number;
+  deadlineMs?: number;
+  maxBody?: number;
+}
 
 /** The public API root of a forge; a self-hosted one needs the remote's `apiUrl`. */
 export function defaultApiUrl(kind: ForgeKind, host: string): string {
@@ -57,14 +66,32 @@ export interface ForgeHttp {
 /** Words a forge put in an error body, short and without anything that looks like a token. */
 function forgeMessage(body: unknown, token: string | null): string {
   const b = body && typeof body === 'object' ? (body as Record<string, unknown>) : {};
-  let text = typeof b.message === 'string' ? b.message : typeof b.error === 'string' ? b.error : Array.isArray(b.message) ? b.message.join('; ') : typeof b.message === 'object' && b.message ? JSON.stringify(b.message) : '';
-  const errors = Array.isArray(b.errors) ? b.errors.map((e) => (e && typeof e === 'object' ? String((e as { message?: unknown }).message ?? '') : String(e))).filter(Boolean) : [];
+  // Whatever shape a hostile forge gives (nested a thousand deep, objects whose toString throws): a short text or nothing.
+  // The token taken out before anything is cut short: half a token cut at the end is still half of it.
+  const hide = (t: string) => (token ? t.split(token).join('…') : t);
+  const said = (v: unknown, depth = 0): string => {
+    if (typeof v === 'string') return hide(v).slice(0, 1000);
+    if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+    if (Array.isArray(v)) return depth > 3 ? '' : v.slice(0, 10).map((x) => said(x, depth + 1)).filter(Boolean).join('; ');
+    if (v && typeof v === 'object') {
+      try {
+        return hide(JSON.stringify(v)).slice(0, 1000);
+      } catch {
+        return '';
+      }
+    }
+    return '';
+  };
+  let text = typeof b.message === 'string' ? hide(b.message) : typeof b.error === 'string' ? hide(b.error) : said(b.message);
+  const errors = Array.isArray(b.errors) ? b.errors.slice(0, 10).map((e) => said(e && typeof e === 'object' && 'message' in e ? (e as { message?: unknown }).message : e)).filter(Boolean) : [];
   if (errors.length) text = `${text} (${errors.join('; ')})`;
-  if (token) text = text.split(token).join('…');
   return text.replace(/\s+/g, ' ').slice(0, 300);
 }
 
-export function forgeHttp(target: ForgeTarget, allowHosts: readonly string[]): ForgeHttp {
+export function forgeHttp(target: ForgeTarget, allowHosts: readonly string[], limits: ForgeHttpLimits = {}): ForgeHttp {
+  const idleMs = limits.idleMs ?? IDLE_MS;
+  const deadlineMs = limits.deadlineMs ?? DEADLINE_MS;
+  const maxBody = limits.maxBody ?? MAX_BODY;
   const name = forgeName(target.kind) ?? 'The forge';
   const root = (target.apiUrl ?? defaultApiUrl(target.kind, target.host)).replace(/\/+$/, '');
   let api: RemoteUrl;
@@ -102,7 +129,9 @@ export function forgeHttp(target: ForgeTarget, allowHosts: readonly string[]): F
       headers['content-length'] = String(payload.length);
     }
     const lib = url.protocol === 'https:' ? https : http;
+    let deadline: NodeJS.Timeout | undefined;
     const res = await new Promise<ForgeResponse>((resolve, reject) => {
+      let incoming: http.IncomingMessage | undefined;
       const r = lib.request(
         {
           method: req.method,
@@ -114,37 +143,53 @@ export function forgeHttp(target: ForgeTarget, allowHosts: readonly string[]): F
           servername: url.protocol === 'https:' && !/^[\d.:]+$/.test(api.host) ? api.host : undefined,
           // Pinned: the socket goes to the address the rule checked, whatever the name says now.
           lookup: (_host: string, opts: { all?: boolean }, cb: (...args: unknown[]) => void) => (opts?.all ? cb(null, [{ address: checked.address, family: checked.family }]) : cb(null, checked.address, checked.family)),
-          timeout: TIMEOUT_MS,
+          timeout: idleMs,
         } as https.RequestOptions,
-        (incoming) => {
+        (answer) => {
+          incoming = answer;
           const chunks: Buffer[] = [];
           let size = 0;
-          incoming.on('data', (c: Buffer) => {
+          // Said before a byte is read: an answer announced too large is not waited for.
+          if (Number(answer.headers['content-length'] ?? 0) > maxBody) {
+            answer.destroy();
+            reject(new AppError('E_REMOTE_UNREACHABLE', `${where} answered more than ${maxBody} bytes while ${req.doing}.`, { host: api.host, forge: target.kind }));
+            return;
+          }
+          answer.on('data', (c: Buffer) => {
             size += c.length;
-            if (size > MAX_BODY) {
-              incoming.destroy();
-              reject(new AppError('E_REMOTE_UNREACHABLE', `${where} answered more than ${MAX_BODY} bytes while ${req.doing}.`, { host: api.host }));
+            if (size > maxBody) {
+              answer.destroy();
+              reject(new AppError('E_REMOTE_UNREACHABLE', `${where} answered more than ${maxBody} bytes while ${req.doing}.`, { host: api.host, forge: target.kind }));
               return;
             }
             chunks.push(c);
           });
-          incoming.on('error', reject);
-          incoming.on('end', () => {
+          answer.on('error', reject);
+          answer.on('end', () => {
             const text = Buffer.concat(chunks).toString('utf8');
             let body: unknown = null;
             if (text.trim()) {
               try {
                 body = JSON.parse(text);
               } catch {
-                body = { message: text.slice(0, 200) };
+                // Not JSON (an HTML error page, a proxy's words): the token out of it before it is cut short.
+                body = { message: (target.token ? text.split(target.token).join('…') : text).slice(0, 200) };
               }
             }
-            const etag = incoming.headers.etag;
-            resolve({ status: incoming.statusCode ?? 0, body, headers: incoming.headers, ...(typeof etag === 'string' ? { etag } : {}) });
+            const etag = answer.headers.etag;
+            resolve({ status: answer.statusCode ?? 0, body, headers: answer.headers, ...(typeof etag === 'string' ? { etag } : {}) });
           });
         },
       );
-      r.on('timeout', () => r.destroy(new Error('timed out')));
+      const timedOut = () => Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' });
+      r.on('timeout', () => r.destroy(timedOut()));
+      deadline = setTimeout(() => {
+        const e = timedOut();
+        reject(e);
+        incoming?.destroy(e);
+        r.destroy(e);
+      }, deadlineMs);
+      deadline.unref();
       r.on('error', (e) => reject(e));
       if (payload) r.write(payload);
       r.end();
@@ -153,7 +198,7 @@ export function forgeHttp(target: ForgeTarget, allowHosts: readonly string[]): F
       // The socket's own words (refused, reset, timed out, TLS); never the request's headers.
       const code = (e as NodeJS.ErrnoException)?.code;
       throw new AppError('E_REMOTE_UNREACHABLE', `${where} could not be reached while ${req.doing}${code ? ` (${code})` : ''}.`, { host: api.host, forge: target.kind });
-    });
+    }).finally(() => clearTimeout(deadline));
     return res;
   }
 

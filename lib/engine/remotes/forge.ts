@@ -104,3 +104,37 @@ export function forgeName(kind: ForgeKind | null): string | null {
 export function tokenUser(kind: ForgeKind | null): string {
   return kind === 'gitlab' ? 'oauth2' : 'x-access-token';
 }
+
+/**
+ * A link a forge gave (a pull request's or a check's page) as the board may show it: an absolute
+ * http(s) URL of at most 2,000 characters, else null. A hostile or broken forge (or a signed
+ * delivery made by anyone holding the secret) could otherwise put `javascript:` or `data:` on a
+ * card that people click.
+ */
+export function webLink(v: unknown): string | null {
+  if (typeof v !== 'string' || !v || v.length > 2000) return null;
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return null;
+  // Credentials in a link are never a forge's page; they would be shown to every viewer.
+  if (u.username || u.password) return null;
+  return u.href;
+}
+
+/**
+ * A field of a forge's JSON as text: strings and numbers as they are, anything else empty.
+ * `String()` of an object whose `toString` the JSON set to a number throws, and would make a
+ * forge's odd answer a 500.
+ */
+export function scalar(v: unknown): string {
+  return typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
+}
+
+/** A field of a forge's JSON as a number (NaN unless it is one, or a string of one). */
+export function numeric(v: unknown): number {
+  return typeof v === 'number' ? v : typeof v === 'string' && v.trim() ? Number(v) : Number.NaN;
+}

@@ -7,7 +7,7 @@ export * from './types';
 export { RemoteService, type RemoteServiceOptions, type RemoteInput, type RemoteInfo, type RemoteProject, type FetchOutcome, type SprintRemoteOf } from './service';
 export { beginClone, cloneView, type CloneRequest, type StartedClone } from './clone';
 export { baseState, fastForward, startCommit, trackingRef, isAncestor, commitFolder, type BaseState, type BaseRelation, type FastForward } from './base';
-export { guessForge, forgeName, tokenUser, type ForgeClient, type ForgeRegistry, type ForgeTarget, type RemoteHooks, type PullRequest, type PullRequestInput, type PullRequestState, type ChecksSummary, type CheckState, type Conditional, type WebhookVerifier } from './forge';
+export { guessForge, forgeName, tokenUser, webLink, type ForgeClient, type ForgeRegistry, type ForgeTarget, type RemoteHooks, type PullRequest, type PullRequestInput, type PullRequestState, type ChecksSummary, type CheckState, type Conditional, type WebhookVerifier } from './forge';
 export { MemoryRemoteStore } from './memory-store';
 export { forgeRegistry, GitHubClient, GitLabClient, GiteaClient } from './forge-clients';
 export { defaultApiUrl } from './forge-http';

@@ -57,7 +57,19 @@ const TEST_WORDS = /(^|[^A-Za-z0-9])(tests?|specs?|check|jest|vitest|mocha|tape|
 
 const code = (s: string) => `\`${s.replace(/`/g, "'").replace(/\|/g, '\\|').replace(/\s+/g, ' ').slice(0, 200)}\``;
 
-export function pullRequestBody(input: { storyKey: string | null; storyFile: string | null; workspace: { name: string; branch: string; base: string }; commits: CommitInfo[]; commands: RanCommand[] }): string {
+/** `text` with each of the server's `folders` (absolute) as `.`; longest first, so a folder inside another goes whole. */
+export function hideFolders(text: string, folders: readonly string[]): string {
+  let out = text;
+  for (const folder of [...new Set(folders.map((f) => f.replace(/\/+$/, '')))].filter((f) => f.length > 1).sort((a, b) => b.length - a.length)) out = out.split(folder).join('.');
+  return out;
+}
+
+/**
+ * The pull request's text. `hide` are the server's own folders (the project's, its repository's):
+ * a commit subject or a command an agent wrote may name them, and the forge's readers must not
+ * learn where the server keeps projects; each becomes `.`.
+ */
+export function pullRequestBody(input: { storyKey: string | null; storyFile: string | null; workspace: { name: string; branch: string; base: string }; commits: CommitInfo[]; commands: RanCommand[]; hide?: string[] }): string {
   const lines: string[] = [];
   if (input.storyKey) lines.push(`Story \`${input.storyKey}\`: ${input.storyFile ? `\`${input.storyFile}\`` : 'no story file found'}.`);
   else lines.push(`Workspace \`${input.workspace.name}\`.`);
@@ -75,7 +87,7 @@ export function pullRequestBody(input: { storyKey: string | null; storyFile: str
   }
   lines.push('', `Published by BMAD orchestrator from \`${input.workspace.branch}\` into \`${input.workspace.base}\`.`);
   // GitHub's limit is 65,536 characters; GitLab's and Gitea's are larger.
-  return lines.join('\n').slice(0, 60_000);
+  return hideFolders(lines.join('\n'), input.hide ?? []).slice(0, 60_000);
 }
 
 export async function publishWorkspace(deps: { forges: ForgeService }, req: PublishRequest): Promise<PublishOutcome> {
@@ -108,8 +120,9 @@ export async function publishWorkspace(deps: { forges: ForgeService }, req: Publ
     const storyFile = story?.file ?? null;
     const detail = await f.workspaces.get(pref, ws.id);
     const commands = await f.commandsOf(project.id, ws.id).catch(() => []);
-    const title = storyKey ? `${storyKey}: ${storyTitle ?? storyKey}` : ws.name;
-    const body = pullRequestBody({ storyKey, storyFile, workspace: ws, commits: detail.commits, commands });
+    const hide = [project.root, top];
+    const title = hideFolders((storyKey ? `${storyKey}: ${storyTitle ?? storyKey}` : ws.name).replace(/\s+/g, ' ').slice(0, 250), hide);
+    const body = pullRequestBody({ storyKey, storyFile, workspace: ws, commits: detail.commits, commands, hide });
 
     let pr: PullRequest;
     // A draft stays one unless the request says otherwise (GitLab and Gitea keep it in the title).
@@ -119,6 +132,8 @@ export async function publishWorkspace(deps: { forges: ForgeService }, req: Publ
       const found = await client.findPullRequest(ws.branch, ws.base);
       pr = found ? await client.updatePullRequest(found.number, { title, body, draft: req.draft ?? !!found.draft }) : await client.openPullRequest({ head: ws.branch, base: ws.base, title, body, draft: !!req.draft });
     }
+    // A forge's answer is not trusted for its shape: a number that is not one would be stored and polled forever.
+    if (!Number.isSafeInteger(pr.number) || pr.number <= 0) throw new AppError('E_REMOTE_UNREACHABLE', `The forge answered without a pull request number while publishing ${ws.branch}; nothing was recorded.`);
     const row = await f.store.put({
       workspaceId: ws.id,
       projectId: project.id,

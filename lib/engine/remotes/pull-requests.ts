@@ -5,7 +5,8 @@ import { emitProjectEvent } from '../events';
 import { forgeName, type PullRequest } from './forge';
 import type { PullRequestStore, StoredPullRequest } from './pr-store';
 import type { RemoteService } from './service';
-import { readEvent, webhookKind } from './webhooks';
+import { repositoryPathOf } from '../../sandbox/git/remote-url';
+import { readEvent, webhookKind, type ForgeEvent } from './webhooks';
 
 /** A project as the forges' part needs it: its folder (never shown) and its install's document folders. */
 export interface ForgeProject {
@@ -173,7 +174,8 @@ export class ForgeService {
 
   /** Reads the checks of an open pull request's head again (failures logged; the last ones kept). */
   async refreshChecks(row: StoredPullRequest): Promise<StoredPullRequest | null> {
-    if (!row.headSha) return row;
+    // A head a forge gave goes into an API path: a commit id only (`../..` would walk the API).
+    if (!row.headSha || !/^[0-9a-f]{7,64}$/i.test(row.headSha)) return row;
     const remote = await this.deps.remotes.get(row.projectId);
     if (!remote?.forge) return row;
     try {
@@ -188,9 +190,11 @@ export class ForgeService {
   /**
    * A delivery to POST /api/forge/:projectId/hook: verified against the raw body with the project's
    * webhook secret before anything is parsed (401 and nothing changes otherwise), then claimed by
-   * its delivery id (the same delivery twice changes nothing twice), then acted on.
+   * its delivery id (the same delivery twice changes nothing twice), then acted on: a pull
+   * request's delivery of this repository and branch has the pull request read from the forge.
+   * `body` may be a reader, called only once the project is known to take deliveries.
    */
-  async receive(projectId: string, headers: Headers, raw: Uint8Array): Promise<WebhookOutcome> {
+  async receive(projectId: string, headers: Headers, body: Uint8Array | (() => Promise<Uint8Array>)): Promise<WebhookOutcome> {
     const remote = await this.deps.remotes.get(projectId);
     if (!remote || !(await this.deps.project(projectId))) throw new AppError('E_PROJECT_NOT_FOUND', 'Project not found.');
     const refuse = (why: string) => {
@@ -202,7 +206,11 @@ export class ForgeService {
     const kind = webhookKind(headers);
     if (!kind || !remote.forge || kind !== remote.forge) throw refuse(`it is not a ${forgeName(remote.forge) ?? 'forge'} delivery`);
     const verifier = this.deps.remotes.forges.webhook?.[kind];
-    if (!verifier || !verifier.verify(headers, raw, secret)) throw refuse('its signature does not match the project\'s webhook secret');
+    if (!verifier) throw refuse(`it is not a ${forgeName(remote.forge) ?? 'forge'} delivery`);
+    // GitLab's token is in a header: a wrong one is refused before the body is read.
+    if (kind === 'gitlab' && !verifier.verify(headers, new Uint8Array(), secret)) throw refuse('its signature does not match the project\'s webhook secret');
+    const raw = typeof body === 'function' ? await body() : body;
+    if (!verifier.verify(headers, raw, secret)) throw refuse('its signature does not match the project\'s webhook secret');
     const delivery = verifier.deliveryId(headers);
     if (delivery && !(await this.deps.store.claimDelivery(projectId, delivery.slice(0, 200)))) {
       log.info('forge.hook_duplicate', { project: projectId, delivery: delivery.slice(0, 200) });
@@ -219,8 +227,14 @@ export class ForgeService {
       let changed = false;
       if (event.type === 'pull-request' && Number.isInteger(event.number)) {
         const row = await this.deps.store.byNumber(projectId, event.number);
-        if (row) {
-          changed = await this.applyState(row, { state: event.state, ...(event.url ? { url: event.url } : {}), ...(event.headSha ? { headSha: event.headSha } : {}), ...(event.draft !== null ? { draft: event.draft } : {}), ...(event.mergeCommit ? { mergeCommit: event.mergeCommit } : {}) });
+        const other = row ? this.notOurs(event, remote.url, row.branch) : null;
+        if (other) log.warn('forge.hook_other_pull_request', { project: projectId, number: event.number, why: other });
+        if (row && !other) {
+          // The delivery says that #n changed; the forge's API says what it is now. A delivery id is
+          // not signed (GitHub's, Gitea's) and GitLab's token signs nothing, so an old "closed"
+          // delivery sent again under a new id must not close a pull request reopened since.
+          const read = await this.deps.remotes.forge(remote).getPullRequest(row.number);
+          if (read.changed) changed = await this.applyState(row, read.value);
           const now = await this.deps.store.get(row.workspaceId);
           if (now?.state === 'open') await this.refreshChecks(now);
         }
@@ -234,6 +248,25 @@ export class ForgeService {
       if (delivery) await this.deps.store.releaseDelivery(projectId, delivery.slice(0, 200)).catch(() => undefined);
       throw e;
     }
+  }
+
+  /**
+   * Why a signed delivery about pull request #n is not about this project's #n, or null when it
+   * is: an organisation's or group's webhook shares one secret among repositories whose numbers
+   * overlap, so the repository it names must be the remote's and its head the workspace's branch.
+   * A delivery that names no repository is not acted on (every forge names it).
+   */
+  private notOurs(event: Extract<ForgeEvent, { type: 'pull-request' }>, remoteUrl: string, branch: string): string | null {
+    let ours: string;
+    try {
+      ours = repositoryPathOf(this.deps.remotes.parse(remoteUrl));
+    } catch {
+      return 'the remote URL is no longer accepted';
+    }
+    if (!event.repository) return 'it names no repository';
+    if (event.repository.toLowerCase() !== ours.toLowerCase()) return 'it is about another repository';
+    if (event.headRef !== null && event.headRef !== branch) return 'its head is another branch';
+    return null;
   }
 
   /** One poll of every open pull request (this instance holds the lease, or nothing is done). */

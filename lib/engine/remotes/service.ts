@@ -8,6 +8,7 @@ import { git, type GitPerson } from '../../sandbox/git/runner';
 import { findRepositoryTop, resolveCommit } from '../../sandbox/git/repo';
 import { checkRemoteHost, parseRemoteUrl, repositoryPathOf, type RemoteUrl } from '../../sandbox/git/remote-url';
 import { parsePushPorcelain, pushOutcome, remoteFailure, remoteGit, type GitProgress, type PushOutcome, type RemoteCredential, type RemoteResult } from '../../sandbox/git/remote';
+import { defaultApiUrl } from './forge-http';
 import { baseState, fastForward, startCommit, trackingRef, type BaseState, type FastForward } from './base';
 import { forgeName, guessForge, tokenUser, type ForgeClient, type ForgeRegistry, type RemoteHooks } from './forge';
 import { FORGES, REMOTE_MODES, STATUS_BRANCH, type ForgeKind, type LastFetch, type RemoteMode, type RemotePatch, type RemoteStore, type StoredRemote } from './types';
@@ -110,6 +111,38 @@ export class RemoteService {
     return this.opts.allowHosts;
   }
 
+  /**
+   * A stored token goes only where it went before: a change of the remote's host or of the API's
+   * host that keeps it must give it again. Otherwise whoever may change the settings but was not
+   * given the token (an owner, when an admin set it) could point the remote at a server of theirs
+   * and have the next fetch or publish hand the token over.
+   */
+  private keepTokenOnlyForItsHosts(old: StoredRemote, patch: RemotePatch): void {
+    const hostOf = (url: string | null | undefined, pathOptional: boolean): string | null => {
+      if (!url) return null;
+      try {
+        return parseRemoteUrl(url, this.opts.allowHosts, { pathOptional }).hostPort;
+      } catch {
+        return null;
+      }
+    };
+    // Where the forge's API is: its apiUrl, else the forge's public one for the remote's host.
+    const apiHostOf = (url: string, apiUrl: string | null, forge: ForgeKind | null): string | null => {
+      if (apiUrl) return hostOf(apiUrl, true);
+      if (!forge) return null;
+      try {
+        return hostOf(defaultApiUrl(forge, parseRemoteUrl(url, this.opts.allowHosts).host), true);
+      } catch {
+        return null;
+      }
+    };
+    const before = new Set([hostOf(old.url, false), apiHostOf(old.url, old.apiUrl, old.forge)].filter((h): h is string => h !== null));
+    const url = patch.url ?? old.url;
+    const after = [hostOf(url, false), apiHostOf(url, patch.apiUrl !== undefined ? patch.apiUrl : old.apiUrl, patch.forge !== undefined ? patch.forge : old.forge)];
+    const moved = after.find((h) => h !== null && !before.has(h));
+    if (moved) throw new AppError('E_VALIDATION', `token was set for ${[...before].join(' and ') || 'another host'}; give it again (token) to send it to ${moved}, or remove it (token: null).`, { field: 'token' });
+  }
+
   /** Why a token cannot be stored here (no SECRETS_KEY, or a malformed one); null when it can. */
   secretsProblem(): string | null {
     return sealProblem(this.opts.keys);
@@ -191,6 +224,7 @@ export class RemoteService {
       if (input.username !== null && (typeof input.username !== 'string' || !/^[A-Za-z0-9._@+-]{1,100}$/.test(input.username))) throw bad('username', 'must be a plain user name (letters, digits, . _ @ + -) or null');
       patch.username = input.username;
     }
+    if (old?.token && input.token === undefined) this.keepTokenOnlyForItsHosts(old, patch);
     for (const field of ['token', 'webhookSecret'] as const) {
       const v = input[field];
       if (v === undefined) continue;

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { PullRequestState, WebhookVerifier } from './forge';
+import { numeric, webLink, type PullRequestState, type WebhookVerifier } from './forge';
 import type { ForgeKind } from './types';
 
 /**
@@ -67,12 +67,27 @@ export function webhookKind(headers: Headers): ForgeKind | null {
 
 /** What a delivery says, once verified. */
 export type ForgeEvent =
-  | { type: 'pull-request'; number: number; state: PullRequestState; headSha: string | null; url: string | null; draft: boolean | null; mergeCommit: string | null }
+  | {
+      type: 'pull-request';
+      number: number;
+      state: PullRequestState;
+      headSha: string | null;
+      url: string | null;
+      draft: boolean | null;
+      mergeCommit: string | null;
+      /** The repository the delivery is about (`owner/name`; GitLab: the project's full path), when it says. */
+      repository: string | null;
+      /** The pull request's head branch, when it says. */
+      headRef: string | null;
+    }
   | { type: 'checks'; sha: string }
   | { type: 'ignored'; event: string };
 
 type Json = Record<string, any>;
 const obj = (v: unknown): Json => (v && typeof v === 'object' ? (v as Json) : {});
+const text = (v: unknown): string | null => (typeof v === 'string' && v ? v : null);
+/** A commit id, or nothing: it is put into API paths later. */
+const commitId = (v: unknown): string | null => (typeof v === 'string' && /^[0-9a-f]{7,64}$/i.test(v) ? v : null);
 
 /** A verified delivery read: only what the server acts on; anything else is `ignored`. */
 export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): ForgeEvent {
@@ -82,11 +97,11 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
     if (event === 'pull_request') {
       const pr = obj(p.pull_request);
       const merged = pr.merged === true || !!pr.merged_at;
-      return { type: 'pull-request', number: Number(pr.number ?? p.number), state: merged ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: pr.head?.sha ?? null, url: pr.html_url ?? null, draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: merged ? (pr.merge_commit_sha ?? null) : null };
+      return { type: 'pull-request', number: numeric(pr.number ?? p.number), state: merged ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: commitId(pr.head?.sha), url: webLink(pr.html_url), draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: merged ? commitId(pr.merge_commit_sha) : null, repository: text(obj(p.repository).full_name), headRef: text(pr.head?.ref) };
     }
-    if (event === 'check_run' && p.check_run?.head_sha) return { type: 'checks', sha: String(p.check_run.head_sha) };
-    if (event === 'check_suite' && p.check_suite?.head_sha) return { type: 'checks', sha: String(p.check_suite.head_sha) };
-    if (event === 'status' && p.sha) return { type: 'checks', sha: String(p.sha) };
+    if (event === 'check_run' && commitId(p.check_run?.head_sha)) return { type: 'checks', sha: p.check_run.head_sha };
+    if (event === 'check_suite' && commitId(p.check_suite?.head_sha)) return { type: 'checks', sha: p.check_suite.head_sha };
+    if (event === 'status' && commitId(p.sha)) return { type: 'checks', sha: p.sha };
     return { type: 'ignored', event };
   }
   if (kind === 'gitlab') {
@@ -94,16 +109,16 @@ export function readEvent(kind: ForgeKind, headers: Headers, payload: unknown): 
     const a = obj(p.object_attributes);
     if (event === 'Merge Request Hook' || p.object_kind === 'merge_request') {
       const state = a.state === 'merged' ? 'merged' : a.state === 'closed' || a.state === 'locked' ? 'closed' : 'open';
-      return { type: 'pull-request', number: Number(a.iid), state, headSha: a.last_commit?.id ?? null, url: a.url ?? null, draft: typeof a.draft === 'boolean' ? a.draft : null, mergeCommit: state === 'merged' ? (a.merge_commit_sha ?? null) : null };
+      return { type: 'pull-request', number: numeric(a.iid), state, headSha: commitId(a.last_commit?.id), url: webLink(a.url), draft: typeof a.draft === 'boolean' ? a.draft : null, mergeCommit: state === 'merged' ? commitId(a.merge_commit_sha) : null, repository: text(obj(p.project).path_with_namespace), headRef: text(a.source_branch) };
     }
-    if ((event === 'Pipeline Hook' || p.object_kind === 'pipeline') && a.sha) return { type: 'checks', sha: String(a.sha) };
+    if ((event === 'Pipeline Hook' || p.object_kind === 'pipeline') && commitId(a.sha)) return { type: 'checks', sha: a.sha };
     return { type: 'ignored', event };
   }
   const event = headers.get('x-gitea-event') ?? headers.get('x-forgejo-event') ?? '';
   if (event === 'pull_request') {
     const pr = obj(p.pull_request);
-    return { type: 'pull-request', number: Number(pr.number ?? p.number), state: pr.merged === true ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: pr.head?.sha ?? null, url: pr.html_url ?? null, draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: pr.merged === true ? (pr.merge_commit_sha ?? null) : null };
+    return { type: 'pull-request', number: numeric(pr.number ?? p.number), state: pr.merged === true ? 'merged' : pr.state === 'closed' ? 'closed' : 'open', headSha: commitId(pr.head?.sha), url: webLink(pr.html_url), draft: typeof pr.draft === 'boolean' ? pr.draft : null, mergeCommit: pr.merged === true ? commitId(pr.merge_commit_sha) : null, repository: text(obj(p.repository).full_name), headRef: text(pr.head?.ref) };
   }
-  if (event === 'status' && p.sha) return { type: 'checks', sha: String(p.sha) };
+  if (event === 'status' && commitId(p.sha)) return { type: 'checks', sha: p.sha };
   return { type: 'ignored', event };
 }

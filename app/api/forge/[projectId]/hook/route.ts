@@ -18,7 +18,7 @@ const MAX_HOOK_BYTES = 5 * 1024 * 1024;
 export async function POST(request: Request, { params }: Params) {
   return handle('POST /api/forge/:projectId/hook', request, async () => {
     const { projectId } = await params;
-    const raw = await readBodyBytes(request, MAX_HOOK_BYTES);
-    return ok(await receiveForgeHook(projectId, request.headers, raw));
+    // Read only once the project is known to take deliveries: a stranger's body is not read for nothing.
+    return ok(await receiveForgeHook(projectId, request.headers, () => readBodyBytes(request, MAX_HOOK_BYTES)));
   });
 }
