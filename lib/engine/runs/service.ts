@@ -94,6 +94,8 @@ export interface SubmitInput {
 }
 
 const CANCELLED = Symbol('run cancelled');
+/** The bus's channel for every run's changes (run ids are strings, so a symbol never collides). */
+const ANY_RUN = Symbol('any run');
 const BUDGET_SPENT = Symbol('run budget spent');
 const LEASE_LOST = Symbol('run lease lost');
 /** How far back a start looks for ended runs whose webhook was never delivered: older ends are not news to send. */
@@ -341,6 +343,13 @@ export class RunService {
 
   private emit(run: Run): void {
     this.bus.emit(run.id, { type: 'run', run: runView(run) } satisfies RunEvent);
+    this.bus.emit(ANY_RUN, run);
+  }
+
+  /** Listens to every run's changes of status in this process (the autopilot's nudge); returns the unsubscribe. */
+  onChange(listener: (run: Run) => void): () => void {
+    this.bus.on(ANY_RUN, listener);
+    return () => this.bus.off(ANY_RUN, listener);
   }
 
   private leaseUntil(): string {

@@ -25,6 +25,7 @@ import { judgeBuildRun } from './build-judge';
 import { openRemoteStore, RemoteService } from '../remotes';
 import { keyRingOf } from '../../store/secrets';
 import { log } from '../../core/log';
+import { AutopilotService, openAutopilotStore } from '../autopilot';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -50,6 +51,8 @@ export interface Runtime extends ChatDeps {
   budgets: BudgetStore;
   /** Projects' remote repositories and the clones that make projects from a URL. */
   remotes: RemoteService;
+  /** The sprint autopilot: ticks once the board's use cases hand it their hands (lib/services/autopilot). */
+  autopilot: AutopilotService;
 }
 
 export interface RuntimeOptions {
@@ -69,7 +72,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // One database for the stores and the accounts; each takes its own handle of it.
   const database = openDatabase(config, conversationHistory);
   const accounts = settings.enabled ? openAccounts({ dataDir: config.dataDir, database, settings }) : null;
-  const runtime: Omit<Runtime, 'runs'> = {
+  const runtime: Omit<Runtime, 'runs' | 'autopilot'> = {
     config,
     store: store ?? openConversationStore(config, database),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
@@ -130,7 +133,23 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     // A rotation: every secret sealed with a previous key is sealed again with SECRETS_KEY.
     work.track(runtime.remotes.rewrapSecrets().catch((e: unknown) => log.warn('remote.rewrap_failed', { message: String((e as Error)?.message ?? e).slice(0, 200) })));
   }
-  return { ...runtime, runs };
+  const autopilot = new AutopilotService({
+    store: openAutopilotStore(database),
+    runs,
+    workspaces: runtime.workspaces,
+    projects: runtime.projects,
+    remotes: runtime.remotes,
+    config,
+    projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
+    spansHosts: database.kind === 'postgres',
+    tickMs: positiveMs(process.env.AUTOPILOT_TICK_MS, 2000),
+  });
+  return { ...runtime, runs, autopilot };
+}
+
+function positiveMs(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && Number.isInteger(n) && n >= 50 ? n : fallback;
 }
 
 /** The project's monthly budget when this month's spend (UTC) has reached a limit of it. */
@@ -161,6 +180,7 @@ export function getRuntime(): Runtime {
  * writes into its folders after this resolves. `keep`: parts another runtime still uses.
  */
 export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime, 'store' | 'accounts' | 'mcp'>> = {}): Promise<void> {
+  await runtime.autopilot.close();
   await runtime.runs.close();
   await runtime.work.settled();
   await closeVersionStores(path.join(runtime.config.dataDir, 'versions'));
