@@ -2,4 +2,4 @@ export { AutopilotService, type AutopilotHands, type AutopilotDeps, type SprintC
 export { openAutopilotStore, SqlAutopilotStore, MemoryAutopilotStore } from './store';
 export { planDependencies, dependenciesInFrontmatter, cyclesOf, type DependencyPlan, type DependencyProblem, type StoryOrder } from './deps';
 export * from './types';
-export type { ActingPerson } from './ports';
+export { ports as autopilotPorts, type ActingPerson, type AutopilotPorts, type BudgetState } from './ports';

@@ -1,7 +1,8 @@
 /**
- * What the autopilot uses from parts built beside it, in one place: the lead rewires these when
- * the parts land (the forges' publish, the build settings' `test` line, the event bus, the
- * per-person budgets). Until then each stands in with what the server already has.
+ * What the autopilot uses from parts built beside it, in one place: the event bus, the build
+ * settings' `test` line, the per-person budgets and the forges' publish. Each stands in here with
+ * what the server has until that part is wired in (the defaults of `ports`); the engine calls
+ * only the functions below, so rewiring is a change of this file alone.
  */
 import type { BuildSettings } from '../workspaces';
 
@@ -11,33 +12,50 @@ export interface ActingPerson {
   name: string;
 }
 
-/** The build settings' `test` line (one shell line, no network); null: none. */
-export function buildTestLine(build: BuildSettings): string | null {
-  const line = (build as BuildSettings & { test?: unknown }).test;
-  return typeof line === 'string' && line.trim() ? line : null;
-}
+export type BudgetState = { ok: true } | { ok: false; reason: string };
 
-/** Told of every change of a story's pipeline (the project's event stream). */
-export function emitProjectEvent(projectId: string, event: { type: 'autopilot'; storyKey: string | null }): void {
-  void projectId;
-  void event;
-}
-
-/** Whether a person's own monthly budget has room (runs count against who enabled the autopilot). */
-export async function personBudgetState(projectId: string, personId: string): Promise<{ ok: true } | { ok: false; reason: string }> {
-  void projectId;
-  void personId;
-  return { ok: true };
-}
-
-/** The pull request of a story's workspace, published as the person (pull-request mode). */
-export interface PublishPort {
+export interface AutopilotPorts {
+  emitProjectEvent(projectId: string, event: { type: 'autopilot'; storyKey: string | null }): void;
+  personBudgetState(projectId: string, personId: string): Promise<BudgetState>;
+  buildTestLine(build: BuildSettings): string | null;
   publishWorkspace(input: { projectId: string; workspaceId: string; by: ActingPerson; draft?: boolean }): Promise<{ branch: string; pullRequest: { number: number; url: string } }>;
 }
 
-/** Until the forges' publish is wired in, pull-request mode has nothing to publish with. */
-export const publishPort: PublishPort = {
-  async publishWorkspace() {
+export const ports: AutopilotPorts = {
+  // No event bus yet: the board reads the autopilot again when it looks.
+  emitProjectEvent: () => undefined,
+  // No per-person budgets yet: the project's budget (checked beside this) is the limit.
+  personBudgetState: async () => ({ ok: true }),
+  // The build settings' `test` once they have one.
+  buildTestLine: (build) => {
+    const line = (build as BuildSettings & { test?: unknown }).test;
+    return typeof line === 'string' && line.trim() ? line : null;
+  },
+  publishWorkspace: async () => {
     throw Object.assign(new Error('Publishing pull requests is not available on this server.'), { code: 'E_UNAVAILABLE' });
   },
 };
+
+/** Told of every change of a story's pipeline (the project's event stream). */
+export function emitProjectEvent(projectId: string, event: { type: 'autopilot'; storyKey: string | null }): void {
+  try {
+    ports.emitProjectEvent(projectId, event);
+  } catch {
+    // An event is a nudge; the state is the store's.
+  }
+}
+
+/** Whether a person's own monthly budget has room (runs count against who enabled the autopilot). */
+export function personBudgetState(projectId: string, personId: string): Promise<BudgetState> {
+  return ports.personBudgetState(projectId, personId);
+}
+
+/** The build settings' `test` line (one shell line, no network); null: none. */
+export function buildTestLine(build: BuildSettings): string | null {
+  return ports.buildTestLine(build);
+}
+
+/** Publishes a story's workspace as a pull request, as the person (pull-request mode). */
+export function publishWorkspace(input: { projectId: string; workspaceId: string; by: ActingPerson; draft?: boolean }): ReturnType<AutopilotPorts['publishWorkspace']> {
+  return ports.publishWorkspace(input);
+}

@@ -15,7 +15,7 @@ import type { RemoteService } from '../remotes';
 import type { BuildSettings, WorkspaceService } from '../workspaces';
 import { planDependencies, dependenciesInFrontmatter, type DependencyPlan, type DependencyStory } from './deps';
 import { testMergeResult } from './gate';
-import { buildTestLine, emitProjectEvent, personBudgetState, publishPort, type ActingPerson } from './ports';
+import { buildTestLine, emitProjectEvent, personBudgetState, publishWorkspace, type ActingPerson } from './ports';
 import { ACTIVE_STEPS, DEFAULT_SETTINGS, type AutopilotSettings, type AutopilotState, type AutopilotStore, type DecisionAction, type DecisionKind, type DecisionRow, type PipelineRow } from './types';
 
 /**
@@ -454,7 +454,7 @@ export class AutopilotService {
     const remote = await this.deps.remotes.get(ctx.project.id).catch(() => null);
     if (remote?.mode === 'pull-request') {
       try {
-        const published = await publishPort.publishWorkspace({ projectId: ctx.project.id, workspaceId: testing.workspaceId!, by: state.enabledBy });
+        const published = await publishWorkspace({ projectId: ctx.project.id, workspaceId: testing.workspaceId!, by: state.enabledBy });
         await this.move(testing, { step: 'awaiting-pull-request', note: `Pull request #${published.pullRequest.number}. ${note ?? ''}`.trim() });
       } catch (e) {
         await this.hold(testing, 'failed', `${testing.storyKey}: its pull request could not be published: ${message(e)}`, null, ['retry', 'skip', 'stop']);
