@@ -108,7 +108,9 @@ function taskOf(body: ChatRequestBody): { key: string; kind: 'build' | 'review';
   if (!first) return null;
   const text = textOf(first.content);
   const round = Number(/Build round (\d+)/.exec(text)?.[1] ?? 1);
-  return { key: /Story: (\d+-\d+-[a-z0-9-]+)/.exec(text)![1]!, kind: text.includes('bmad-code-review') ? 'review' : 'build', round };
+  // The server starts a skill itself (its SKILL.md as the first tool result): the review's is bmad-code-review's.
+  const review = (body.messages ?? []).some((m) => m.role !== 'system' && textOf(m.content).includes('bmad-code-review'));
+  return { key: /Story: (\d+-\d+-[a-z0-9-]+)/.exec(text)![1]!, kind: review ? 'review' : 'build', round };
 }
 
 const madeCalls = (body: ChatRequestBody) => (body.messages ?? []).flatMap((m) => (m.tool_calls ?? []).map((c) => c.function?.name ?? ''));
