@@ -80,6 +80,12 @@ export class AutopilotService {
   private again = false;
   private closed = false;
   private readonly held = new Set<string>();
+  /** Projects whose merge queue this process is working (a test gate, a merge) right now. */
+  private readonly gating = new Set<string>();
+  /** Starts of this process under way, by project and story: not adopted meanwhile. */
+  private readonly starting = new Set<string>();
+  private readonly pending = new Set<Promise<void>>();
+  private beat: NodeJS.Timeout | null = null;
   private readonly afters = new Map<string, { commit: string; afters: Map<string, string[] | undefined> }>();
   private readonly tickMs: number;
   private readonly leaseMs: number;
@@ -108,6 +114,13 @@ export class AutopilotService {
     this.holder = registerHolder();
     this.timer = setInterval(() => this.kick(), this.tickMs);
     this.timer.unref?.();
+    // The leases of the projects this process drives are renewed while it works on them (a test
+    // gate or a merge may outlast a look), so no other instance takes a project meanwhile.
+    this.beat = setInterval(() => {
+      const t = Date.now();
+      for (const p of this.held) void this.deps.store.lease(p, this.holder!.tag, new Date(t + this.leaseMs).toISOString(), new Date(t).toISOString(), this.isGone).catch(() => undefined);
+    }, Math.max(1000, this.leaseMs / 3));
+    this.beat.unref?.();
     // A run's end is the autopilot's next step: looked at at once rather than at the next tick.
     this.unsubscribe = this.deps.runs.onChange((run) => {
       if (isTerminal(run.status)) this.kick();
@@ -140,6 +153,8 @@ export class AutopilotService {
     if (this.timer) clearInterval(this.timer);
     this.unsubscribe?.();
     await this.idle();
+    while (this.pending.size) await Promise.all([...this.pending]);
+    if (this.beat) clearInterval(this.beat);
     for (const p of this.held) await this.deps.store.release(p, this.holder!.tag).catch(() => undefined);
     this.holder?.release();
     await this.deps.store.close();
@@ -160,18 +175,10 @@ export class AutopilotService {
         continue;
       }
       this.held.add(projectId);
-      // Renewed while a long step (a test gate) runs, so no other instance takes the project meanwhile.
-      const beat = setInterval(() => {
-        const t = Date.now();
-        void this.deps.store.lease(projectId, this.holder!.tag, new Date(t + this.leaseMs).toISOString(), new Date(t).toISOString(), this.isGone).catch(() => undefined);
-      }, Math.max(1000, this.leaseMs / 3));
-      beat.unref?.();
       try {
         await this.advance(projectId);
       } catch (e) {
         log.warn('autopilot.project_failed', { project: projectId, message: message(e) });
-      } finally {
-        clearInterval(beat);
       }
     }
   }
@@ -234,13 +241,28 @@ export class AutopilotService {
     if (!state) return;
     const ctx = await this.context(projectId);
     if (!ctx) return;
-    for (const row of await this.deps.store.stories(projectId)) {
-      if (ACTIVE_STEPS.has(row.step)) await this.drive(ctx, state, row).catch((e) => this.hold(row, 'failed', `The autopilot could not go on with ${row.storyKey}: ${message(e)}`, null, ['retry', 'skip', 'stop']));
-    }
+    // The merge queue (one test gate and merge at a time) goes beside the other stories' steps,
+    // which are independent of each other (each a compare-and-swap of its own row): a story whose
+    // build ended is reviewed while another one's tests run.
+    // The merge queue (one test gate and merge at a time) goes on beside the other stories' steps,
+    // which are independent of each other (each a compare-and-swap of its own row): a story whose
+    // build ended is reviewed while another one's tests run or it merges.
+    if (!this.gating.has(projectId)) this.detach(this.mergeQueue(ctx, state));
+    const rows = (await this.deps.store.stories(projectId)).filter((r) => ACTIVE_STEPS.has(r.step) && r.step !== 'queued-to-merge');
+    await Promise.all(rows.map((row) => this.drive(ctx, state, row).catch((e) => this.hold(row, 'failed', `The autopilot could not go on with ${row.storyKey}: ${message(e)}`, null, ['retry', 'skip', 'stop']))));
     const now = await this.deps.store.get(projectId);
-    if (!now) return;
-    await this.mergeQueue(ctx, now);
-    if (now.settings.enabled && !now.paused) await this.startReady(await this.context(projectId) ?? ctx, now);
+    if (now?.settings.enabled && !now.paused) await this.startReady((await this.context(projectId)) ?? ctx, now);
+  }
+
+  /** Work that outlives the look that began it (a merge, a start); the next look follows at once when it ends. */
+  private detach(work: Promise<void>): void {
+    const tracked: Promise<void> = work
+      .catch((e) => log.warn('autopilot.work_failed', { message: message(e) }))
+      .finally(() => {
+        this.pending.delete(tracked);
+        this.kick();
+      });
+    this.pending.add(tracked);
   }
 
   private changed(row: Pick<PipelineRow, 'projectId' | 'storyKey'>): void {
@@ -312,6 +334,7 @@ export class AutopilotService {
         return this.afterRun(ctx, state, row);
       case 'testing':
       case 'merging': {
+        if (this.gating.has(row.projectId)) return;
         // Left by a process that stopped mid-step: merged if the merge landed, else tested again.
         const ws = row.workspaceId ? await this.deps.workspaces.store.get(row.workspaceId) : null;
         if (ws?.status === 'merged') await this.move(row, { step: 'merged', note: null });
@@ -332,6 +355,7 @@ export class AutopilotService {
 
   /** A story taken but not yet started (a process stopped between the two): its run adopted, or the start made again. */
   private async adopt(ctx: SprintContext, state: AutopilotState, row: PipelineRow): Promise<void> {
+    if (this.starting.has(`${row.projectId}\0${row.storyKey}`)) return;
     const runs = await this.deps.runs.store.storyRuns(row.projectId, 200);
     const made = runs.find((r) => r.storyKey === row.storyKey && r.createdAt >= row.since && r.workspaceId);
     if (made) {
@@ -423,6 +447,15 @@ export class AutopilotService {
    * tested only after that, on the base the merge made.
    */
   private async mergeQueue(ctx: SprintContext, state: AutopilotState): Promise<void> {
+    this.gating.add(ctx.project.id);
+    try {
+      await this.mergeNext(ctx, state);
+    } finally {
+      this.gating.delete(ctx.project.id);
+    }
+  }
+
+  private async mergeNext(ctx: SprintContext, state: AutopilotState): Promise<void> {
     const rows = await this.deps.store.stories(ctx.project.id);
     if (rows.some((r) => r.step === 'testing' || r.step === 'merging')) return;
     const first = rows.filter((r) => r.step === 'queued-to-merge').sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0))[0];
@@ -502,30 +535,39 @@ export class AutopilotService {
     const taken = new Set(rows.map((r) => r.storyKey));
     let free = state.settings.maxParallel - rows.filter((r) => ACTIVE_STEPS.has(r.step)).length;
     for (const key of ctx.plan.ready) {
-      if (free <= 0) return;
+      if (free <= 0) break;
       if (taken.has(key)) continue;
-      if (!(await this.budgetAllows(ctx.project.id, state))) return;
+      if (!(await this.budgetAllows(ctx.project.id, state))) break;
       const since = new Date().toISOString();
       const row: PipelineRow = { projectId: ctx.project.id, storyKey: key, step: 'starting', round: 1, since, note: null, workspaceId: null, runId: null, runKind: null, skipGate: false, version: 1 };
       if (!(await this.deps.store.insertStory(row))) continue;
       free--;
       this.changed(row);
-      try {
-        const started = await this.hands.startStory(ctx.project.id, key, person);
-        await this.move(row, { step: 'building', runId: started.runId, runKind: 'build', workspaceId: started.workspaceId });
-        log.info('autopilot.started', { project: ctx.project.id, story: key, run: started.runId });
-      } catch (e) {
-        // Busy: a run of the story is under way (another start); adopted at the next look.
-        if (isAppError(e) && e.code === 'E_STORY_BUSY') continue;
-        if (isAppError(e) && e.code === 'E_BUDGET') {
-          await this.deps.store.removeStory(ctx.project.id, key);
-          await this.budgetAllows(ctx.project.id, state);
-          return;
-        }
-        await this.hold(row, 'failed', `${key} could not be started: ${message(e)}`, null, ['retry', 'skip', 'stop']);
-      }
+      // Each start makes its own workspace and run, beside the others and the next looks.
+      const mark = `${row.projectId}\0${key}`;
+      this.starting.add(mark);
+      this.detach(this.startOne(ctx, state, row, person).finally(() => this.starting.delete(mark)));
     }
   }
+
+  private async startOne(ctx: SprintContext, state: AutopilotState, row: PipelineRow, person: ActingPerson): Promise<void> {
+    const key = row.storyKey;
+    try {
+      const started = await this.hands!.startStory(ctx.project.id, key, person);
+      await this.move(row, { step: 'building', runId: started.runId, runKind: 'build', workspaceId: started.workspaceId });
+      log.info('autopilot.started', { project: ctx.project.id, story: key, run: started.runId });
+    } catch (e) {
+      // Busy: a run of the story is under way (another start); adopted at the next look.
+      if (isAppError(e) && e.code === 'E_STORY_BUSY') return;
+      if (isAppError(e) && e.code === 'E_BUDGET') {
+        await this.deps.store.removeStory(ctx.project.id, key);
+        await this.budgetAllows(ctx.project.id, state);
+        return;
+      }
+      await this.hold(row, 'failed', `${key} could not be started: ${message(e)}`, null, ['retry', 'skip', 'stop']);
+    }
+  }
+
 
   /** Stop all: starts nothing more, cancels the runs of its stories under way; they end `stopped`. */
   async stopAll(projectId: string): Promise<void> {
