@@ -16,6 +16,7 @@ import { createWorkspace, discardWorkspace } from './workspaces';
 import { assertBudget } from './budgets';
 import { listDecisions } from './decisions';
 import { freshenForBoard, sprintOfProject } from './remotes';
+import { pipelineView } from './presenters/autopilot';
 
 const storyNotFound = () => new AppError('E_STORY_NOT_FOUND', 'Story not found.');
 
@@ -61,11 +62,17 @@ async function storyView(story: BoardStory, work: StoryWork | undefined, workspa
 
 async function viewOf(caller: Caller, project: Project, board: Board): Promise<BoardView> {
   const work = workByStory(await getRuntime().runs.store.storyRuns(project.id));
+  // Where the autopilot has each story it took.
+  const pipeline = new Map((await getRuntime().autopilot.store.stories(project.id)).map((r) => [r.storyKey, pipelineView(r)]));
   const workspaces = new Map<string, Workspace | null>();
   const epics = [];
   for (const e of board.epics) {
     const stories = [];
-    for (const s of e.stories) stories.push(await storyView(s, work.get(s.key), workspaces));
+    for (const s of e.stories) {
+      const view = await storyView(s, work.get(s.key), workspaces);
+      const step = pipeline.get(s.key);
+      stories.push(step ? { ...view, pipeline: step } : view);
+    }
     epics.push({ key: e.key, status: e.status, retrospective: e.retrospective, stories });
   }
   return { source: board.source, epics, decisions: await listDecisions(caller, project.id), ...(board.uncommitted ? { uncommitted: true } : {}) };

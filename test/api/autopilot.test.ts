@@ -3,6 +3,7 @@ import path from 'node:path';
 import { GET as getAutopilot, PUT as putAutopilot } from '@/app/api/projects/[id]/autopilot/route';
 import { POST as decide } from '@/app/api/projects/[id]/autopilot/decisions/[did]/route';
 import { PUT as putBuild } from '@/app/api/projects/[id]/build/route';
+import { GET as getBoard } from '@/app/api/projects/[id]/board/route';
 import { createRuntime, setRuntime } from '@/lib/engine/runtime';
 import { ACTIVE_STEPS, autopilotPorts } from '@/lib/engine/autopilot';
 import { startAutopilot } from '@/lib/services';
@@ -318,5 +319,11 @@ describe('the sprint autopilot', () => {
     expect(skipped.body.data.running).toBe(0);
     expect(skipped.body.data.problems.map((p: { kind: string }) => p.kind)).toEqual(['cycle']);
     expect((await take('ed', decision.id, { action: 'skip' })).status).toBe(409);
+    // The board shows where the autopilot has each story.
+    const board = await getBoard(req('GET', `/api/projects/${id}/board`, 'vic'), params({ id })).then(answer);
+    const cards = board.body.data.epics.flatMap((e: { stories: unknown[] }) => e.stories) as { key: string; pipeline?: { step: string; round: number } }[];
+    expect(cards.find((c) => c.key === '1-1-alpha')!.pipeline).toMatchObject({ step: 'merged', round: 2 });
+    expect(cards.find((c) => c.key === decision.storyKey)!.pipeline).toMatchObject({ step: 'stopped' });
+    expect(cards.find((c) => c.key === '3-1-loop-a')!.pipeline).toBeUndefined();
   });
 });

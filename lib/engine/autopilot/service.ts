@@ -297,6 +297,7 @@ export class AutopilotService {
     const project = own.ok ? await this.deps.projectBudget(projectId) : null;
     const reason = !own.ok ? own.reason : project ? project.message : null;
     if (!reason) return true;
+    if ((await this.deps.store.decisions(projectId, { open: true })).some((d) => d.kind === 'budget' && d.storyKey === null)) return false;
     const since = new Date().toISOString();
     await this.deps.store.setPaused(projectId, { reason, since });
     state.paused = { reason, since };
