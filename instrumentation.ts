@@ -24,5 +24,8 @@ export async function register() {
     // Headless runs a previous process left are settled now, and the queued ones start.
     const { getRuntime } = await import('./lib/engine/runtime');
     getRuntime();
+    // The sprint autopilot goes on with the projects that have it on.
+    const { startAutopilot } = await import('./lib/services/autopilot');
+    startAutopilot();
   }
 }

@@ -18,6 +18,7 @@ import { listDecisions } from './decisions';
 import { freshenForBoard, sprintOfProject } from './remotes';
 import { pullRequestsOf } from './forges';
 import type { PullRequestView } from '../../types/api';
+import { pipelineView } from './presenters/autopilot';
 
 const storyNotFound = () => new AppError('E_STORY_NOT_FOUND', 'Story not found.');
 
@@ -65,12 +66,18 @@ async function storyView(story: BoardStory, work: StoryWork | undefined, workspa
 
 async function viewOf(caller: Caller, project: Project, board: Board): Promise<BoardView> {
   const work = workByStory(await getRuntime().runs.store.storyRuns(project.id));
+  // Where the autopilot has each story it took.
+  const pipeline = new Map((await getRuntime().autopilot.store.stories(project.id)).map((r) => [r.storyKey, pipelineView(r)]));
   const workspaces = new Map<string, Workspace | null>();
   const pullRequests = await pullRequestsOf(project.id);
   const epics = [];
   for (const e of board.epics) {
     const stories = [];
-    for (const s of e.stories) stories.push(await storyView(s, work.get(s.key), workspaces, pullRequests));
+    for (const s of e.stories) {
+      const view = await storyView(s, work.get(s.key), workspaces, pullRequests);
+      const step = pipeline.get(s.key);
+      stories.push(step ? { ...view, pipeline: step } : view);
+    }
     epics.push({ key: e.key, status: e.status, retrospective: e.retrospective, stories });
   }
   const remote = await getRuntime()

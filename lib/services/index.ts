@@ -22,3 +22,4 @@ export { answerRun } from './run-answers';
 export { listOpenAIModels, openAIModel, chatCompletion, openAIErrorView, OPENAI_MAX_BODY_BYTES, OPENAI_STREAM_HEADERS, type CompletionInput, type CompletionAnswer, type ChatKeys, type ClientMessage, type OpenAIErrorView } from './openai-compat';
 export { getRemote, putRemote, fetchRemote, cloneProject, type NewClone } from './remotes';
 export { publishWorkspace, receiveForgeHook, pullRequestsOf, pullRequestView } from './forges';
+export { getAutopilot, putAutopilot, decideAutopilot, stopAutopilot, startAutopilot, type AutopilotPatch } from './autopilot';

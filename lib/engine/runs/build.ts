@@ -15,6 +15,9 @@ import type { BuildResult } from '../sprint';
 /** Skills that build a story; a run of one, or any run started for a story, is judged by its files. */
 export const BUILD_SKILLS: ReadonlySet<string> = new Set(['bmad-build-auto', 'bmad-build', 'bmad-dev-story', 'dev-story']);
 
+/** Code review skills: run for a story like a build, ending with the story `done` (approved) or `in-progress` (changes asked). */
+export const REVIEW_SKILLS: ReadonlySet<string> = new Set(['bmad-code-review', 'code-review']);
+
 export function isBuildRun(run: Pick<Run, 'skill' | 'storyKey'>): boolean {
   return run.storyKey !== undefined || BUILD_SKILLS.has(run.skill);
 }
@@ -44,7 +47,9 @@ export async function readBuildTurn(run: Run, answer: string, judge: BuildJudge)
   const verdict = await judge(run);
   const file = verdict.file ? { file: verdict.file } : {};
   const story = run.storyKey ? { story: run.storyKey } : {};
-  if (verdict.outcome === 'complete') return { kind: 'end', end: { status: 'complete', result: { status: 'complete', ...story, storyStatus: verdict.status, ...file }, artifacts: [] } };
+  // A review that asks for changes has come to its end too: its findings are its result.
+  const reviewed = REVIEW_SKILLS.has(run.skill) && verdict.status === 'in-progress';
+  if (verdict.outcome === 'complete' || reviewed) return { kind: 'end', end: { status: 'complete', result: { status: 'complete', ...story, storyStatus: verdict.status, ...file }, artifacts: [] } };
   if (verdict.outcome === 'blocked') {
     const reason = verdict.reason ?? 'The build skill reported the story blocked.';
     return { kind: 'end', end: { status: 'blocked', result: { status: 'blocked', ...story, storyStatus: verdict.status, reason, ...file }, artifacts: [] } };

@@ -7,7 +7,7 @@ export * from './types';
 export { RunService, runSettings, ANSWER_RULE, type RunSettings, type RunEvent, type SubmitInput } from './service';
 export { NotHeadlessError, resolveTarget, firstMessage, type RunTarget, type RunInputs } from './target';
 export { headlessContract, headlessContracts } from './contract';
-export { BUILD_SKILLS, BUILD_ANSWER_RULE, isBuildRun, buildTarget, buildMessage, readBuildTurn, storyNamedIn, type BuildVerdict, type BuildJudge } from './build';
+export { BUILD_SKILLS, REVIEW_SKILLS, BUILD_ANSWER_RULE, isBuildRun, buildTarget, buildMessage, readBuildTurn, storyNamedIn, type BuildVerdict, type BuildJudge } from './build';
 export { readAnswer, lastJsonObject, trailingQuestion, type Reading } from './result';
 export { signature, deliverWebhook, webhookProblem, type WebhookSettings } from './webhook';
 export { MemoryRunStore } from './memory-store';

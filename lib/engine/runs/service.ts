@@ -95,6 +95,8 @@ export interface SubmitInput {
 }
 
 const CANCELLED = Symbol('run cancelled');
+/** The bus's channel for every run's changes (run ids are strings, so a symbol never collides). */
+const ANY_RUN = Symbol('any run');
 const BUDGET_SPENT = Symbol('run budget spent');
 const LEASE_LOST = Symbol('run lease lost');
 /** How far back a start looks for ended runs whose webhook was never delivered: older ends are not news to send. */
@@ -345,6 +347,13 @@ export class RunService {
     this.bus.emit(run.id, { type: 'run', run: runView(run) } satisfies RunEvent);
     // The project's subscribers (the board) hear that a run changed, on every instance.
     emitProjectEvent(run.projectId, { type: 'run', runId: run.id, storyKey: run.storyKey ?? null, workspaceId: run.workspaceId ?? null });
+    this.bus.emit(ANY_RUN, run);
+  }
+
+  /** Listens to every run's changes of status in this process (the autopilot's nudge); returns the unsubscribe. */
+  onChange(listener: (run: Run) => void): () => void {
+    this.bus.on(ANY_RUN, listener);
+    return () => this.bus.off(ANY_RUN, listener);
   }
 
   private leaseUntil(): string {

@@ -23,10 +23,11 @@ import { monthOf, openBudgetStore, personStop, projectStop, serverStop, type Bud
 import { closeVersionStores } from '../../content/versions';
 import { PendingWork } from './work';
 import { judgeBuildRun } from './build-judge';
-import { forgeRegistry, type ForgeService, openPullRequestStore, openRemoteStore, RemoteService } from '../remotes';
+import { forgeRegistry, type ForgeService, openPullRequestStore, openRemoteStore, publishWorkspace, RemoteService } from '../remotes';
 import { createForgeService } from './forges';
 import { keyRingOf } from '../../store/secrets';
 import { log } from '../../core/log';
+import { AutopilotService, autopilotPorts, openAutopilotStore } from '../autopilot';
 
 /** The long-lived objects of one server process, built on first use. */
 export interface Runtime extends ChatDeps {
@@ -56,6 +57,8 @@ export interface Runtime extends ChatDeps {
   forges: ForgeService;
   /** On Postgres: project events to and from the other instances (lib/engine/events); null: this process only. */
   eventRelay: EventRelay | null;
+  /** The sprint autopilot: ticks once the board's use cases hand it their hands (lib/services/autopilot). */
+  autopilot: AutopilotService;
 }
 
 export interface RuntimeOptions {
@@ -81,7 +84,7 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
   // Every instance on one Postgres database hears the others' project events.
   const eventRelay = database.kind === 'postgres' ? new PgEventRelay(database.open({ poolSize: 2 })) : null;
   void setEventRelay(eventRelay);
-  const runtime: Omit<Runtime, 'runs'> = {
+  const runtime: Omit<Runtime, 'runs' | 'autopilot'> = {
     config,
     store: store ?? openConversationStore(config, database),
     catalog: createCatalog(config.bundlesRoot, { coreRoot: config.coreRoot, projectRoot: config.projectRoot, outputPath: config.outputPath, revalidateMs: 250 }),
@@ -158,7 +161,28 @@ export function createRuntime(config: Config = loadConfig(), store?: Conversatio
     // A rotation: every secret sealed with a previous key is sealed again with SECRETS_KEY.
     work.track(runtime.remotes.rewrapSecrets().catch((e: unknown) => log.warn('remote.rewrap_failed', { message: String((e as Error)?.message ?? e).slice(0, 200) })));
   }
-  return { ...runtime, runs, forges };
+  const autopilot = new AutopilotService({
+    store: openAutopilotStore(database),
+    runs,
+    workspaces: runtime.workspaces,
+    projects: runtime.projects,
+    remotes: runtime.remotes,
+    config,
+    projectBudget: (projectId) => projectBudgetStop(runtime, projectId),
+    spansHosts: database.kind === 'postgres',
+    tickMs: positiveMs(process.env.AUTOPILOT_TICK_MS, 2000),
+  });
+  const made: Runtime = { ...runtime, runs, forges, autopilot };
+  // The autopilot's runs count against the person who turned it on, and in pull-request mode it
+  // publishes through the forges: both need this runtime.
+  autopilotPorts.personBudgetState = (projectId, personId) => personBudgetState(made, projectId, personId);
+  autopilotPorts.publishWorkspace = (input) => publishWorkspace(made, input);
+  return made;
+}
+
+function positiveMs(value: string | undefined, fallback: number): number {
+  const n = Number(value);
+  return value !== undefined && Number.isInteger(n) && n >= 50 ? n : fallback;
 }
 
 /** The project's monthly budget when this month's spend (UTC) has reached a limit of it. */
@@ -226,6 +250,7 @@ export function getRuntime(): Runtime {
  * writes into its folders after this resolves. `keep`: parts another runtime still uses.
  */
 export async function closeRuntime(runtime: Runtime, keep: Partial<Pick<Runtime, 'store' | 'accounts' | 'mcp'>> = {}): Promise<void> {
+  await runtime.autopilot.close();
   await runtime.runs.close();
   await runtime.forges.stop();
   await runtime.work.settled();

@@ -145,6 +145,49 @@ const PERSON_BUDGETS_DDL = [
    )`,
 ];
 
+/** The autopilot: a project's settings and lease, the stories it took with their step, its decisions. */
+function autopilotDdl(key: string): string[] {
+  return [
+    `CREATE TABLE autopilot_settings (
+       project_id  ${key} PRIMARY KEY,
+       settings    text NOT NULL,
+       enabled     integer NOT NULL DEFAULT 0,
+       enabled_by  text,
+       paused      text,
+       holder      text,
+       lease_until text,
+       updated_at  text NOT NULL
+     )`,
+    `CREATE TABLE autopilot_stories (
+       project_id   ${key} NOT NULL,
+       story_key    ${key} NOT NULL,
+       step         text NOT NULL,
+       round        integer NOT NULL,
+       since        text NOT NULL,
+       note         text,
+       workspace_id text,
+       run_id       text,
+       run_kind     text,
+       skip_gate    integer NOT NULL DEFAULT 0,
+       version      integer NOT NULL,
+       PRIMARY KEY (project_id, story_key)
+     )`,
+    `CREATE TABLE autopilot_decisions (
+       id          ${key} PRIMARY KEY,
+       project_id  ${key} NOT NULL,
+       story_key   text,
+       kind        text NOT NULL,
+       text        text NOT NULL,
+       detail      text,
+       run_id      text,
+       actions     text NOT NULL,
+       since       text NOT NULL,
+       resolved_at text
+     )`,
+    'CREATE INDEX autopilot_decisions_by_project ON autopilot_decisions (project_id, since)',
+  ];
+}
+
 /** The projects' monthly limits: same columns in both dialects. */
 function budgetDdl(key: string, big: string, real: string): string[] {
   return [
@@ -359,6 +402,7 @@ export const POSTGRES_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0010_remotes': ddl(...remoteDdl('text COLLATE "C"')),
   '0011_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
   '0012_forge': ddl(...forgeDdl('text COLLATE "C"'), 'ALTER TABLE workspaces DROP CONSTRAINT workspaces_status_check', `ALTER TABLE workspaces ADD CONSTRAINT workspaces_status_check ${WORKSPACE_STATUSES}`),
+  '0013_autopilot': ddl(...autopilotDdl('text COLLATE "C"')),
   // A person's month over every project is summed by owner, the server's by time alone.
   '0014_person_budgets': ddl(...PERSON_BUDGETS_DDL, 'CREATE INDEX usage_ledger_by_owner ON usage_ledger (owner_id, at)', 'CREATE INDEX usage_ledger_by_at ON usage_ledger (at)'),
 };
@@ -379,6 +423,7 @@ export const SQLITE_MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0004_remotes': ddl(...remoteDdl('text')),
   '0005_workspace_sync': ddl(...WORKSPACE_SYNC_DDL),
   '0006_forge': ddl(...forgeDdl('text'), ...SQLITE_WORKSPACE_CLOSED),
+  '0007_autopilot': ddl(...autopilotDdl('text')),
   '0008_person_budgets': ddl(...PERSON_BUDGETS_DDL),
 };
 
