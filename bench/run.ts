@@ -21,6 +21,8 @@
  *   --command-runs N      rounds of section 9 (default 50)
  *   --skip-setup          no workspace setup section (10: npm ci of a real project, twice, needs the npm registry)
  *   --only-setup          just section 10
+ *   --skip-autopilot      no section 11 (the sprint autopilot: 6 stories, maxParallel 3 against 1)
+ *   --only-autopilot      just section 11 (no production build needed)
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,6 +38,7 @@ import { fmt, summary, type Summary } from './stats';
 import { instancesFigures, instancesMarkdown, type InstancesFigures } from './instances';
 import { commandFigures, commandMarkdown, type CommandFigures } from './command';
 import { setupFigures, setupMarkdown, type SetupFigures } from './setup';
+import { autopilotFigures, autopilotMarkdown, type AutopilotFigures } from './autopilot';
 
 process.env.LOG_LEVEL ??= 'silent'; // lib/ code run in this process (discovery, tools, seeding) stays quiet
 
@@ -70,6 +73,8 @@ const OPT = {
   commandRuns: Math.max(5, Math.round(num('command-runs', 50))),
   skipSetup: flag('skip-setup'),
   onlySetup: flag('only-setup'),
+  skipAutopilot: flag('skip-autopilot'),
+  onlyAutopilot: flag('only-autopilot'),
 };
 
 const AGENT = 'product-lead';
@@ -430,6 +435,7 @@ interface Results {
   instances?: InstancesFigures | { error: string };
   command?: CommandFigures | { error: string };
   setup?: SetupFigures | { error: string };
+  autopilot?: AutopilotFigures | { error: string };
   /** The bare relay driven like the plain phases, beside them in the same run. */
   relay?: RelayResult[];
   durationS?: number;
@@ -646,6 +652,7 @@ function markdown(r: Results): string {
   if (r.instances) out.push('error' in r.instances ? `#### 8. Many instances\n\nNot measured: ${r.instances.error}` : instancesMarkdown(r.instances));
   if (r.command) out.push('error' in r.command ? `#### 9. A command\n\nNot measured: ${r.command.error}` : commandMarkdown(r.command));
   if (r.setup) out.push('error' in r.setup ? `#### 10. Workspace setup\n\nNot measured: ${r.setup.error}` : setupMarkdown(r.setup));
+  if (r.autopilot) out.push('error' in r.autopilot ? `#### 11. Sprint autopilot\n\nNot measured: ${r.autopilot.error}` : autopilotMarkdown(r.autopilot));
 
   out.push(
     '#### Method (one line per figure)\n\n' +
@@ -660,6 +667,7 @@ function markdown(r: Results): string {
         '8. Many instances: two `next start` servers on one fresh Postgres database and one shared folder; plain turns at 20 concurrent (4 per conversation) through nginx (keep-alive to the upstreams), first with one instance as its only upstream, then with both round robin, after 60 warm-up turns on each; turns/s = turns ÷ phase wall time.',
         '9. A command: in this process, `true` through executeTool run_command in a workspace checkout (a git repository of 100 files; bubblewrap, git status before and after, the set-id clearing, the quota watch, the workspace lock, audit) against spawn(\'/bin/bash\', [\'-c\', \'true\']), interleaved round by round with runCommand alone, runCommand without git and a bare bwrap; p50 and p99 of wall time; over = p50 of the tool call − p50 of the direct bash.',
         '10. Workspace setup: lib/sandbox/commands runSetup in-process (bubblewrap, slirp4netns, the project\'s cache folder) on fresh `git clone`s of one commit of the npm package with a lockfile made from the registry once; first = empty package cache, its time includes keeping its node_modules; second = the same lockfile; tree reuse off = a third clone with the warm package cache only; wall time of each call.',
+        '11. Sprint autopilot: in this process, the app\'s runtime (SQLite store, RUNS_CONCURRENCY 4, AUTOPILOT_TICK_MS 200, accounts off) on a fresh copy of minimist with BMAD 6.12 in a git repository per sprint, against the scripted model through the `openai` SDK; 6 ready stories in free order, each build calls run_command `sleep 5` (bubblewrap) then writes the spec with status done, each review approves, no test line (gate skipped), merges one at a time; wall time = PUT of `enabled: true` → the sixth story `merged` in the autopilot\'s store, polled every 50 ms; active and running counts sampled every 50 ms; maxParallel 3 first, then 1.',
       ].join('\n'),
   );
   return out.join('\n\n');
@@ -679,6 +687,7 @@ async function main() {
   process.once('SIGTERM', onSignal);
   try {
     if (OPT.onlySetup) await setupRun(results);
+    else if (OPT.onlyAutopilot) await autopilotRun(results);
     else if (OPT.onlyCommand) await commandRun(results);
     else await benchApp(results, tmp, cleanups);
   } finally {
@@ -774,6 +783,7 @@ async function fullRun(results: Results, appDir: string, tmp: string, cleanups: 
   if (!OPT.skipInstances) await instancesRun(results, appDir, model);
   if (!OPT.skipCommand) await commandRun(results);
   if (!OPT.skipSetup) await setupRun(results);
+  if (!OPT.skipAutopilot) await autopilotRun(results);
 }
 
 /** Section 9; a host without bubblewrap gets the reason in the report instead. */
@@ -793,6 +803,16 @@ async function setupRun(results: Results) {
   } catch (e) {
     results.setup = { error: String((e as Error)?.message ?? e).slice(0, 300) };
     say(`setup: not measured (${results.setup.error})`);
+  }
+}
+
+/** Section 11; a host without bubblewrap or the BMAD install gets the reason instead. */
+async function autopilotRun(results: Results) {
+  try {
+    results.autopilot = await autopilotFigures(say);
+  } catch (e) {
+    results.autopilot = { error: String((e as Error)?.message ?? e).slice(0, 300) };
+    say(`autopilot: not measured (${results.autopilot.error})`);
   }
 }
 
