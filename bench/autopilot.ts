@@ -52,6 +52,10 @@ export interface AutopilotSprintFigure {
   /** Stories with a run queued or running at once. */
   maxRunning: number;
   runs: number;
+  /** Median of a build run, of a review run (started → ended), and of a run's wait in the queue (created → started). */
+  buildRunMs: number;
+  reviewRunMs: number;
+  queuedMs: number;
   modelRequests: number;
   /** Where a story stopped short of merged (step and note), when one did. */
   problems: string[];
@@ -166,9 +170,18 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
     const wallMs = performance.now() - t0;
     clearInterval(sampler);
     const runs = await rt.runs.store.storyRuns(id, 200);
+    const ms = (a?: string | null, b?: string | null) => (a && b ? Date.parse(b) - Date.parse(a) : NaN);
+    const median = (xs: number[]) => {
+      const v = xs.filter(Number.isFinite).sort((x, y) => x - y);
+      return v.length ? v[Math.floor((v.length - 1) / 2)]! : NaN;
+    };
+    const isReview = (skill: string) => skill.includes('review');
+    const buildRunMs = median(runs.filter((r) => !isReview(r.skill)).map((r) => ms(r.startedAt, r.endedAt)));
+    const reviewRunMs = median(runs.filter((r) => isReview(r.skill)).map((r) => ms(r.startedAt, r.endedAt)));
+    const queuedMs = median(runs.map((r) => ms(r.createdAt, r.startedAt)));
     const problems = rows.filter((r) => r.step !== 'merged').map((r) => `${r.storyKey}: ${r.step}${r.note ? ` (${r.note})` : ''}`);
     if (rows.length < STORIES.length) problems.push(`${STORIES.length - rows.length} stories never taken`);
-    return { maxParallel, wallMs, merged: rows.filter((r) => r.step === 'merged').length, maxActive, maxRunning, runs: runs.length, modelRequests: model.chatRequests().length, problems, loadAvgStart, loadAvgEnd: load() };
+    return { maxParallel, wallMs, merged: rows.filter((r) => r.step === 'merged').length, maxActive, maxRunning, runs: runs.length, buildRunMs, reviewRunMs, queuedMs, modelRequests: model.chatRequests().length, problems, loadAvgStart, loadAvgEnd: load() };
   } finally {
     clearInterval(sampler);
     await setRuntime(undefined).catch(() => undefined);
@@ -202,13 +215,13 @@ export async function autopilotFigures(say: (s: string) => void = () => undefine
 export function autopilotMarkdown(f: AutopilotFigures): string {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const row = (r: AutopilotSprintFigure) =>
-    `| ${r.maxParallel} | ${s(r.wallMs)} | ${r.merged} / ${f.stories} | ${r.maxActive} | ${r.maxRunning} | ${r.runs} | ${r.modelRequests} | ${r.loadAvgStart.join(' / ')} → ${r.loadAvgEnd.join(' / ')} |`;
+    `| ${r.maxParallel} | ${s(r.wallMs)} | ${r.merged} / ${f.stories} | ${r.maxActive} | ${r.maxRunning} | ${r.runs} | ${s(r.buildRunMs)} / ${s(r.reviewRunMs)} / ${s(r.queuedMs)} | ${r.modelRequests} | ${r.loadAvgStart.join(' / ')} → ${r.loadAvgEnd.join(' / ')} |`;
   const problems = [...f.parallel.problems.map((p) => `×3 ${p}`), ...f.serial.problems.map((p) => `×1 ${p}`)];
   return [
     `#### 11. Sprint autopilot: ${f.stories} independent stories, each build waiting on \`sleep ${f.sleepS}\` in the sandbox (RUNS_CONCURRENCY ${f.runsConcurrency}, ${f.cpus} CPUs)`,
     '',
-    '| maxParallel | wall time | merged | max stories active | max stories with a run | runs | model requests | load average (1 / 5 / 15 min) |',
-    '|---:|---:|---:|---:|---:|---:|---:|---|',
+    '| maxParallel | wall time | merged | max stories active | max stories with a run | runs | run p50: build / review / queued | model requests | load average (1 / 5 / 15 min) |',
+    '|---:|---:|---:|---:|---:|---:|---|---:|---|',
     row(f.parallel),
     row(f.serial),
     '',
