@@ -14,12 +14,7 @@ import { promises as fs } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../lib/core/config';
-import { LOCAL_CALLER } from '../lib/core/access';
-import { createRuntime, setRuntime, type Runtime } from '../lib/engine/runtime';
-import { ACTIVE_STEPS } from '../lib/engine/autopilot';
-import { closeVersionStores } from '../lib/content/versions';
-import { putAutopilot, putBuildSettings, startAutopilot } from '../lib/services';
+import type { Runtime } from '../lib/engine/runtime';
 import { reply, startScriptedModel, type ChatMessage, type ChatRequestBody, type Reply } from '../test/scripted-model';
 import { openSourceRepo } from '../test/open-source-repo';
 import { sh } from '../test/git-repo';
@@ -108,7 +103,21 @@ async function skills({ body }: { body: ChatRequestBody }): Promise<Reply> {
   return reply.toolCalls([{ name: 'save_output', arguments: { file_path: specOf(key), content: spec } }]);
 }
 
+/** The app's modules, loaded only once the caller has set LOG_LEVEL (the logger reads it when it is loaded). */
+async function app() {
+  const [{ loadConfig }, { LOCAL_CALLER }, { createRuntime, setRuntime }, { ACTIVE_STEPS }, { closeVersionStores }, { putAutopilot, putBuildSettings, startAutopilot }] = await Promise.all([
+    import('../lib/core/config'),
+    import('../lib/core/access'),
+    import('../lib/engine/runtime'),
+    import('../lib/engine/autopilot'),
+    import('../lib/content/versions'),
+    import('../lib/services'),
+  ]);
+  return { loadConfig, LOCAL_CALLER, createRuntime, setRuntime, ACTIVE_STEPS, closeVersionStores, putAutopilot, putBuildSettings, startAutopilot };
+}
+
 async function sprintOnce(maxParallel: number, say: (s: string) => void): Promise<AutopilotSprintFigure> {
+  const { loadConfig, LOCAL_CALLER, createRuntime, setRuntime, ACTIVE_STEPS, closeVersionStores, putAutopilot, putBuildSettings, startAutopilot } = await app();
   const repo = await openSourceRepo({ name: 'minimist' });
   const id = path.basename(repo.root);
   await fs.mkdir(path.join(repo.root, ARTIFACTS), { recursive: true });
