@@ -77,12 +77,15 @@ function textOf(content: unknown): string {
   return '';
 }
 
-/** The story and the step (build or code review) of a conversation, from its first message. */
+/**
+ * The story and the step (build or code review) of a conversation, from its first message. A
+ * review started through a menu code does not name its skill; the autopilot's review inputs say it.
+ */
 function taskOf(body: ChatRequestBody): { key: string; kind: 'build' | 'review' } | null {
   const first = (body.messages ?? []).find((m: ChatMessage) => m.role === 'user' && /Story: \d+-\d+-/.test(textOf(m.content)));
   if (!first) return null;
   const text = textOf(first.content);
-  return { key: /Story: (\d+-\d+-[a-z0-9-]+)/.exec(text)![1]!, kind: text.includes('bmad-code-review') ? 'review' : 'build' };
+  return { key: /Story: (\d+-\d+-[a-z0-9-]+)/.exec(text)![1]!, kind: text.includes('bmad-code-review') || text.includes("Review the story's changes") ? 'review' : 'build' };
 }
 
 const madeCalls = (body: ChatRequestBody) => (body.messages ?? []).flatMap((m) => (m.tool_calls ?? []).map((c) => c.function?.name ?? ''));
