@@ -64,8 +64,8 @@ export interface AutopilotFigures {
   runsConcurrency: number;
   parallel: AutopilotSprintFigure;
   serial: AutopilotSprintFigure;
-  /** parallel ÷ serial wall time (goal ≤ 0.45). */
-  ratio: number;
+  /** parallel ÷ serial wall time (goal ≤ 0.45); null when a sprint stopped short of six merges (the times are not of the same work). */
+  ratio: number | null;
   cpus: number;
 }
 
@@ -215,7 +215,7 @@ export async function autopilotFigures(say: (s: string) => void = () => undefine
     say(`autopilot maxParallel 3: ${(parallel.wallMs / 1000).toFixed(1)} s, ${parallel.merged} merged`);
     const serial = await sprintOnce(1, say);
     say(`autopilot maxParallel 1: ${(serial.wallMs / 1000).toFixed(1)} s, ${serial.merged} merged`);
-    return { stories: STORIES.length, sleepS: SLEEP_S, runsConcurrency: 4, parallel, serial, ratio: parallel.wallMs / serial.wallMs, cpus: os.cpus().length };
+    return { stories: STORIES.length, sleepS: SLEEP_S, runsConcurrency: 4, parallel, serial, ratio: parallel.merged === STORIES.length && serial.merged === STORIES.length ? parallel.wallMs / serial.wallMs : null, cpus: os.cpus().length };
   } finally {
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];
@@ -237,7 +237,7 @@ export function autopilotMarkdown(f: AutopilotFigures): string {
     row(f.parallel),
     row(f.serial),
     '',
-    `maxParallel 3 ÷ maxParallel 1: **${(f.ratio * 100).toFixed(0)} %** (goal ≤ 45 %).${problems.length ? ` Not merged: ${problems.join('; ')}.` : ''}`,
+    `maxParallel 3 ÷ maxParallel 1: ${f.ratio === null ? 'not comparable (a sprint stopped short of its merges)' : `**${(f.ratio * 100).toFixed(0)} %**`} (goal ≤ 45 %).${problems.length ? ` Not merged: ${problems.join('; ')}.` : ''}`,
   ].join('\n');
 }
 
