@@ -665,9 +665,9 @@ function markdown(r: Results): string {
         `6. Growth: 1 repeated on a fresh server whose database was seeded through SqliteConversationStore with ${OPT.stored.toLocaleString('en')} conversations; RSS = VmRSS of the server process tree after ${OPT.rssConversations.toLocaleString('en')} conversations × ${OPT.rssTurns} plain turns at 50 concurrent.`,
         `7. Context: a server with MODELS_FILE (profiles \`roomy\`, 128 k, and \`small\`, 8 k with 1 k kept for the answer, on the same scripted model); one conversation per profile, sequential; every request counted at the model server with lib/engine/context countRequest (cl100k_base); prefix share of request k = tokens of the tool schemas plus the leading messages equal (JSON) to those of request k−1, ÷ tokens of request k.`,
         '8. Many instances: two `next start` servers on one fresh Postgres database and one shared folder; plain turns at 20 concurrent (4 per conversation) through nginx (keep-alive to the upstreams), first with one instance as its only upstream, then with both round robin, after 60 warm-up turns on each; turns/s = turns ÷ phase wall time.',
-        '9. A command: in this process, `true` through executeTool run_command in a workspace checkout (a git repository of 100 files; bubblewrap, git status after and, right after a file tool\'s write, before, the set-id clearing, the quota watch, the workspace lock, audit) against spawn(\'/bin/bash\', [\'-c\', \'true\']), interleaved round by round with runCommand alone, runCommand without git and a bare bwrap; p50 and p99 of wall time; over = p50 of the tool call − p50 of the direct bash.',
+        '9. A command: in this process, `true` through executeTool run_command in a workspace checkout (a git repository of 100 files; bubblewrap, git status before and after, the set-id clearing, the quota watch, the workspace lock, audit) against spawn(\'/bin/bash\', [\'-c\', \'true\']), interleaved round by round with runCommand alone, runCommand without git and a bare bwrap; p50 and p99 of wall time; over = p50 of the tool call − p50 of the direct bash.',
         '10. Workspace setup: lib/sandbox/commands runSetup in-process (bubblewrap, slirp4netns, the project\'s cache folder) on fresh `git clone`s of one commit of the npm package with a lockfile made from the registry once; first = empty package cache, its time includes keeping its node_modules; second = the same lockfile; tree reuse off = a third clone with the warm package cache only; wall time of each call.',
-        '11. Sprint autopilot: in this process, a runtime over memory stores on fresh copies of a real project with BMAD 6.12 (minimist, BMAD\'s own install), six independent ready stories; the scripted model plays bmad-build-auto (`sleep 5` through run_command, then the spec `done`) and bmad-code-review (approves); no test line; wall time from enabling the autopilot (order free) to its sixth merge, maxParallel 1 then 3, RUNS_CONCURRENCY 6.',
+        '11. Sprint autopilot: in this process, the app\'s runtime (SQLite store, RUNS_CONCURRENCY 4, AUTOPILOT_TICK_MS 200, accounts off) on a fresh copy of minimist with BMAD 6.12 in a git repository per sprint, against the scripted model through the `openai` SDK; 6 ready stories in free order, each build calls run_command `sleep 5` (bubblewrap) then writes the spec with status done, each review approves, no test line (gate skipped), merges one at a time; wall time = PUT of `enabled: true` → the sixth story `merged` in the autopilot\'s store, polled every 50 ms; active and running counts sampled every 50 ms; maxParallel 3 first, then 1.',
       ].join('\n'),
   );
   return out.join('\n\n');
@@ -686,8 +686,8 @@ async function main() {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   try {
-    if (OPT.onlyAutopilot) await autopilotRun(results);
-    else if (OPT.onlySetup) await setupRun(results);
+    if (OPT.onlySetup) await setupRun(results);
+    else if (OPT.onlyAutopilot) await autopilotRun(results);
     else if (OPT.onlyCommand) await commandRun(results);
     else await benchApp(results, tmp, cleanups);
   } finally {
@@ -786,16 +786,6 @@ async function fullRun(results: Results, appDir: string, tmp: string, cleanups: 
   if (!OPT.skipAutopilot) await autopilotRun(results);
 }
 
-/** Section 11; a machine without the sandbox gets the reason instead. */
-async function autopilotRun(results: Results) {
-  try {
-    results.autopilot = await autopilotFigures(say);
-  } catch (e) {
-    results.autopilot = { error: String((e as Error)?.message ?? e).slice(0, 300) };
-    say(`autopilot: not measured (${results.autopilot.error})`);
-  }
-}
-
 /** Section 9; a host without bubblewrap gets the reason in the report instead. */
 async function commandRun(results: Results) {
   try {
@@ -813,6 +803,16 @@ async function setupRun(results: Results) {
   } catch (e) {
     results.setup = { error: String((e as Error)?.message ?? e).slice(0, 300) };
     say(`setup: not measured (${results.setup.error})`);
+  }
+}
+
+/** Section 11; a host without bubblewrap or the BMAD install gets the reason instead. */
+async function autopilotRun(results: Results) {
+  try {
+    results.autopilot = await autopilotFigures(say);
+  } catch (e) {
+    results.autopilot = { error: String((e as Error)?.message ?? e).slice(0, 300) };
+    say(`autopilot: not measured (${results.autopilot.error})`);
   }
 }
 
