@@ -156,6 +156,19 @@ const notFound = () => new AppError('E_WORKSPACE_NOT_FOUND', 'Workspace not foun
  * reads the branch. Diffs, commits, ahead/behind and merges are read from the project repository,
  * never from the clone's own .git.
  */
+/**
+ * Whether the project folder's checkout is clean, looked at again for up to a second: a sprint
+ * status change moves the base branch and then the checkout (under the status file's lock, not
+ * the repository's), and a merge that looks in between would see the folder one file behind.
+ */
+async function cleanSoon(top: string): Promise<boolean> {
+  for (let i = 0; i < 20; i++) {
+    if (await isClean(top)) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
 export class WorkspaceService {
   constructor(private readonly opts: WorkspaceServiceOptions) {}
 
@@ -651,7 +664,7 @@ export class WorkspaceService {
     const head = headFor ? await headFor(tip) : tip;
     const checkedOut = (await currentBranch(top)) === ws.base;
     await this.assertUnlocked(top, { index: checkedOut, head: true, refs: [baseRef] });
-    if (checkedOut && !(await isClean(top))) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes on the base branch.');
+    if (checkedOut && !(await cleanSoon(top))) throw new AppError('E_BASE_DIRTY', 'The project folder has uncommitted changes on the base branch.');
     const isAncestor = async (a: string, b: string) => (await git(['merge-base', '--is-ancestor', a, b], { cwd: top })).code === 0;
     let next: string;
     let fastForward = false;
