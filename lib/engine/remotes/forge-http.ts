@@ -1,6 +1,6 @@
 import http from 'node:http';
 import https from 'node:https';
-import { AppError } from '../../core/errors';
+import { AppError, isAppError } from '../../core/errors';
 import { checkRemoteHost, parseRemoteUrl, type RemoteUrl } from '../../sandbox/git/remote-url';
 import { forgeName, type ForgeTarget } from './forge';
 import type { ForgeKind } from './types';
@@ -194,7 +194,7 @@ export function forgeHttp(target: ForgeTarget, allowHosts: readonly string[], li
       if (payload) r.write(payload);
       r.end();
     }).catch((e: unknown) => {
-      if (e instanceof AppError) throw e;
+      if (isAppError(e)) throw e;
       // The socket's own words (refused, reset, timed out, TLS); never the request's headers.
       const code = (e as NodeJS.ErrnoException)?.code;
       throw new AppError('E_REMOTE_UNREACHABLE', `${where} could not be reached while ${req.doing}${code ? ` (${code})` : ''}.`, { host: api.host, forge: target.kind });

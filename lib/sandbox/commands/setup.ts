@@ -104,6 +104,19 @@ cp -a node_modules /snapshot/node_modules || exit 4
 `;
 
 /** Reads a file of the checkout without following a link; null when it is none, a link, or too large. */
+/** Sets a file's times through a descriptor that refused to follow a link. */
+async function touchPlain(file: string, at: Date): Promise<void> {
+  const handle = await fs.open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK).catch(() => null);
+  if (!handle) return;
+  try {
+    if ((await handle.stat()).isFile()) await handle.utimes(at, at);
+  } catch {
+    // Only the pruning order depends on it.
+  } finally {
+    await handle.close().catch(() => undefined);
+  }
+}
+
 async function readPlain(file: string): Promise<Buffer | null> {
   let handle: fs.FileHandle | null = null;
   try {
@@ -292,7 +305,7 @@ async function restoreTree(req: SetupRequest, settings: CommandSettings, host: C
   if (r.exitCode !== 0) return null;
   // Newest first when trees are pruned.
   const now = new Date();
-  await fs.utimes(path.join(tree, 'setup.json'), now, now).catch(() => undefined);
+  await touchPlain(path.join(tree, 'setup.json'), now);
   return { at: meta.at, durationMs: meta.durationMs, output: meta.output };
 }
 
@@ -328,7 +341,9 @@ async function keepTree(
       await fs.rm(fresh, { recursive: true, force: true });
       return { ok: false, why: r.exitCode === 3 ? r.stdout.trim().split('\n').pop() : undefined };
     }
-    await fs.writeFile(path.join(fresh, 'setup.json'), JSON.stringify(meta), { mode: 0o600 });
+    // The snapshot was written by a sandboxed copy: a name already there (a link, say) is not
+    // written through; the tree is then not kept.
+    await fs.writeFile(path.join(fresh, 'setup.json'), JSON.stringify(meta), { mode: 0o600, flag: 'wx' });
     const target = path.join(trees, key);
     const taken = await fs.rename(fresh, target).then(() => true, () => false);
     if (!taken) await fs.rm(fresh, { recursive: true, force: true });
