@@ -105,8 +105,9 @@ export async function axeViolations(page: Page): Promise<AxeViolation[]> {
 }
 
 /**
- * Every visible, enabled control smaller than `min` px either way. Links inside running text are
- * left out: WCAG's target-size rule exempts targets in a sentence, and they cannot grow there.
+ * Every visible, enabled control smaller than `min` px either way (inside `within`, a selector;
+ * the whole page by default). Links inside running text are left out: WCAG's target-size rule
+ * exempts targets in a sentence, and they cannot grow there.
  */
 /** axe-core's default rules on the page as it is, in light and in dark: no violation in either. */
 export async function expectNoViolations(page: Page, screen: string) {
@@ -120,10 +121,10 @@ export async function expectNoViolations(page: Page, screen: string) {
   await page.emulateMedia({ colorScheme: 'light' });
 }
 
-export async function smallTapTargets(page: Page, min = 44): Promise<string[]> {
-  return page.evaluate((min) => {
+export async function smallTapTargets(page: Page, min = 44, within = 'body'): Promise<string[]> {
+  return page.evaluate(([min, within]) => {
     const out: string[] = [];
-    for (const el of document.querySelectorAll<HTMLElement>('button, a[href], input:not([type="hidden"]), select, textarea, summary')) {
+    for (const el of document.querySelectorAll<HTMLElement>(`:is(${within}) :is(button, a[href], input:not([type="hidden"]), select, textarea, summary)`)) {
       if ((el as HTMLButtonElement).disabled) continue;
       const style = getComputedStyle(el);
       if (style.visibility === 'hidden' || style.display === 'none') continue;
@@ -136,7 +137,7 @@ export async function smallTapTargets(page: Page, min = 44): Promise<string[]> {
       }
     }
     return out;
-  }, min);
+  }, [min, within] as const);
 }
 
 /** From the home page, opens a new chat with the agent and waits for its greeting. */
