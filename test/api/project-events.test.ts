@@ -104,7 +104,10 @@ it('answers 404 for a project that is not there', async () => {
 
 it('streams a story move and a run\'s changes to a client, and ends when the client goes away', async () => {
   const ac = new AbortController();
-  const res = await projectEvents(new Request('http://localhost/api/projects/shop/events', { signal: ac.signal }), params({ id: 'shop' }));
+  // Held to the end: a Request's signal follows the controller's only while the Request lives
+  // (undici keeps it weakly), and a collected one would never tell the stream the client left.
+  const request = new Request('http://localhost/api/projects/shop/events', { signal: ac.signal });
+  const res = await projectEvents(request, params({ id: 'shop' }));
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
   const sse = reader(res);
@@ -137,6 +140,7 @@ it('streams a story move and a run\'s changes to a client, and ends when the cli
   expect(runEvents().map((e) => e.data.type)).toEqual(runEvents().map(() => 'run'));
 
   ac.abort();
+  expect(request.signal.aborted).toBe(true);
   await sse.ended;
   h.model.setScript(undefined);
 }, 120_000);
