@@ -49,6 +49,8 @@ export async function projectEvents(caller: Caller, projectId: string, signal?: 
       };
       const unsubscribe = subscribeProjectEvents(project.id, (e) => write(`event: ${e.type}\ndata: ${JSON.stringify(view(e))}\n\n`));
       const keepalive = setInterval(() => write(': keep-alive\n\n'), KEEPALIVE_MS);
+      // The stream's reader keeps the server busy, not this timer: an abandoned stream never holds a process open.
+      keepalive.unref?.();
       cleanup = () => {
         unsubscribe();
         clearInterval(keepalive);
