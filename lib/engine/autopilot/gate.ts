@@ -5,7 +5,7 @@ import type { Config } from '../../core/config';
 import { git, gitIdentityEnv, gitOk, trustingUploadPack } from '../../sandbox/git/runner';
 import { resolveCommit } from '../../sandbox/git/repo';
 import { commandHost, runCommand } from '../../sandbox/commands';
-import { mergeTrees, type TreeMerge } from '../workspaces';
+import type { TreeMerge } from '../workspaces';
 
 /** What the test gate saw on a merge result. */
 export interface GateOutcome {
@@ -40,8 +40,8 @@ export async function testMergeResult(input: {
   base: string;
   head: string;
   line: string;
-  /** Repository paths merged as the union of both sides' lines. */
-  unionPaths?: string[];
+  /** The merge of `base` and `head` as a tree, as the workspace merge makes it (WorkspaceService.trialMerge). */
+  mergeTree(base: string, head: string): Promise<TreeMerge>;
   env: Record<string, string>;
   person: { name: string; email: string };
   signal?: AbortSignal;
@@ -54,10 +54,9 @@ export async function testMergeResult(input: {
   if (await isAncestor(input.head, base)) merged = base;
   else if (await isAncestor(base, input.head)) merged = input.head;
   else {
-    // The same merge as the workspace's: append-only files (deferred-work.md...) joined, not conflicting.
     let m: TreeMerge;
     try {
-      m = await mergeTrees(top, base, input.head, { unionPaths: input.unionPaths ?? [] });
+      m = await input.mergeTree(base, input.head);
     } catch {
       return { outcome: 'unavailable', output: 'The merge result could not be made.', exitCode: null, base };
     }

@@ -12,7 +12,7 @@ import { isTerminal, type RunService } from '../runs';
 import { appendOnlyFiles, buildResultOf, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type Board, type SprintProject } from '../sprint';
 import { blobText, entryAt, locateSprint } from '../sprint/board';
 import type { RemoteService } from '../remotes';
-import { repoPathsOf, type BuildSettings, type WorkspaceService } from '../workspaces';
+import type { BuildSettings, WorkspaceService } from '../workspaces';
 import { planDependencies, dependenciesInFrontmatter, type DependencyPlan, type DependencyStory } from './deps';
 import { testMergeResult } from './gate';
 import { buildTestLine, emitProjectEvent, personBudgetState, publishWorkspace, type ActingPerson } from './ports';
@@ -524,7 +524,8 @@ export class AutopilotService {
       base: ws.base,
       head,
       line,
-      unionPaths: repoPathsOf(projectInRepo, appendOnlyFiles(ctx.sprint, ctx.build.appendOnly)),
+      // The workspace merge's own tree, append-only files joined as it joins them.
+      mergeTree: (base, theirs) => this.deps.workspaces.trialMerge(ref, base, theirs, { appendOnly: appendOnlyFiles(ctx.sprint, ctx.build.appendOnly) }),
       env: ctx.build.env,
       person,
     });
