@@ -42,7 +42,7 @@ export interface AutopilotSprintFigure {
   /** Enabling the autopilot → the sixth story merged. */
   wallMs: number;
   merged: number;
-  /** Stories in a step holding a slot at once, sampled every 50 ms (at most maxParallel). */
+  /** Stories in a step holding a slot at once, sampled every 250 ms (at most maxParallel). */
   maxActive: number;
   /** Stories with a run queued or running at once. */
   maxRunning: number;
@@ -154,14 +154,18 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
     let maxActive = 0;
     let maxRunning = 0;
     const rt = runtime;
+    // Sampled often enough for steps that last seconds, seldom enough not to load the process it measures.
+    let sampling = false;
     sampler = setInterval(() => {
+      if (sampling) return;
+      sampling = true;
       void (async () => {
         const rows = await rt.autopilot.store.stories(id).catch(() => []);
         maxActive = Math.max(maxActive, rows.filter((r) => ACTIVE_STEPS.has(r.step)).length);
         const runs = await rt.runs.store.storyRuns(id).catch(() => []);
         maxRunning = Math.max(maxRunning, new Set(runs.filter((r) => r.status === 'running' || r.status === 'queued').map((r) => r.storyKey)).size);
-      })();
-    }, 50);
+      })().finally(() => (sampling = false));
+    }, 250);
     const loadAvgStart = load();
     const t0 = performance.now();
     await putAutopilot(LOCAL_CALLER, id, async () => ({ enabled: true, maxParallel, order: 'free' as const }));
@@ -177,7 +181,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
       if (now !== lastSaid) say(`autopilot ×${maxParallel} ${((performance.now() - t0) / 1000).toFixed(1)} s: ${now}`);
       lastSaid = now;
       if (merged === STORIES.length || stuck.length > 0 || Date.now() > end) break;
-      await new Promise((r) => setTimeout(r, 50));
+      await new Promise((r) => setTimeout(r, 100));
     }
     const wallMs = performance.now() - t0;
     clearInterval(sampler);

@@ -9,8 +9,8 @@ import { isHolderAlive, isHolderOnThisHost, registerHolder, type LeaseHolder } f
 import type { BudgetStop } from '../../store/budgets';
 import { resolveCommit } from '../../sandbox/git/repo';
 import { isTerminal, type RunService } from '../runs';
-import { appendOnlyFiles, buildResultOf, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type Board, type SprintProject } from '../sprint';
-import { blobText, entryAt, locateSprint } from '../sprint/board';
+import { appendOnlyFiles, buildResultOf, filesTextAt, readCommittedBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, type CommittedBoard, type SprintProject } from '../sprint';
+import { locateSprint } from '../sprint/board';
 import type { RemoteService } from '../remotes';
 import type { BuildSettings, WorkspaceService } from '../workspaces';
 import { planDependencies, dependenciesInFrontmatter, type DependencyPlan, type DependencyStory } from './deps';
@@ -50,7 +50,7 @@ export interface SprintContext {
   project: Project;
   build: BuildSettings;
   sprint: SprintProject;
-  board: Board;
+  board: CommittedBoard;
   plan: DependencyPlan;
   files: Map<string, string | null>;
 }
@@ -87,6 +87,10 @@ export class AutopilotService {
   private readonly pending = new Set<Promise<void>>();
   private beat: NodeJS.Timeout | null = null;
   private readonly afters = new Map<string, { commit: string; afters: Map<string, string[] | undefined> }>();
+  /** A story file's dependency list by its blob: what a blob holds never changes. */
+  private readonly aftersByBlob = new Map<string, { list: string[] | undefined }>();
+  /** Steps taken by this process: a look that took none has the board it began with. */
+  private moves = 0;
   private readonly tickMs: number;
   private readonly leaseMs: number;
 
@@ -190,9 +194,9 @@ export class AutopilotService {
     const build = await this.deps.workspaces.getBuild(projectId);
     const remote = await this.deps.remotes.sprintRemote({ id: project.id, root: project.root }).catch(() => null);
     const sprint = sprintProjectOf(project, build.baseBranch, remote);
-    let board: Board;
+    let board: CommittedBoard;
     try {
-      board = await readBoard(sprint);
+      board = await readCommittedBoard(sprint);
     } catch (e) {
       if (isAppError(e) && e.code === 'E_NOT_A_REPOSITORY') return null;
       throw e;
@@ -212,24 +216,28 @@ export class AutopilotService {
     return { project, build, sprint, board, plan, files };
   }
 
-  /** Each story's own dependency list, from its file's frontmatter on the base; read again only when the base moved. */
-  private async aftersOf(project: Project, sprint: SprintProject, board: Board): Promise<Map<string, string[] | undefined>> {
+  /** Each story's own dependency list, from its file's frontmatter on the base; read again only when the base moved, and only the files that changed. */
+  private async aftersOf(project: Project, sprint: SprintProject, board: CommittedBoard): Promise<Map<string, string[] | undefined>> {
     const commit = board.source?.commit;
     if (!commit) return new Map();
     const cached = this.afters.get(project.id);
     if (cached?.commit === commit) return cached.afters;
     const loc = await locateSprint(sprint);
     const inRepo = path.relative(loc.top, project.root).split(path.sep).join('/');
+    const pathOf = (file: string) => (inRepo ? `${inRepo}/${file}` : file);
+    const stories = board.epics.flatMap((e) => e.stories).filter((s) => s.file);
+    const texts = await filesTextAt(loc.top, commit, [...new Set(stories.map((s) => pathOf(s.file!)))], 256 * 1024);
     const afters = new Map<string, string[] | undefined>();
-    for (const e of board.epics) {
-      for (const s of e.stories) {
-        if (!s.file) continue;
-        const entry = await entryAt(loc.top, commit, inRepo ? `${inRepo}/${s.file}` : s.file);
-        if (!entry) continue;
-        const text = await blobText(loc.top, entry.blob, 256 * 1024).catch(() => null);
-        if (text === null) continue;
-        afters.set(s.key, dependenciesInFrontmatter(splitFrontmatter(text).data));
+    for (const s of stories) {
+      const found = texts.get(pathOf(s.file!));
+      if (!found) continue;
+      let after = this.aftersByBlob.get(found.blob);
+      if (!after) {
+        after = { list: dependenciesInFrontmatter(splitFrontmatter(found.text).data) };
+        this.aftersByBlob.set(found.blob, after);
+        if (this.aftersByBlob.size > 4096) this.aftersByBlob.delete(this.aftersByBlob.keys().next().value!);
       }
+      afters.set(s.key, after.list);
     }
     this.afters.set(project.id, { commit, afters });
     return afters;
@@ -241,26 +249,27 @@ export class AutopilotService {
     if (!state) return;
     const ctx = await this.context(projectId);
     if (!ctx) return;
-    // The merge queue (one test gate and merge at a time) goes beside the other stories' steps,
-    // which are independent of each other (each a compare-and-swap of its own row): a story whose
-    // build ended is reviewed while another one's tests run.
     // The merge queue (one test gate and merge at a time) goes on beside the other stories' steps,
     // which are independent of each other (each a compare-and-swap of its own row): a story whose
     // build ended is reviewed while another one's tests run or it merges.
-    if (!this.gating.has(projectId)) this.detach(this.mergeQueue(ctx, state));
-    const rows = (await this.deps.store.stories(projectId)).filter((r) => ACTIVE_STEPS.has(r.step) && r.step !== 'queued-to-merge');
+    const movesBefore = this.moves;
+    const all = await this.deps.store.stories(projectId);
+    // Only with a story waiting: the queue's end is a look of its own, and an empty queue's would be a loop.
+    if (!this.gating.has(projectId) && all.some((r) => r.step === 'queued-to-merge')) this.detach(this.mergeQueue(ctx, state));
+    const rows = all.filter((r) => ACTIVE_STEPS.has(r.step) && r.step !== 'queued-to-merge');
     await Promise.all(rows.map((row) => this.drive(ctx, state, row).catch((e) => this.hold(row, 'failed', `The autopilot could not go on with ${row.storyKey}: ${message(e)}`, null, ['retry', 'skip', 'stop']))));
     const now = await this.deps.store.get(projectId);
-    if (now?.settings.enabled && !now.paused) await this.startReady((await this.context(projectId)) ?? ctx, now);
+    // The board read again only when a step of this look may have changed it.
+    if (now?.settings.enabled && !now.paused) await this.startReady(this.moves !== movesBefore ? ((await this.context(projectId)) ?? ctx) : ctx, now);
   }
 
-  /** Work that outlives the look that began it (a merge, a start); the next look follows at once when it ends. */
-  private detach(work: Promise<void>): void {
+  /** Work that outlives the look that began it (a merge, a start); the next look follows at once when it ends having moved a story (false: it did not). */
+  private detach(work: Promise<void | boolean>): void {
     const tracked: Promise<void> = work
       .catch((e) => log.warn('autopilot.work_failed', { message: message(e) }))
-      .finally(() => {
+      .then((moved) => {
         this.pending.delete(tracked);
-        this.kick();
+        if (moved !== false) this.kick();
       });
     this.pending.add(tracked);
   }
@@ -272,6 +281,7 @@ export class AutopilotService {
   private async move(row: PipelineRow, patch: Parameters<AutopilotStore['updateStory']>[3]): Promise<PipelineRow | null> {
     const next = await this.deps.store.updateStory(row.projectId, row.storyKey, row.version, patch);
     if (next) {
+      this.moves++;
       this.changed(next);
       log.info('autopilot.step', { project: row.projectId, story: row.storyKey, step: next.step, round: next.round });
     }
@@ -447,22 +457,29 @@ export class AutopilotService {
    * of the base as it is now, then merged (or published as a pull request); the next one is
    * tested only after that, on the base the merge made.
    */
-  private async mergeQueue(ctx: SprintContext, state: AutopilotState): Promise<void> {
+  private async mergeQueue(ctx: SprintContext, state: AutopilotState): Promise<boolean> {
     this.gating.add(ctx.project.id);
     try {
-      await this.mergeNext(ctx, state);
+      return await this.mergeNext(ctx, state);
     } finally {
       this.gating.delete(ctx.project.id);
     }
   }
 
-  private async mergeNext(ctx: SprintContext, state: AutopilotState): Promise<void> {
+  /** The queue's next story tested and merged (or held); false when none could be taken. */
+  private async mergeNext(ctx: SprintContext, state: AutopilotState): Promise<boolean> {
     const rows = await this.deps.store.stories(ctx.project.id);
-    if (rows.some((r) => r.step === 'testing' || r.step === 'merging')) return;
+    if (rows.some((r) => r.step === 'testing' || r.step === 'merging')) return false;
     const first = rows.filter((r) => r.step === 'queued-to-merge').sort((a, b) => (a.since < b.since ? -1 : a.since > b.since ? 1 : 0))[0];
-    if (!first || !state.enabledBy || !this.hands) return;
+    if (!first || !state.enabledBy || !this.hands) return false;
     const testing = await this.move(first, { step: 'testing' });
-    if (!testing) return;
+    if (!testing) return false;
+    await this.testAndMerge(ctx, state, testing);
+    return true;
+  }
+
+  private async testAndMerge(ctx: SprintContext, state: AutopilotState, testing: PipelineRow): Promise<void> {
+    if (!state.enabledBy || !this.hands) return;
     const line = state.settings.testCommand ?? buildTestLine(ctx.build);
     let note: string | null = null;
     if (testing.skipGate) note = 'Merged without the test gate (a person chose to).';

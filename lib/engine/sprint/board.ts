@@ -103,21 +103,44 @@ export function gitAt(top: string, args: string[], opts: { env?: Record<string, 
   return git(['--literal-pathspecs', ...args], { cwd: top, ...opts });
 }
 
+/**
+ * What commits and blobs hold never changes: entries and texts read once are kept (bounded), so the
+ * sprint status of a commit read again — every look, every status change — costs no git.
+ */
+const entriesRead = new Map<string, { mode: string; blob: string } | null>();
+const textsRead = new Map<string, string>();
+const ENTRIES_KEPT = 4096;
+const TEXTS_KEPT = 64;
+
+function keep<T>(map: Map<string, T>, key: string, value: T, max: number): T {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > max) map.delete(map.keys().next().value!);
+  return value;
+}
+
 /** One tree entry of a commit: mode and blob, or null when the path is no file there. */
 export async function entryAt(top: string, commit: string, repoPath: string): Promise<{ mode: string; blob: string } | null> {
+  const key = `${top}\0${commit}\0${repoPath}`;
+  const kept = entriesRead.get(key);
+  if (kept !== undefined) return kept;
   const r = await gitAt(top, ['ls-tree', '-z', '--full-tree', commit, '--', repoPath]);
+  // A failure (a commit not there yet) is not kept.
   if (r.code !== 0) return null;
   const m = /^(\d{6}) blob ([0-9a-f]{40,64})\t/.exec(r.stdout);
-  return m && (m[1] === '100644' || m[1] === '100755') ? { mode: m[1], blob: m[2] } : null;
+  return keep(entriesRead, key, m && (m[1] === '100644' || m[1] === '100755') ? { mode: m[1], blob: m[2] } : null, ENTRIES_KEPT);
 }
 
 /** A blob's text, refused past `max` bytes and when it is not UTF-8 (its bytes could not be written back as they were). */
 export async function blobText(top: string, blob: string, max = MAX_STATUS_BYTES): Promise<string> {
+  const key = `${top}\0${blob}\0${max}`;
+  const kept = textsRead.get(key);
+  if (kept !== undefined) return kept;
   const r = await gitAt(top, ['cat-file', 'blob', blob], { maxBytes: max + 1 });
   if (r.code !== 0) throw new AppError('E_INTERNAL', 'The sprint status could not be read from the repository.');
   if (r.cut) throw invalidStatusFile(`is larger than ${max / 1024} kB`);
   if (r.stdout.includes('\uFFFD')) throw invalidStatusFile('is not UTF-8 text');
-  return r.stdout;
+  return r.stdout.length <= 256 * 1024 ? keep(textsRead, key, r.stdout, TEXTS_KEPT) : r.stdout;
 }
 
 /** The sprint status text of a commit, or null when the commit has no such file. */
@@ -221,7 +244,7 @@ const MAX_BATCH_BYTES = 32 * 1024 * 1024;
  * runs to the next blob's header (sizes are bytes, and a file that is not UTF-8 changes length
  * when read as text); blobs past the batch's budget are left out.
  */
-async function blobHeads(top: string, wanted: { blob: string; size: number }[]): Promise<Map<string, string>> {
+async function blobHeads(top: string, wanted: { blob: string; size: number }[], headBytes = TITLE_BYTES): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const blobs: string[] = [];
   let budget = MAX_BATCH_BYTES;
@@ -240,10 +263,41 @@ async function blobHeads(top: string, wanted: { blob: string; size: number }[]):
     const start = text.indexOf('\n', pos) + 1;
     if (start === 0) break;
     const next = i + 1 < blobs.length ? text.indexOf(`\n${blobs[i + 1]} blob `, start) : text.length;
-    const end = next < 0 ? text.length : next;
-    out.set(blobs[i]!, text.slice(start, Math.min(end, start + TITLE_BYTES)));
+    // cat-file ends each blob with a newline of its own: the last one's is not the blob's.
+    const end = next < 0 || i + 1 === blobs.length ? (text.endsWith('\n') ? text.length - 1 : text.length) : next;
+    out.set(blobs[i]!, text.slice(start, Math.min(end, start + headBytes)));
     if (next < 0) break;
     pos = next + 1;
+  }
+  return out;
+}
+
+/**
+ * Files of a commit by repository path, each with its blob and text, in two gits at most (one
+ * ls-tree, one cat-file --batch): files larger than `max` bytes, links and missing paths left out.
+ */
+export async function filesTextAt(top: string, commit: string, repoPaths: string[], max: number): Promise<Map<string, { blob: string; text: string }>> {
+  const out = new Map<string, { blob: string; text: string }>();
+  if (!repoPaths.length) return out;
+  const r = await gitAt(top, ['ls-tree', '-z', '-l', '--full-tree', commit, '--', ...repoPaths], { maxBytes: 16 * 1024 * 1024 });
+  if (r.code !== 0) return out;
+  const found = new Map<string, { blob: string; size: number }>();
+  for (const rec of r.stdout.split('\0')) {
+    const m = /^(\d{6}) blob ([0-9a-f]{40,64}) +(\d+)\t(.*)$/s.exec(rec);
+    if (m && (m[1] === '100644' || m[1] === '100755') && Number(m[3]) <= max) found.set(m[4]!, { blob: m[2]!, size: Number(m[3]) });
+  }
+  // One batch holds up to its budget; the rest in the next ones (each file fits in one).
+  let left = [...new Map([...found.values()].map((f) => [f.blob, f])).values()];
+  const texts = new Map<string, string>();
+  while (left.length) {
+    const batch = await blobHeads(top, left, max);
+    if (!batch.size) break;
+    for (const [blob, text] of batch) texts.set(blob, text);
+    left = left.filter((f) => !batch.has(f.blob));
+  }
+  for (const [p, f] of found) {
+    const text = texts.get(f.blob);
+    if (text !== undefined) out.set(p, { blob: f.blob, text });
   }
   return out;
 }
@@ -267,6 +321,9 @@ async function boardCommits(project: SprintProject, loc: SprintLocation): Promis
   return { commit, statusCommit: null, branch: loc.branch };
 }
 
+/** A board as its commits hold it, without the project folder's own state. */
+export type CommittedBoard = Omit<Board, 'uncommitted'>;
+
 /**
  * The board of a project: the sprint status as the base branch holds it (committed, never the
  * working tree), epics in file order with their stories, each story's title and file from the
@@ -274,11 +331,42 @@ async function boardCommits(project: SprintProject, loc: SprintLocation): Promis
  */
 export async function readBoard(project: SprintProject): Promise<Board> {
   const loc = await locateSprint(project);
+  const [board, uncommitted] = await Promise.all([committedBoardAt(project, loc), hasLocalChanges(loc)]);
+  return { ...board, uncommitted };
+}
+
+/** The board as the base branch holds it, without looking at the project folder (a watcher's read, made often). */
+export async function readCommittedBoard(project: SprintProject): Promise<CommittedBoard> {
+  return committedBoardAt(project, await locateSprint(project));
+}
+
+/**
+ * Boards by the commits and paths they were read at: what a commit holds never changes, so a
+ * board read again at the same commits (every look of the autopilot, every board request) is
+ * the one read before.
+ */
+const boardsRead = new Map<string, CommittedBoard>();
+const BOARDS_KEPT = 64;
+
+async function committedBoardAt(project: SprintProject, loc: SprintLocation): Promise<CommittedBoard> {
   const { commit, statusCommit, branch } = await boardCommits(project, loc);
-  const uncommitted = await hasLocalChanges(loc);
-  if (!commit) return { source: null, epics: [], uncommitted };
+  if (!commit) return { source: null, epics: [] };
+  const key = [loc.top, commit, statusCommit ?? '', branch, loc.fileInRepo, loc.folderInRepo, loc.projectInRepo].join('\0');
+  const kept = boardsRead.get(key);
+  if (kept) {
+    boardsRead.delete(key);
+    boardsRead.set(key, kept);
+    return structuredClone(kept);
+  }
+  const board = await boardAt(loc, commit, statusCommit, branch);
+  boardsRead.set(key, structuredClone(board));
+  if (boardsRead.size > BOARDS_KEPT) boardsRead.delete(boardsRead.keys().next().value!);
+  return board;
+}
+
+async function boardAt(loc: SprintLocation, commit: string, statusCommit: string | null, branch: string): Promise<CommittedBoard> {
   const found = await statusTextAt(loc.top, statusCommit ?? commit, loc.fileInRepo);
-  if (!found) return { source: null, epics: [], uncommitted };
+  if (!found) return { source: null, epics: [] };
   const entries = readEntries(parseStatusDocument(found.text));
   const epics = new Map<number, BoardEpic>();
   const epicOf = (n: number): BoardEpic => {
@@ -317,6 +405,5 @@ export async function readBoard(project: SprintProject): Promise<Board> {
   return {
     source: { path: projectPathOf(loc, loc.fileInRepo), branch, commit: statusCommit ?? commit },
     epics: [...epics.values()].sort((a, b) => a.number - b.number),
-    uncommitted,
   };
 }

@@ -1,5 +1,8 @@
 export {
   readBoard,
+  readCommittedBoard,
+  filesTextAt,
+  type CommittedBoard,
   type SprintRemote,
   hasLocalChanges,
   sprintProjectOf,

@@ -6,7 +6,7 @@ import { makeRepo, sh, tempDir, writeFiles } from '../../../test/git-repo';
 import { isAppError } from '../../core/errors';
 import { readInstall } from '../../content/projects/layout';
 import { setFileLockFolder } from '../../core/paths/file-lock';
-import { applyWorkspaceStatusChanges, buildResultOf, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, setStatusInText, workspaceStatusChanges, type SprintProject } from './index';
+import { applyWorkspaceStatusChanges, buildResultOf, filesTextAt, readBoard, setStoryStatus, sprintNeutralHead, sprintProjectOf, setStatusInText, workspaceStatusChanges, type SprintProject } from './index';
 
 const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
 const PLANNING = path.join(REPO_ROOT, 'node_modules/bmad-method-612/src/bmm-skills/plan/bmad-sprint-planning');
@@ -180,6 +180,21 @@ describe('the board from the base branch', () => {
     await expectAppError(setStoryStatus(project, '1-1-a', 'review', { name: 'Ada' }), 'E_SPRINT_STATUS_INVALID');
     expect(Date.now() - t).toBeLessThan(5_000);
   }, 60_000);
+});
+
+describe('files of a commit', () => {
+  it('reads several files in two gits: same blobs once, large files, links and missing paths left out', async () => {
+    const top = makeRepo(path.join(tempDir('files-text'), 'r'), { 'a/one.md': 'after: [x]\n', 'a/two.md': 'after: [x]\n', 'a/big.md': 'b'.repeat(2000), 'a/ü ber.md': 'Ünïcode\n' });
+    fs.symlinkSync('one.md', path.join(top, 'a/link.md'));
+    sh(top, ['add', '-A']);
+    sh(top, ['commit', '-qm', 'link']);
+    const head = sh(top, ['rev-parse', 'HEAD']).trim();
+    const got = await filesTextAt(top, head, ['a/one.md', 'a/two.md', 'a/big.md', 'a/link.md', 'a/none.md', 'a/ü ber.md', 'a/*'], 1000);
+    expect([...got.keys()].sort()).toEqual(['a/one.md', 'a/two.md', 'a/ü ber.md']);
+    expect(got.get('a/one.md')!.text).toBe('after: [x]\n');
+    expect(got.get('a/two.md')!.blob).toBe(got.get('a/one.md')!.blob);
+    expect(got.get('a/ü ber.md')!.text).toBe('Ünïcode\n');
+  });
 });
 
 describe('changing one story', () => {

@@ -156,6 +156,9 @@ const notFound = () => new AppError('E_WORKSPACE_NOT_FOUND', 'Workspace not foun
  * reads the branch. Diffs, commits, ahead/behind and merges are read from the project repository,
  * never from the clone's own .git.
  */
+/** How long a git lock may stand before it is taken for one a crashed git left. */
+const LIVE_LOCK_MS = 2_000;
+
 /**
  * Whether the project folder's checkout is clean, looked at again for up to a second: a sprint
  * status change moves the base branch and then the checkout (under the status file's lock, not
@@ -627,9 +630,18 @@ export class WorkspaceService {
     return ws;
   }
 
+  /**
+   * A git running beside this one (a sprint status change moving the checkout) holds its locks for
+   * moments; a lock still there after LIVE_LOCK_MS is one a crashed git left.
+   */
   private async assertUnlocked(top: string, needs: LockNeeds): Promise<void> {
-    const held = await heldLock(top, needs);
-    if (held) throw new AppError('E_GIT_LOCKED', lockedMessage(held), { response: { lock: held } });
+    const until = Date.now() + LIVE_LOCK_MS;
+    for (;;) {
+      const held = await heldLock(top, needs);
+      if (!held) return;
+      if (Date.now() >= until) throw new AppError('E_GIT_LOCKED', lockedMessage(held), { response: { lock: held } });
+      await new Promise((r) => setTimeout(r, 50));
+    }
   }
 
   /**
@@ -683,14 +695,20 @@ export class WorkspaceService {
       if (publish && (await publish(next, old)) === 'retry') return null;
       const set = await git(['update-ref', '-m', `bmad: merge ${ws.branch}`, baseRef, next, old], { cwd: top });
       if (set.code !== 0) {
-        const lock = lockFileIn(set.stderr);
-        if (lock) throw lockedError(top, lock);
+        // Locked by a git beside this one: tried again once it is done; a stale lock refuses.
+        if (lockFileIn(set.stderr)) await this.assertUnlocked(top, { refs: [baseRef] });
         return null;
       }
       if (checkedOut) {
         // Index and files go from the old commit to the new one; a file changed meanwhile (or an
-        // untracked one in the way) stops it, and the branch goes back.
-        const rt = await git([...atTop(top), 'read-tree', '-m', '-u', old, next], { cwd: top, env: { GIT_OPTIONAL_LOCKS: '1' } });
+        // untracked one in the way) stops it, and the branch goes back. The index held by a git
+        // beside this one is waited for.
+        let rt = await git([...atTop(top), 'read-tree', '-m', '-u', old, next], { cwd: top, env: { GIT_OPTIONAL_LOCKS: '1' } });
+        for (let i = 0; i < 3 && rt.code !== 0 && lockFileIn(rt.stderr); i++) {
+          const stale = await this.assertUnlocked(top, { index: true }).then(() => false, () => true);
+          if (stale) break;
+          rt = await git([...atTop(top), 'read-tree', '-m', '-u', old, next], { cwd: top, env: { GIT_OPTIONAL_LOCKS: '1' } });
+        }
         if (rt.code !== 0) {
           await git(['update-ref', '-m', 'bmad: merge undone', baseRef, old, next], { cwd: top });
           const lock = lockFileIn(rt.stderr);

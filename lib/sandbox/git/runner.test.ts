@@ -35,6 +35,30 @@ describe('git runner', () => {
     expect(await repositoryInfo(r)).toBeNull();
   });
 
+  it('reads the configuration again when it or a file it includes changed after a listing was kept', async () => {
+    const r = repo();
+    const marker = path.join(path.dirname(r), 'ran');
+    const included = path.join(path.dirname(r), 'included.cfg');
+    fs.writeFileSync(path.join(r, '.gitattributes'), '* filter=x\n');
+    fs.writeFileSync(included, '[user]\n\tname = someone\n');
+    const plain = repo();
+    fs.writeFileSync(path.join(plain, '.gitattributes'), '* filter=x\n');
+    fs.appendFileSync(path.join(r, '.git', 'config'), `[include]\n\tpath = ${included}\n`);
+    // Both configurations settled (a listing is kept only for files not changed just now), then listed.
+    await new Promise((res) => setTimeout(res, 2_100));
+    expect((await git(['status'], { cwd: r })).code).toBe(0);
+    expect((await git(['status'], { cwd: plain })).code).toBe(0);
+    // The included file gains a filter: the repository's own config file did not change.
+    fs.writeFileSync(included, `[filter "x"]\n\tclean = touch ${marker}\n`);
+    fs.writeFileSync(path.join(r, 'a.txt'), 'changed\n');
+    expect((await git(['add', 'a.txt'], { cwd: r })).code).toBe(0);
+    // The repository's own config file gains one.
+    fs.appendFileSync(path.join(plain, '.git', 'config'), `[filter "x"]\n\tclean = touch ${marker}\n`);
+    fs.writeFileSync(path.join(plain, 'a.txt'), 'changed\n');
+    expect((await git(['add', 'a.txt'], { cwd: plain })).code).toBe(0);
+    expect(fs.existsSync(marker)).toBe(false);
+  });
+
   it('carries no server path in a GitError\'s message', async () => {
     const r = repo();
     const err = new GitError('clone', { code: 128, cut: false, stdout: '', stderr: `fatal: detected dubious ownership in repository at '${r}'\n\tgit config --global --add safe.directory ${r}\n` });

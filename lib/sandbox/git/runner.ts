@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { filesStamp, plainGitDir, StampedAnswers } from './stamps';
 
 /**
  * Every git the server runs goes through here. A repository's own configuration (its .git/config,
@@ -273,20 +274,40 @@ export function configEnv(pairs: Iterable<readonly [string, string]>): Record<st
 /**
  * The overrides for the repository at `cwd`: the fixed ones, then one per driver key its
  * configuration holds (read with includes; reading runs nothing). Outside a repository, the fixed ones.
+ * A listing is kept while the repository's config files stay as they were, never when they include others.
  */
 export async function safeConfig(cwd: string, trust: string[] = []): Promise<Record<string, string>> {
   const top = findRepositoryTop(cwd);
+  const key = `${path.resolve(cwd)}\0${trust.join('\0')}`;
+  // Taken before the listing: a file changed while git reads it gets another stamp next time.
+  const stamp = top === path.resolve(cwd) ? configStamp(top) : null;
+  const kept = listedConfigs.get(key, stamp);
+  if (kept) return kept;
   const fixed = [...FIXED_CONFIG, ...safeDirectories([...(top ? [top] : []), ...trust])];
   const listed = await spawnGit(['config', '--list', '--null', '--name-only'], { cwd, env: configEnv(fixed), timeoutMs: 10_000 });
   // Fails closed: a configuration that cannot be listed (unreadable, an include that never
   // ends) is one whose drivers cannot be known, so nothing runs on it.
   if (listed.code !== 0 || listed.cut) throw new GitError('config', listed);
   const overrides = new Map<string, string>();
-  for (const key of listed.stdout.split('\0')) {
-    if (!key) continue;
-    for (const [k, v] of overrideFor(key)) overrides.set(k, v);
+  let includes = false;
+  for (const name of listed.stdout.split('\0')) {
+    if (!name) continue;
+    if (/^include(if\..*)?\.path$/is.test(name)) includes = true;
+    for (const [k, v] of overrideFor(name)) overrides.set(k, v);
   }
-  return configEnv([...fixed, ...overrides]);
+  const config = configEnv([...fixed, ...overrides]);
+  // An included file can change without the repository's own files changing: never kept.
+  if (!includes) listedConfigs.set(key, stamp, config);
+  return config;
+}
+
+/** Listings of repositories' configuration, kept while the files git read them from stay as they were. */
+const listedConfigs = new StampedAnswers<Record<string, string>>(256);
+
+/** What a repository's configuration is read from (its config and config.worktree), or null when that cannot be told safely. */
+function configStamp(top: string): string | null {
+  const dir = plainGitDir(top);
+  return dir ? filesStamp([path.join(dir, 'config'), path.join(dir, 'config.worktree')]) : null;
 }
 
 /** Runs `git <args>` safely at `cwd` (see above). Throws only when the repository's configuration cannot be read; otherwise read `code`. */
