@@ -18,7 +18,7 @@ import { deliverWebhook, newWebhookSecret, webhookProblem, type WebhookSettings 
 type TurnEvent = TurnHandle['events'] extends AsyncGenerator<infer E> ? E : never;
 
 export interface RunSettings {
-  /** Runs one process drives at once (RUNS_CONCURRENCY, default 2). */
+  /** Runs one process drives at once (RUNS_CONCURRENCY, default 4: a run mostly waits on its model). */
   concurrency: number;
   /** Questions the server answers with the contract's rule before the run ends blocked (RUNS_MAX_ANSWERS, default 3). */
   maxAnswers: number;
@@ -43,7 +43,7 @@ export function runSettings(env: Record<string, string | undefined> = process.en
   const maxTokens = env.RUNS_MAX_TOKENS?.trim() ? positive(env.RUNS_MAX_TOKENS, 0, 'RUNS_MAX_TOKENS') : undefined;
   return {
     ...(maxTokens !== undefined ? { maxTokens } : {}),
-    concurrency: positive(env.RUNS_CONCURRENCY, 2, 'RUNS_CONCURRENCY'),
+    concurrency: positive(env.RUNS_CONCURRENCY, 4, 'RUNS_CONCURRENCY'),
     maxAnswers: positive(env.RUNS_MAX_ANSWERS, 3, 'RUNS_MAX_ANSWERS'),
     leaseMs: 60_000,
     heartbeatMs: 10_000,

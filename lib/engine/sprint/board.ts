@@ -104,12 +104,14 @@ export function gitAt(top: string, args: string[], opts: { env?: Record<string, 
 }
 
 /**
- * What commits and blobs hold never changes: entries and texts read once are kept (bounded), so the
+ * What commits and blobs hold never changes: entries, texts and story titles read once are kept (bounded), so the
  * sprint status of a commit read again — every look, every status change — costs no git.
  */
 const entriesRead = new Map<string, { mode: string; blob: string } | null>();
 const textsRead = new Map<string, string>();
+const titlesRead = new Map<string, string | null>();
 const ENTRIES_KEPT = 4096;
+const TITLES_KEPT = 4096;
 const TEXTS_KEPT = 64;
 
 function keep<T>(map: Map<string, T>, key: string, value: T, max: number): T {
@@ -395,11 +397,12 @@ async function boardAt(loc: SprintLocation, commit: string, statusCommit: string
       stories.push({ story, meta: meta && meta.size <= MAX_STORY_BYTES ? meta : null });
     }
   }
-  const unique = new Map(stories.filter((s) => s.meta).map((s) => [s.meta!.blob, s.meta!]));
+  // Titles by blob: a status change makes a new commit whose story files are the ones read before.
+  const unique = new Map(stories.filter((s) => s.meta && !titlesRead.has(s.meta.blob)).map((s) => [s.meta!.blob, s.meta!]));
   const heads = await blobHeads(loc.top, [...unique.values()]);
+  for (const [blob, head] of heads) keep(titlesRead, blob, titleFromMarkdown(head), TITLES_KEPT);
   for (const { story, meta } of stories) {
-    const head = meta ? heads.get(meta.blob) : undefined;
-    const title = head ? titleFromMarkdown(head) : null;
+    const title = meta ? titlesRead.get(meta.blob) : undefined;
     if (title) story.title = title;
   }
   return {
