@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Config } from '../../core/config';
+import { BoundedMap } from '../../core/bounded-map';
 import { isAppError } from '../../core/errors';
 import { splitFrontmatter } from '../../core/frontmatter';
 import { log } from '../../core/log';
@@ -88,7 +89,7 @@ export class AutopilotService {
   private beat: NodeJS.Timeout | null = null;
   private readonly afters = new Map<string, { commit: string; afters: Map<string, string[] | undefined> }>();
   /** A story file's dependency list by its blob: what a blob holds never changes. */
-  private readonly aftersByBlob = new Map<string, { list: string[] | undefined }>();
+  private readonly aftersByBlob = new BoundedMap<string, { list: string[] | undefined }>(4096);
   /** Steps taken by this process: a look that took none has the board it began with. */
   private moves = 0;
   private readonly tickMs: number;
@@ -231,12 +232,7 @@ export class AutopilotService {
     for (const s of stories) {
       const found = texts.get(pathOf(s.file!));
       if (!found) continue;
-      let after = this.aftersByBlob.get(found.blob);
-      if (!after) {
-        after = { list: dependenciesInFrontmatter(splitFrontmatter(found.text).data) };
-        this.aftersByBlob.set(found.blob, after);
-        if (this.aftersByBlob.size > 4096) this.aftersByBlob.delete(this.aftersByBlob.keys().next().value!);
-      }
+      const after = this.aftersByBlob.get(found.blob) ?? this.aftersByBlob.set(found.blob, { list: dependenciesInFrontmatter(splitFrontmatter(found.text).data) });
       afters.set(s.key, after.list);
     }
     this.afters.set(project.id, { commit, afters });

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { BoundedMap } from '../../core/bounded-map';
 import { AppError } from '../../core/errors';
 import { git, GitError } from '../../sandbox/git/runner';
 import { atTop, currentBranch, findRepositoryTop, resolveCommit } from '../../sandbox/git/repo';
@@ -107,19 +108,9 @@ export function gitAt(top: string, args: string[], opts: { env?: Record<string, 
  * What commits and blobs hold never changes: entries, texts and story titles read once are kept (bounded), so the
  * sprint status of a commit read again — every look, every status change — costs no git.
  */
-const entriesRead = new Map<string, { mode: string; blob: string } | null>();
-const textsRead = new Map<string, string>();
-const titlesRead = new Map<string, string | null>();
-const ENTRIES_KEPT = 4096;
-const TITLES_KEPT = 4096;
-const TEXTS_KEPT = 64;
-
-function keep<T>(map: Map<string, T>, key: string, value: T, max: number): T {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > max) map.delete(map.keys().next().value!);
-  return value;
-}
+const entriesRead = new BoundedMap<string, { mode: string; blob: string } | null>(4096);
+const textsRead = new BoundedMap<string, string>(64);
+const titlesRead = new BoundedMap<string, string | null>(4096);
 
 /** One tree entry of a commit: mode and blob, or null when the path is no file there. */
 export async function entryAt(top: string, commit: string, repoPath: string): Promise<{ mode: string; blob: string } | null> {
@@ -130,7 +121,7 @@ export async function entryAt(top: string, commit: string, repoPath: string): Pr
   // A failure (a commit not there yet) is not kept.
   if (r.code !== 0) return null;
   const m = /^(\d{6}) blob ([0-9a-f]{40,64})\t/.exec(r.stdout);
-  return keep(entriesRead, key, m && (m[1] === '100644' || m[1] === '100755') ? { mode: m[1], blob: m[2] } : null, ENTRIES_KEPT);
+  return entriesRead.set(key, m && (m[1] === '100644' || m[1] === '100755') ? { mode: m[1], blob: m[2] } : null);
 }
 
 /** A blob's text, refused past `max` bytes and when it is not UTF-8 (its bytes could not be written back as they were). */
@@ -142,7 +133,7 @@ export async function blobText(top: string, blob: string, max = MAX_STATUS_BYTES
   if (r.code !== 0) throw new AppError('E_INTERNAL', 'The sprint status could not be read from the repository.');
   if (r.cut) throw invalidStatusFile(`is larger than ${max / 1024} kB`);
   if (r.stdout.includes('\uFFFD')) throw invalidStatusFile('is not UTF-8 text');
-  return r.stdout.length <= 256 * 1024 ? keep(textsRead, key, r.stdout, TEXTS_KEPT) : r.stdout;
+  return r.stdout.length <= 256 * 1024 ? textsRead.set(key, r.stdout) : r.stdout;
 }
 
 /** The sprint status text of a commit, or null when the commit has no such file. */
@@ -347,22 +338,16 @@ export async function readCommittedBoard(project: SprintProject): Promise<Commit
  * board read again at the same commits (every look of the autopilot, every board request) is
  * the one read before.
  */
-const boardsRead = new Map<string, CommittedBoard>();
-const BOARDS_KEPT = 64;
+const boardsRead = new BoundedMap<string, CommittedBoard>(64);
 
 async function committedBoardAt(project: SprintProject, loc: SprintLocation): Promise<CommittedBoard> {
   const { commit, statusCommit, branch } = await boardCommits(project, loc);
   if (!commit) return { source: null, epics: [] };
   const key = [loc.top, commit, statusCommit ?? '', branch, loc.fileInRepo, loc.folderInRepo, loc.projectInRepo].join('\0');
   const kept = boardsRead.get(key);
-  if (kept) {
-    boardsRead.delete(key);
-    boardsRead.set(key, kept);
-    return structuredClone(kept);
-  }
+  if (kept) return structuredClone(kept);
   const board = await boardAt(loc, commit, statusCommit, branch);
   boardsRead.set(key, structuredClone(board));
-  if (boardsRead.size > BOARDS_KEPT) boardsRead.delete(boardsRead.keys().next().value!);
   return board;
 }
 
@@ -400,7 +385,7 @@ async function boardAt(loc: SprintLocation, commit: string, statusCommit: string
   // Titles by blob: a status change makes a new commit whose story files are the ones read before.
   const unique = new Map(stories.filter((s) => s.meta && !titlesRead.has(s.meta.blob)).map((s) => [s.meta!.blob, s.meta!]));
   const heads = await blobHeads(loc.top, [...unique.values()]);
-  for (const [blob, head] of heads) keep(titlesRead, blob, titleFromMarkdown(head), TITLES_KEPT);
+  for (const [blob, head] of heads) titlesRead.set(blob, titleFromMarkdown(head));
   for (const { story, meta } of stories) {
     const title = meta ? titlesRead.get(meta.blob) : undefined;
     if (title) story.title = title;

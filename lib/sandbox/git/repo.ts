@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { BoundedMap } from '../../core/bounded-map';
 import { findRepositoryTop, git, gitOk } from './runner';
 import { fileStamp, filesStamp, plainGitDir, StampedAnswers } from './stamps';
 
@@ -43,21 +44,21 @@ export async function resolveCommit(top: string, rev: string): Promise<string | 
   const dir = plainGitDir(top);
   const loose = dir ? looseRef(dir, rev) : null;
   // A branch's own file names its commit: git is asked once whether that object is a commit.
-  if (loose && commitsSeen.get(`${top}\0${loose}`, '') === loose) return loose;
+  if (loose && commitsSeen.has(`${top}\0${loose}`)) return loose;
   const stamp = loose ? null : refStamp(top, rev);
   const key = `${top}\0${rev}`;
   const kept = commits.get(key, stamp);
   if (kept !== undefined) return kept;
   const r = await git(['rev-parse', '-q', '--verify', '--end-of-options', `${rev}^{commit}`], { cwd: top });
   const commit = r.code === 0 ? r.stdout.trim() || null : null;
-  if (commit && commit === loose) commitsSeen.set(`${top}\0${loose}`, '', commit);
+  if (commit && commit === loose) commitsSeen.set(`${top}\0${loose}`, true);
   // Only a packed ref naming its commit itself: a symbolic ref or a tag object is read through other files.
   else if (commit && stamp && (await packedNames(top, rev, commit))) commits.set(key, stamp, commit);
   return commit;
 }
 
 /** Commits known to be commits, by repository and id: what an object is never changes. */
-const commitsSeen = new StampedAnswers<string>(4096);
+const commitsSeen = new BoundedMap<string, true>(4096);
 
 /** The commit id a full ref's own file holds, when it is a plain file holding one (not a symbolic ref, not a link). */
 function looseRef(dir: string, ref: string): string | null {

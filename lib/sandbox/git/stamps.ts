@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { BoundedMap } from '../../core/bounded-map';
 
 /**
  * Stamps of the files git reads a repository's configuration and refs from, so an answer git gave
@@ -55,24 +56,20 @@ export function filesStamp(files: string[]): string | null {
   return parts.join('/');
 }
 
-/** A bounded map of answers, each kept under the stamp it was given at; the least recently used goes first. */
+/** Answers, each kept under the stamp it was given at (bounded). */
 export class StampedAnswers<T> {
-  private readonly kept = new Map<string, { stamp: string; value: T }>();
-  constructor(private readonly max: number) {}
+  private readonly kept: BoundedMap<string, { stamp: string; value: T }>;
+  constructor(max: number) {
+    this.kept = new BoundedMap(max);
+  }
 
   get(key: string, stamp: string | null): T | undefined {
     if (stamp === null) return undefined;
     const hit = this.kept.get(key);
-    if (!hit || hit.stamp !== stamp) return undefined;
-    this.kept.delete(key);
-    this.kept.set(key, hit);
-    return hit.value;
+    return hit && hit.stamp === stamp ? hit.value : undefined;
   }
 
   set(key: string, stamp: string | null, value: T): void {
-    if (stamp === null) return;
-    this.kept.delete(key);
-    this.kept.set(key, { stamp, value });
-    if (this.kept.size > this.max) this.kept.delete(this.kept.keys().next().value!);
+    if (stamp !== null) this.kept.set(key, { stamp, value });
   }
 }
