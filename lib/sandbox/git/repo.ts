@@ -45,7 +45,7 @@ export async function resolveCommit(top: string, rev: string): Promise<string | 
   const loose = dir ? looseRef(dir, rev) : null;
   // A branch's own file names its commit: git is asked once whether that object is a commit.
   if (loose && commitsSeen.has(`${top}\0${loose}`)) return loose;
-  const stamp = loose ? null : refStamp(top, rev);
+  const stamp = loose || !dir ? null : refStamp(dir, rev);
   const key = `${top}\0${rev}`;
   const kept = commits.get(key, stamp);
   if (kept !== undefined) return kept;
@@ -53,7 +53,7 @@ export async function resolveCommit(top: string, rev: string): Promise<string | 
   const commit = r.code === 0 ? r.stdout.trim() || null : null;
   if (commit && commit === loose) commitsSeen.set(`${top}\0${loose}`, true);
   // Only a packed ref naming its commit itself: a symbolic ref or a tag object is read through other files.
-  else if (commit && stamp && (await packedNames(top, rev, commit))) commits.set(key, stamp, commit);
+  else if (commit && stamp && dir && (await packedNames(dir, rev, commit))) commits.set(key, stamp, commit);
   return commit;
 }
 
@@ -81,15 +81,11 @@ function looseRef(dir: string, ref: string): string | null {
 const refIsPlain = (ref: string) => /^refs\/(heads|remotes|tags)\/[A-Za-z0-9._/-]+$/.test(ref) && !ref.split('/').some((p) => p === '' || p === '.' || p === '..' || p.endsWith('.lock'));
 
 /** A full ref with no file of its own: the packed refs, where git resolves it from. */
-function refStamp(top: string, ref: string): string | null {
-  if (!refIsPlain(ref)) return null;
-  const dir = plainGitDir(top);
-  return dir ? filesStamp([path.join(dir, ...ref.split('/')), path.join(dir, 'packed-refs')]) : null;
+function refStamp(dir: string, ref: string): string | null {
+  return refIsPlain(ref) ? filesStamp([path.join(dir, ...ref.split('/')), path.join(dir, 'packed-refs')]) : null;
 }
 
-async function packedNames(top: string, ref: string, commit: string): Promise<boolean> {
-  const dir = plainGitDir(top);
-  if (!dir) return false;
+async function packedNames(dir: string, ref: string, commit: string): Promise<boolean> {
   const packed = await fs.promises.readFile(path.join(dir, 'packed-refs'), 'utf8').catch(() => '');
   return `\n${packed}`.includes(`\n${commit} ${ref}\n`);
 }
