@@ -56,6 +56,9 @@ export interface AutopilotSprintFigure {
   problems: string[];
   loadAvgStart: number[];
   loadAvgEnd: number[];
+  /** CPU time over the sprint: this process (the engine, the sampler, the scripted model), and every process under it (the git helper and its gits, bubblewrap and what ran inside). */
+  cpuSelfMs: number;
+  cpuChildrenMs: number;
 }
 
 export interface AutopilotFigures {
@@ -70,6 +73,30 @@ export interface AutopilotFigures {
 }
 
 const load = () => os.loadavg().map((n) => Math.round(n * 100) / 100);
+
+/** utime + stime + cutime + cstime of a /proc/<pid>/stat (fields 14–17, counted after the command name, which may hold spaces), in ms. */
+function statCpuMs(stat: string, own: boolean): number {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const tick = 1000 / 100;
+  const n = (i: number) => Number(fields[i]) || 0;
+  return ((own ? n(11) + n(12) : 0) + n(13) + n(14)) * tick;
+}
+
+/**
+ * CPU time so far, in ms, of this process and of every process under it: the children it waited
+ * for (cutime + cstime, which hold their own waited-for children) and those still running with
+ * what they waited for (the git helper's gits). A child that ends between two readings moves
+ * from the second sum to the first, so a difference counts it once.
+ */
+async function cpuNow(): Promise<{ self: number; children: number }> {
+  const own = process.cpuUsage();
+  let children = statCpuMs(await fs.readFile('/proc/self/stat', 'utf8').catch(() => ''), false);
+  const tasks = await fs.readdir('/proc/self/task').catch(() => [] as string[]);
+  const pids = new Set<string>();
+  for (const t of tasks) for (const p of (await fs.readFile(`/proc/self/task/${t}/children`, 'utf8').catch(() => '')).split(' ')) if (p.trim()) pids.add(p.trim());
+  for (const pid of pids) children += statCpuMs(await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ''), true);
+  return { self: (own.user + own.system) / 1000, children };
+}
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -167,6 +194,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
       })().finally(() => (sampling = false));
     }, 250);
     const loadAvgStart = load();
+    const cpu0 = await cpuNow();
     const t0 = performance.now();
     await putAutopilot(LOCAL_CALLER, id, async () => ({ enabled: true, maxParallel, order: 'free' as const }));
     // Until every story is merged, or one stopped short of it (held for a person, stopped), or ten minutes.
@@ -184,6 +212,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
       await new Promise((r) => setTimeout(r, 100));
     }
     const wallMs = performance.now() - t0;
+    const cpu1 = await cpuNow();
     clearInterval(sampler);
     const runs = await rt.runs.store.storyRuns(id, 200);
     const ms = (a?: string | null, b?: string | null) => (a && b ? Date.parse(b) - Date.parse(a) : NaN);
@@ -197,7 +226,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
     const queuedMs = median(runs.map((r) => ms(r.createdAt, r.startedAt)));
     const problems = rows.filter((r) => r.step !== 'merged').map((r) => `${r.storyKey}: ${r.step}${r.note ? ` (${r.note})` : ''}`);
     if (rows.length < STORIES.length) problems.push(`${STORIES.length - rows.length} stories never taken`);
-    return { maxParallel, wallMs, merged: rows.filter((r) => r.step === 'merged').length, maxActive, maxRunning, runs: runs.length, buildRunMs, reviewRunMs, queuedMs, modelRequests: model.chatRequests().length, problems, loadAvgStart, loadAvgEnd: load() };
+    return { maxParallel, wallMs, merged: rows.filter((r) => r.step === 'merged').length, maxActive, maxRunning, runs: runs.length, buildRunMs, reviewRunMs, queuedMs, modelRequests: model.chatRequests().length, problems, loadAvgStart, loadAvgEnd: load(), cpuSelfMs: cpu1.self - cpu0.self, cpuChildrenMs: cpu1.children - cpu0.children };
   } finally {
     clearInterval(sampler);
     await setRuntime(undefined).catch(() => undefined);
@@ -231,13 +260,13 @@ export async function autopilotFigures(say: (s: string) => void = () => undefine
 export function autopilotMarkdown(f: AutopilotFigures): string {
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const row = (r: AutopilotSprintFigure) =>
-    `| ${r.maxParallel} | ${s(r.wallMs)} | ${r.merged} / ${f.stories} | ${r.maxActive} | ${r.maxRunning} | ${r.runs} | ${s(r.buildRunMs)} / ${s(r.reviewRunMs)} / ${s(r.queuedMs)} | ${r.modelRequests} | ${r.loadAvgStart.join(' / ')} → ${r.loadAvgEnd.join(' / ')} |`;
+    `| ${r.maxParallel} | ${s(r.wallMs)} | ${r.merged} / ${f.stories} | ${r.maxActive} | ${r.maxRunning} | ${r.runs} | ${s(r.buildRunMs)} / ${s(r.reviewRunMs)} / ${s(r.queuedMs)} | ${r.modelRequests} | ${s(r.cpuSelfMs)} / ${s(r.cpuChildrenMs)} | ${r.loadAvgStart.join(' / ')} → ${r.loadAvgEnd.join(' / ')} |`;
   const problems = [...f.parallel.problems.map((p) => `×3 ${p}`), ...f.serial.problems.map((p) => `×1 ${p}`)];
   return [
     `#### 11. Sprint autopilot: ${f.stories} independent stories, each build waiting on \`sleep ${f.sleepS}\` in the sandbox (RUNS_CONCURRENCY ${f.runsConcurrency}, ${f.cpus} CPUs)`,
     '',
-    '| maxParallel | wall time | merged | max stories active | max stories with a run | runs | run p50: build / review / queued | model requests | load average (1 / 5 / 15 min) |',
-    '|---:|---:|---:|---:|---:|---:|---|---:|---|',
+    '| maxParallel | wall time | merged | max stories active | max stories with a run | runs | run p50: build / review / queued | model requests | CPU: this process / its children | load average (1 / 5 / 15 min) |',
+    '|---:|---:|---:|---:|---:|---:|---|---:|---|---|',
     row(f.parallel),
     row(f.serial),
     '',

@@ -1,6 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { spawnFromHelper } from './spawner';
 import { filesStamp, plainGitDir, StampedAnswers } from './stamps';
 
 /**
@@ -195,67 +195,22 @@ const DEFAULT_TIMEOUT_MS = 60_000;
 const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 const MAX_STDERR = 64 * 1024;
 
-function spawnGit(args: string[], opts: GitOptions): Promise<GitResult> {
-  const maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
-  return new Promise((resolve, reject) => {
-    const child: ChildProcess = spawn('git', args, {
-      cwd: opts.cwd,
-      env: { ...GIT_ENV, ...(opts.env ?? {}) } as unknown as NodeJS.ProcessEnv,
-      stdio: [opts.input !== undefined ? 'pipe' : 'ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    let kept = 0;
-    let errKept = 0;
-    let cut = false;
-    const kill = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    };
-    const timer = setTimeout(kill, opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      if (cut) return;
-      const room = maxBytes - kept;
-      if (chunk.length >= room) {
-        // Reading stops at the cap: whatever git still has to say costs nothing more.
-        if (room > 0) out.push(chunk.subarray(0, room));
-        kept = maxBytes;
-        cut = true;
-        kill();
-        child.stdout!.destroy();
-        return;
-      }
-      out.push(chunk);
-      kept += chunk.length;
-    });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      if (errKept >= MAX_STDERR) return;
-      err.push(chunk);
-      errKept += chunk.length;
-    });
-    child.on('error', (e: Error) => {
-      clearTimeout(timer);
-      reject(e);
-    });
-    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
-      clearTimeout(timer);
-      resolve({
-        code: cut ? 0 : code ?? (signal ? 128 : 1),
-        stdout: Buffer.concat(out).toString(opts.bytes ? 'latin1' : 'utf8'),
-        stderr: Buffer.concat(err).toString('utf8').slice(0, MAX_STDERR),
-        cut,
-      });
-    });
-    if (opts.input !== undefined) {
-      // git killed at the cap (or done early) closes its end: the rest of the input is not needed.
-      child.stdin!.on('error', () => undefined);
-      child.stdin!.end(opts.input);
-    }
+async function spawnGit(args: string[], opts: GitOptions): Promise<GitResult> {
+  const r = await spawnFromHelper({
+    args,
+    cwd: opts.cwd,
+    env: { ...GIT_ENV, ...(opts.env ?? {}) },
+    ...(opts.input !== undefined ? { input: opts.input } : {}),
+    timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    maxBytes: opts.maxBytes ?? DEFAULT_MAX_BYTES,
+    maxStderr: MAX_STDERR,
   });
+  return {
+    code: r.code,
+    stdout: r.stdout.toString(opts.bytes ? 'latin1' : 'utf8'),
+    stderr: r.stderr.toString('utf8').slice(0, MAX_STDERR),
+    cut: r.cut,
+  };
 }
 
 /**
