@@ -254,6 +254,8 @@ export class AutopilotService {
     if (!this.gating.has(projectId) && all.some((r) => r.step === 'queued-to-merge')) this.detach(this.mergeQueue(ctx, state));
     const rows = all.filter((r) => ACTIVE_STEPS.has(r.step) && r.step !== 'queued-to-merge');
     await Promise.all(rows.map((row) => this.drive(ctx, state, row).catch((e) => this.hold(row, 'failed', `The autopilot could not go on with ${row.storyKey}: ${message(e)}`, null, ['retry', 'skip', 'stop']))));
+    // A story this look approved is taken by the queue now, not a tick later (2 s by default).
+    if (this.moves !== movesBefore && !this.gating.has(projectId) && (await this.deps.store.stories(projectId)).some((r) => r.step === 'queued-to-merge')) this.detach(this.mergeQueue(ctx, state));
     const now = await this.deps.store.get(projectId);
     // The board read again only when a step of this look may have changed it.
     if (now?.settings.enabled && !now.paused) await this.startReady(this.moves !== movesBefore ? ((await this.context(projectId)) ?? ctx) : ctx, now);

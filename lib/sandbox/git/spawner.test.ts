@@ -17,8 +17,8 @@ function repo(): string {
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/nonexistent', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
 const req = (cwd: string, args: string[], more: Partial<SpawnRequest> = {}): SpawnRequest => ({ args, cwd, env: ENV, timeoutMs: 10_000, maxBytes: 1 << 20, maxStderr: 64 * 1024, ...more });
 
-/** This process's children started as `node -e …`: the helper. */
-function helpers(): number[] {
+/** This process's children started as `node -e …`: helpers (other test files' too, when they share the process, until they go idle). */
+function allHelpers(): number[] {
   const pids: number[] = [];
   for (const t of fs.readdirSync('/proc/self/task')) {
     for (const p of fs.readFileSync(`/proc/self/task/${t}/children`, 'utf8').split(' ').filter(Boolean)) {
@@ -28,6 +28,10 @@ function helpers(): number[] {
   }
   return pids;
 }
+
+/** Those started since this file began: its own. */
+const before = allHelpers();
+const helpers = () => allHelpers().filter((p) => !before.includes(p));
 
 const alive = (pid: number) => {
   try {

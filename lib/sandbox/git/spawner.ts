@@ -9,7 +9,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
  * Node.js (some 40 MB) that forks in well under a millisecond, on the other core; the server only
  * sends it a message and reads the answer. It is started with an empty environment (nothing of
  * the server's, no NODE_OPTIONS), gets each git's whole environment in the request, and ends with
- * the server (its message channel closes) or after a few idle seconds.
+ * the server (its message channel closes) or after half a minute with nothing to run.
  *
  * The helper applies every limit itself — the time limit and the output cap kill git's whole
  * process group — so a request answers exactly as a git started here would. Should the helper
@@ -81,6 +81,7 @@ process.on('message', (m) => {
     if (cut) return;
     const room = m.maxBytes - kept;
     if (chunk.length >= room) {
+      // Reading stops at the cap: whatever git still has to say costs nothing more.
       if (room > 0) out.push(chunk.subarray(0, room));
       kept = m.maxBytes;
       cut = true;
@@ -105,6 +106,7 @@ process.on('message', (m) => {
     answer({ code: cut ? 0 : code !== null ? code : signal ? 128 : 1, stdout: Buffer.concat(out), stderr: Buffer.concat(err).subarray(0, m.maxStderr), cut });
   });
   if (m.input !== undefined) {
+    // git killed at the cap (or done early) closes its end: the rest of the input is not needed.
     child.stdin.on('error', () => undefined);
     child.stdin.end(typeof m.input === 'string' ? m.input : toBuffer(m.input));
   }
@@ -113,7 +115,7 @@ process.on('disconnect', () => process.exit(0));
 `;
 
 /** How long an idle helper is kept before it is let go (the next git starts another). */
-const IDLE_MS = 5_000;
+const IDLE_MS = 30_000;
 
 type Pending = { resolve: (a: SpawnAnswer) => void; reject: (e: Error) => void };
 type HelperAnswer = { id: number; code: number; stdout: Uint8Array; stderr: Uint8Array; cut: boolean } | { id: number; error: { message: string; code?: string; syscall?: string; path?: string } };
@@ -197,6 +199,11 @@ class Helper {
     this.idle.unref();
   }
 
+  /** Running, and its channel open: a request sent now reaches it. */
+  usable(): boolean {
+    return !this.ended && this.child.connected;
+  }
+
   close(): void {
     if (this.pending.size) return;
     this.ended = true;
@@ -213,9 +220,22 @@ function slot(): Slot {
   return (g[SLOT] ??= { helper: null });
 }
 
-/** Runs git as the request says, from the helper (started when none is running). */
-export function spawnFromHelper(req: SpawnRequest): Promise<SpawnAnswer> {
+function helper(): Helper {
   const s = slot();
-  if (!s.helper || s.helper.ended) s.helper = new Helper();
-  return s.helper.run(req);
+  if (!s.helper || !s.helper.usable()) s.helper = new Helper();
+  return s.helper;
+}
+
+/**
+ * Runs git as the request says, from the helper (started when none is running). A request the
+ * helper never received (its channel had just closed) goes to a new one; one it may have started
+ * is never sent twice.
+ */
+export async function spawnFromHelper(req: SpawnRequest): Promise<SpawnAnswer> {
+  try {
+    return await helper().run(req);
+  } catch (e) {
+    if ((e as { code?: string }).code !== 'ERR_IPC_CHANNEL_CLOSED') throw e;
+    return helper().run(req);
+  }
 }
