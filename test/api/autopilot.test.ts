@@ -255,7 +255,14 @@ describe('the sprint autopilot', () => {
   });
 
   it('builds, reviews on the review model, tests the merge result and merges one story at a time, in dependency order, never more than maxParallel at once', async () => {
-    const end = await until(() => view('vic'), (v) => Object.values(v.body.data.stories as Record<string, { step: string }>).filter((s) => s.step === 'merged').length === 5 && Object.values(v.body.data.stories as Record<string, { step: string }>).some((s) => s.step === 'held'));
+    // A story is held first and its decision written next: both are waited for.
+    const end = await until(
+      () => view('vic'),
+      (v) =>
+        Object.values(v.body.data.stories as Record<string, { step: string }>).filter((s) => s.step === 'merged').length === 5 &&
+        Object.values(v.body.data.stories as Record<string, { step: string }>).some((s) => s.step === 'held') &&
+        v.body.data.decisions.length > 0,
+    );
     clearInterval(sampler);
     const steps = Object.fromEntries(Object.entries(end.body.data.stories as Record<string, { step: string }>).map(([k, s]) => [k, s.step]));
     const held = FLAGGED.has(Object.keys(steps).find((k) => steps[k] === 'held')!) ? Object.keys(steps).find((k) => steps[k] === 'held')! : null;
