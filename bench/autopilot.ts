@@ -18,6 +18,7 @@ import type { Runtime } from '../lib/engine/runtime';
 import { reply, startScriptedModel, type ChatMessage, type ChatRequestBody, type Reply } from '../test/scripted-model';
 import { openSourceRepo } from '../test/open-source-repo';
 import { sh } from '../test/git-repo';
+import { treeCpuSplitMs } from './proc';
 
 const REPO = path.resolve(__dirname, '..');
 const ARTIFACTS = '_bmad-output/implementation-artifacts';
@@ -73,30 +74,6 @@ export interface AutopilotFigures {
 }
 
 const load = () => os.loadavg().map((n) => Math.round(n * 100) / 100);
-
-/** utime + stime + cutime + cstime of a /proc/<pid>/stat (fields 14–17, counted after the command name, which may hold spaces), in ms. */
-function statCpuMs(stat: string, own: boolean): number {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const tick = 1000 / 100;
-  const n = (i: number) => Number(fields[i]) || 0;
-  return ((own ? n(11) + n(12) : 0) + n(13) + n(14)) * tick;
-}
-
-/**
- * CPU time so far, in ms, of this process and of every process under it: the children it waited
- * for (cutime + cstime, which hold their own waited-for children) and those still running with
- * what they waited for (the git helper's gits). A child that ends between two readings moves
- * from the second sum to the first, so a difference counts it once.
- */
-async function cpuNow(): Promise<{ self: number; children: number }> {
-  const own = process.cpuUsage();
-  let children = statCpuMs(await fs.readFile('/proc/self/stat', 'utf8').catch(() => ''), false);
-  const tasks = await fs.readdir('/proc/self/task').catch(() => [] as string[]);
-  const pids = new Set<string>();
-  for (const t of tasks) for (const p of (await fs.readFile(`/proc/self/task/${t}/children`, 'utf8').catch(() => '')).split(' ')) if (p.trim()) pids.add(p.trim());
-  for (const pid of pids) children += statCpuMs(await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => ''), true);
-  return { self: (own.user + own.system) / 1000, children };
-}
 
 function textOf(content: unknown): string {
   if (typeof content === 'string') return content;
@@ -194,7 +171,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
       })().finally(() => (sampling = false));
     }, 250);
     const loadAvgStart = load();
-    const cpu0 = await cpuNow();
+    const cpu0 = treeCpuSplitMs(process.pid);
     const t0 = performance.now();
     await putAutopilot(LOCAL_CALLER, id, async () => ({ enabled: true, maxParallel, order: 'free' as const }));
     // Until every story is merged, or one stopped short of it (held for a person, stopped), or ten minutes.
@@ -212,7 +189,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
       await new Promise((r) => setTimeout(r, 100));
     }
     const wallMs = performance.now() - t0;
-    const cpu1 = await cpuNow();
+    const cpu1 = treeCpuSplitMs(process.pid);
     clearInterval(sampler);
     const runs = await rt.runs.store.storyRuns(id, 200);
     const ms = (a?: string | null, b?: string | null) => (a && b ? Date.parse(b) - Date.parse(a) : NaN);
@@ -226,7 +203,7 @@ async function sprintOnce(maxParallel: number, say: (s: string) => void): Promis
     const queuedMs = median(runs.map((r) => ms(r.createdAt, r.startedAt)));
     const problems = rows.filter((r) => r.step !== 'merged').map((r) => `${r.storyKey}: ${r.step}${r.note ? ` (${r.note})` : ''}`);
     if (rows.length < STORIES.length) problems.push(`${STORIES.length - rows.length} stories never taken`);
-    return { maxParallel, wallMs, merged: rows.filter((r) => r.step === 'merged').length, maxActive, maxRunning, runs: runs.length, buildRunMs, reviewRunMs, queuedMs, modelRequests: model.chatRequests().length, problems, loadAvgStart, loadAvgEnd: load(), cpuSelfMs: cpu1.self - cpu0.self, cpuChildrenMs: cpu1.children - cpu0.children };
+    return { maxParallel, wallMs, merged: rows.filter((r) => r.step === 'merged').length, maxActive, maxRunning, runs: runs.length, buildRunMs, reviewRunMs, queuedMs, modelRequests: model.chatRequests().length, problems, loadAvgStart, loadAvgEnd: load(), cpuSelfMs: cpu1.ownMs - cpu0.ownMs, cpuChildrenMs: cpu1.underMs - cpu0.underMs };
   } finally {
     clearInterval(sampler);
     await setRuntime(undefined).catch(() => undefined);

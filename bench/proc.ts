@@ -21,7 +21,7 @@ function ticksPerSecond(): number {
   return clkTck;
 }
 
-/** Fields of /proc/<pid>/stat after the command name: [0] = state (field 3), [1] = ppid, [11] = utime, [12] = stime. */
+/** Fields of /proc/<pid>/stat after the command name: [0] = state (field 3), [1] = ppid, [11] = utime, [12] = stime, [13] = cutime, [14] = cstime. */
 function statFields(pid: number): string[] | null {
   try {
     const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -65,6 +65,28 @@ export function treeCpuMs(root: number): { userMs: number; sysMs: number } {
     s += Number(f[12]);
   }
   return { userMs: (u * 1000) / hz, sysMs: (s * 1000) / hz };
+}
+
+/**
+ * CPU milliseconds of a process tree, split into the root's own and everything under it: each live
+ * process's time and what it has already waited for (cutime + cstime, its children that ended), so
+ * a difference of two readings counts a child that ended between them once.
+ */
+export function treeCpuSplitMs(root: number): { ownMs: number; underMs: number } {
+  const hz = ticksPerSecond();
+  let own = 0;
+  let under = 0;
+  for (const pid of processTree(root)) {
+    const f = statFields(pid);
+    if (!f) continue;
+    const self = Number(f[11]) + Number(f[12]);
+    const reaped = Number(f[13]) + Number(f[14]);
+    if (pid === root) {
+      own += self;
+      under += reaped;
+    } else under += self + reaped;
+  }
+  return { ownMs: (own * 1000) / hz, underMs: (under * 1000) / hz };
 }
 
 /** Resident set size of a process tree, in MB. */

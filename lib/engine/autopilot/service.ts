@@ -250,15 +250,19 @@ export class AutopilotService {
     // build ended is reviewed while another one's tests run or it merges.
     const movesBefore = this.moves;
     const all = await this.deps.store.stories(projectId);
-    // Only with a story waiting: the queue's end is a look of its own, and an empty queue's would be a loop.
-    if (!this.gating.has(projectId) && all.some((r) => r.step === 'queued-to-merge')) this.detach(this.mergeQueue(ctx, state));
+    this.mergeIfQueued(ctx, state, all);
     const rows = all.filter((r) => ACTIVE_STEPS.has(r.step) && r.step !== 'queued-to-merge');
     await Promise.all(rows.map((row) => this.drive(ctx, state, row).catch((e) => this.hold(row, 'failed', `The autopilot could not go on with ${row.storyKey}: ${message(e)}`, null, ['retry', 'skip', 'stop']))));
     // A story this look approved is taken by the queue now, not a tick later (2 s by default).
-    if (this.moves !== movesBefore && !this.gating.has(projectId) && (await this.deps.store.stories(projectId)).some((r) => r.step === 'queued-to-merge')) this.detach(this.mergeQueue(ctx, state));
+    if (this.moves !== movesBefore) this.mergeIfQueued(ctx, state, await this.deps.store.stories(projectId));
     const now = await this.deps.store.get(projectId);
     // The board read again only when a step of this look may have changed it.
     if (now?.settings.enabled && !now.paused) await this.startReady(this.moves !== movesBefore ? ((await this.context(projectId)) ?? ctx) : ctx, now);
+  }
+
+  /** The merge queue started when a story waits in it and it is not running: only then, as the queue's end is a look of its own and an empty queue's would be a loop. */
+  private mergeIfQueued(ctx: SprintContext, state: AutopilotState, rows: PipelineRow[]): void {
+    if (!this.gating.has(ctx.project.id) && rows.some((r) => r.step === 'queued-to-merge')) this.detach(this.mergeQueue(ctx, state));
   }
 
   /** Work that outlives the look that began it (a merge, a start); the next look follows at once when it ends having moved a story (false: it did not). */
